@@ -1,0 +1,65 @@
+# Trochilus — the two set-up commands are `make run` and `make test`; everything else is a helper.
+SHELL := /bin/bash
+GO ?= go
+export TROCHILUS_DEPS := $(CURDIR)/.deps
+BIN := bin
+CLI := $(BIN)/trochilus
+TINY := testdata/gen/tiny-q8_0.gguf
+# Packages that make up the engine side (everything but the cgo window app).
+ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
+
+.PHONY: all deps deps-run build cli run test gate fmt-check vet unit check-long fuzz bench clean
+
+all: build
+
+deps:
+	tools/deps.sh test
+
+deps-run:
+	tools/deps.sh run
+
+cli:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(CLI) ./app/trochilus
+
+build: cli
+
+# make run: install what is needed, build, then start the app (or, with no display, the CLI demo).
+run: deps-run cli
+	@tools/demo.sh $(CLI)
+
+# make test: the whole gate.
+test: deps gate
+
+gate: fmt-check vet unit check-long
+	@echo "gate: all green"
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+vet:
+	CGO_ENABLED=0 $(GO) vet $(ENGINE_PKGS)
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) vet $(ENGINE_PKGS)
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) build -o /dev/null ./app/trochilus
+	CGO_ENABLED=0 GOOS=windows $(GO) build -o /dev/null ./app/trochilus
+	@tools/check-nocgo.sh
+
+# The unit tests run twice: GOAMD64=v3 lets the compiler fuse x*y+z into FMA, so any missing
+# float32() rounding in a definition shows up as a difference between the two runs' outputs.
+unit:
+	TROCHILUS_REQUIRE_ORACLES=1 GOAMD64=v1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m $(ENGINE_PKGS)
+	TROCHILUS_REQUIRE_ORACLES=1 GOAMD64=v3 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m $(ENGINE_PKGS)
+
+# Long checks (the exhaustive exp test and the like); part of the gate.
+check-long:
+	TROCHILUS_LONG=1 TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m -run 'Long' $(ENGINE_PKGS)
+
+# Fuzz every target for FUZZTIME each (default 2m).
+FUZZTIME ?= 2m
+fuzz:
+	tools/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(ENGINE_PKGS)
+
+clean:
+	rm -rf $(BIN) testdata/gen

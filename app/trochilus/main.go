@@ -1,0 +1,106 @@
+// Command trochilus is the command-line face of Trochilus: it inspects GGUF files, reports what
+// the machine offers, generates test models and runs Mixture-of-Experts models. It is built
+// without cgo and needs no display.
+//
+// Exit codes: 0 success, 1 a failure while working (bad file, I/O error), 2 a usage error,
+// 130 interrupted (Ctrl-C).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+)
+
+// A command is one subcommand: its one-line summary and the function that runs it with the
+// arguments after its name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"cpu":     {"print what this machine offers (cores, SIMD, RAM)", runCPU},
+		"inspect": {"describe a GGUF file: config, metadata, tensors", runInspect},
+		"gen":     {"write a deterministic test model (tiny or full-size OLMoE shape)", runGen},
+	}
+}
+
+// errUsage marks an error as the caller's (exit code 2).
+var errUsage = errors.New("usage")
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: trochilus COMMAND [flags]\n\ncommands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'trochilus COMMAND -h' for a command's flags.")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "trochilus: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	err := cmd.run(ctx, args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "trochilus %s: %v\n", args[0], err)
+		return 2
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "trochilus %s: interrupted\n", args[0])
+		return 130
+	default:
+		fmt.Fprintf(stderr, "trochilus %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+// newFlags returns a flag set for a subcommand that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("trochilus "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args, turning a flag error into a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}

