@@ -1,0 +1,565 @@
+package jinja
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Value is any template value. The dynamic types the interpreter understands mirror the Python
+// objects Jinja2 sees:
+//
+//	nil           None
+//	bool          bool
+//	int64         int
+//	float64       float
+//	string        str
+//	Markup        markupsafe.Markup (a str marked safe)
+//	[]Value       list
+//	Tuple         tuple
+//	*Dict         dict (insertion-ordered)
+//	Undefined     jinja2.Undefined
+//	*Namespace    jinja2 namespace()
+//	Func          a callable supplied by the host (a global or a filter)
+//
+// ValueOf converts ordinary Go values (int, float32, map[string]any, []string, ...) to these.
+type Value = any
+
+// Tuple is a Python tuple: like a list, but printed with parentheses and never equal to a list.
+type Tuple []Value
+
+// Markup is a string marked safe, as markupsafe.Markup: joining a plain string to it with +
+// HTML-escapes the plain string.
+type Markup string
+
+// Func is a callable provided by the host: a global function or a filter. For a filter the
+// filtered value is args[0]. kwargs is nil when the call has no keyword arguments.
+type Func func(args []Value, kwargs map[string]Value) (Value, error)
+
+// Namespace is the mutable object namespace() returns: the only thing a template may assign
+// attributes on ({% set ns.x = 1 %}).
+type Namespace struct {
+	attrs *Dict
+}
+
+// Undefined is the value of a missing variable, attribute or item, as jinja2.Undefined: it
+// prints as "", is false, iterates as empty, and fails on any other use.
+type Undefined struct {
+	hint     string // explicit message, if any
+	name     Value  // the missing name or key
+	obj      string // object_type_repr of the container, when hasObj
+	hasObj   bool
+	security bool // raise SecurityError rather than UndefinedError (sandbox)
+}
+
+func undefinedName(name string) Undefined { return Undefined{name: name} }
+
+func undefinedHint(hint string) Undefined { return Undefined{hint: hint} }
+
+func undefinedAttr(obj Value, name Value) Undefined {
+	return Undefined{name: name, obj: objectTypeRepr(obj), hasObj: true}
+}
+
+// message is the text of the error Jinja raises when the undefined value is used.
+func (u Undefined) message() string {
+	if u.hint != "" {
+		return u.hint
+	}
+	if !u.hasObj {
+		return pyRepr(u.name) + " is undefined"
+	}
+	if _, ok := u.name.(string); !ok {
+		return u.obj + " has no element " + pyRepr(u.name)
+	}
+	return pyRepr(u.obj) + " has no attribute " + pyRepr(u.name)
+}
+
+func (u Undefined) fail() error {
+	if u.security {
+		return &Error{Kind: "SecurityError", Msg: u.message()}
+	}
+	return &Error{Kind: "UndefinedError", Msg: u.message()}
+}
+
+// Error is a template error: Kind is the Python exception class Jinja2 would raise
+// (TemplateSyntaxError, UndefinedError, TypeError, TemplateError, SecurityError, ...), Line the
+// template line where it is known (0 otherwise).
+type Error struct {
+	Kind string
+	Msg  string
+	Line int
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("jinja: %s: %s (line %d)", e.Kind, e.Msg, e.Line)
+	}
+	return fmt.Sprintf("jinja: %s: %s", e.Kind, e.Msg)
+}
+
+func typeError(format string, args ...any) error {
+	return &Error{Kind: "TypeError", Msg: fmt.Sprintf(format, args...)}
+}
+
+func valueError(format string, args ...any) error {
+	return &Error{Kind: "ValueError", Msg: fmt.Sprintf(format, args...)}
+}
+
+// Dict is an insertion-ordered dictionary with Python key semantics (1, 1.0 and True are the
+// same key). Templates cannot mutate it: the sandbox forbids dict.update and friends.
+type Dict struct {
+	keys  []Value
+	vals  []Value
+	index map[any]int // built once the dict is large enough for scans to cost more
+}
+
+// NewDict returns an empty dictionary.
+func NewDict() *Dict { return &Dict{} }
+
+const dictIndexMin = 12
+
+// Len returns the number of entries.
+func (d *Dict) Len() int { return len(d.keys) }
+
+// Keys returns the keys in insertion order. The slice must not be modified.
+func (d *Dict) Keys() []Value { return d.keys }
+
+// Values returns the values in insertion order. The slice must not be modified.
+func (d *Dict) Values() []Value { return d.vals }
+
+func (d *Dict) find(k Value) (int, error) {
+	hk, err := hashKey(k)
+	if err != nil {
+		return -1, err
+	}
+	if d.index != nil {
+		if i, ok := d.index[hk]; ok {
+			return i, nil
+		}
+		return -1, nil
+	}
+	for i, key := range d.keys {
+		if kk, _ := hashKey(key); kk == hk {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// Get returns the value stored under k.
+func (d *Dict) Get(k Value) (Value, bool) {
+	i, err := d.find(k)
+	if err != nil || i < 0 {
+		return nil, false
+	}
+	return d.vals[i], true
+}
+
+// Set stores v under k, keeping the position of an existing key. It fails for unhashable keys
+// (lists, dicts), as Python does.
+func (d *Dict) Set(k, v Value) error {
+	i, err := d.find(k)
+	if err != nil {
+		return err
+	}
+	if i >= 0 {
+		d.vals[i] = v
+		return nil
+	}
+	d.keys = append(d.keys, k)
+	d.vals = append(d.vals, v)
+	if d.index != nil {
+		hk, _ := hashKey(k)
+		d.index[hk] = len(d.keys) - 1
+	} else if len(d.keys) >= dictIndexMin {
+		d.index = make(map[any]int, len(d.keys)*2)
+		for j, key := range d.keys {
+			hk, _ := hashKey(key)
+			d.index[hk] = j
+		}
+	}
+	return nil
+}
+
+// SetString is Set for a string key, which cannot fail.
+func (d *Dict) SetString(k string, v Value) { _ = d.Set(k, v) }
+
+type nilKey struct{}
+
+type tupleKey string
+
+// hashKey maps a hashable value to a comparable Go key with Python's equality: numbers that
+// compare equal hash equal, Markup and str are the same key.
+func hashKey(k Value) (any, error) {
+	switch k := k.(type) {
+	case nil:
+		return nilKey{}, nil
+	case bool:
+		if k {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case int64:
+		return k, nil
+	case float64:
+		if k == math.Trunc(k) && math.Abs(k) < 1<<63 {
+			return int64(k), nil
+		}
+		return k, nil
+	case string:
+		return k, nil
+	case Markup:
+		return string(k), nil
+	case Tuple:
+		var b strings.Builder
+		for _, e := range k {
+			hk, err := hashKey(e)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&b, "%T:%v;", hk, hk)
+		}
+		return tupleKey(b.String()), nil
+	case Undefined:
+		return Undefined{}, nil
+	case *Namespace, *Macro, *loopContext:
+		return k, nil
+	}
+	return nil, typeError("unhashable type: '%s'", typeName(k))
+}
+
+// NewNamespace returns a namespace holding the given attributes.
+func NewNamespace(attrs *Dict) *Namespace {
+	if attrs == nil {
+		attrs = NewDict()
+	}
+	return &Namespace{attrs: attrs}
+}
+
+// Attr returns a namespace attribute.
+func (n *Namespace) Attr(name string) (Value, bool) { return n.attrs.Get(name) }
+
+// ValueOf converts a Go value into a template value: integers to int64, floats to float64,
+// maps with string keys to *Dict (keys sorted, since Go maps have no order; use ParseJSON to
+// keep a document's order), slices to lists. Values already in template form pass through.
+func ValueOf(x any) (Value, error) {
+	switch x := x.(type) {
+	case nil, bool, int64, float64, string, Markup, *Dict, Undefined, *Namespace, Func, Tuple:
+		return x, nil
+	case int:
+		return int64(x), nil
+	case int8:
+		return int64(x), nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case uint8:
+		return int64(x), nil
+	case uint16:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return nil, fmt.Errorf("jinja: value %d out of int64 range", x)
+		}
+		return int64(x), nil
+	case uint64:
+		if x > math.MaxInt64 {
+			return nil, fmt.Errorf("jinja: value %d out of int64 range", x)
+		}
+		return int64(x), nil
+	case float32:
+		return float64(x), nil
+	case func(args []Value, kwargs map[string]Value) (Value, error):
+		return Func(x), nil
+	case []Value:
+		out := make([]Value, len(x))
+		for i, e := range x {
+			v, err := ValueOf(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case []string:
+		out := make([]Value, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out, nil
+	case []map[string]any:
+		out := make([]Value, len(x))
+		for i, e := range x {
+			v, err := ValueOf(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		d := NewDict()
+		for _, k := range keys {
+			v, err := ValueOf(x[k])
+			if err != nil {
+				return nil, err
+			}
+			d.SetString(k, v)
+		}
+		return d, nil
+	case map[string]string:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		d := NewDict()
+		for _, k := range keys {
+			d.SetString(k, x[k])
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("jinja: cannot use Go value of type %T in a template", x)
+}
+
+// typeName is Python's type(x).__name__ for the value.
+func typeName(v Value) string {
+	switch v := v.(type) {
+	case nil:
+		return "NoneType"
+	case bool:
+		return "bool"
+	case int64:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "str"
+	case Markup:
+		return "Markup"
+	case []Value:
+		return "list"
+	case Tuple:
+		return "tuple"
+	case *Dict:
+		return "dict"
+	case Undefined:
+		return "Undefined"
+	case *Namespace:
+		return "Namespace"
+	case *Macro:
+		return "Macro"
+	case *loopContext:
+		return "LoopContext"
+	case *iterator:
+		return v.kind
+	case dictView:
+		return "dict_" + v.kind
+	case rangeValue:
+		return "range"
+	case Func, *builtinFunc:
+		return "function"
+	case *boundMethod:
+		return "builtin_function_or_method"
+	case *cycler:
+		return "Cycler"
+	case *joiner:
+		return "Joiner"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// objectTypeRepr is jinja2.utils.object_type_repr, used in undefined-attribute messages.
+func objectTypeRepr(v Value) string {
+	if v == nil {
+		return "None"
+	}
+	return typeName(v) + " object"
+}
+
+// truth is Python's bool(v).
+func truth(v Value) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case int64:
+		return v != 0
+	case float64:
+		return v != 0
+	case string:
+		return v != ""
+	case Markup:
+		return v != ""
+	case []Value:
+		return len(v) > 0
+	case Tuple:
+		return len(v) > 0
+	case *Dict:
+		return v.Len() > 0
+	case Undefined:
+		return false
+	case dictView:
+		return v.d.Len() > 0
+	case rangeValue:
+		return v.length() > 0
+	}
+	return true
+}
+
+// iterator is a single-use Python iterator or generator (what map, select, reverse, items ...
+// return): iterating it consumes it.
+type iterator struct {
+	kind  string // Python type name: generator, list_reverseiterator, ...
+	items []Value
+	pos   int
+}
+
+func (it *iterator) rest() []Value {
+	r := it.items[it.pos:]
+	it.pos = len(it.items)
+	return r
+}
+
+// dictView is dict.keys(), dict.values() or dict.items().
+type dictView struct {
+	kind string // keys, values, items
+	d    *Dict
+}
+
+func (v dictView) list() []Value {
+	switch v.kind {
+	case "keys":
+		return append([]Value(nil), v.d.keys...)
+	case "values":
+		return append([]Value(nil), v.d.vals...)
+	}
+	out := make([]Value, len(v.d.keys))
+	for i := range v.d.keys {
+		out[i] = Tuple{v.d.keys[i], v.d.vals[i]}
+	}
+	return out
+}
+
+// rangeValue is the object range() returns.
+type rangeValue struct{ start, stop, step int64 }
+
+func (r rangeValue) length() int64 {
+	if r.step > 0 && r.start < r.stop {
+		return (r.stop - r.start + r.step - 1) / r.step
+	}
+	if r.step < 0 && r.start > r.stop {
+		return (r.start - r.stop - r.step - 1) / (-r.step)
+	}
+	return 0
+}
+
+func (r rangeValue) at(i int64) int64 { return r.start + i*r.step }
+
+// iterate returns the items a for loop over v sees. Iterators are consumed.
+func iterate(v Value) ([]Value, error) {
+	switch v := v.(type) {
+	case []Value:
+		return v, nil
+	case Tuple:
+		return v, nil
+	case *Dict:
+		return v.keys, nil
+	case string:
+		return stringChars(v, false), nil
+	case Markup:
+		return stringChars(string(v), true), nil
+	case Undefined:
+		return nil, nil
+	case *iterator:
+		return v.rest(), nil
+	case dictView:
+		return v.list(), nil
+	case rangeValue:
+		n := v.length()
+		out := make([]Value, n)
+		for i := int64(0); i < n; i++ {
+			out[i] = v.at(i)
+		}
+		return out, nil
+	case *Namespace:
+		return nil, typeError("'Namespace' object is not iterable")
+	}
+	return nil, typeError("'%s' object is not iterable", typeName(v))
+}
+
+func stringChars(s string, markup bool) []Value {
+	out := make([]Value, 0, len(s))
+	for _, r := range s {
+		if markup {
+			out = append(out, Markup(string(r)))
+		} else {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+// length is Python's len(v).
+func length(v Value) (int64, error) {
+	switch v := v.(type) {
+	case string:
+		return int64(runeCount(v)), nil
+	case Markup:
+		return int64(runeCount(string(v))), nil
+	case []Value:
+		return int64(len(v)), nil
+	case Tuple:
+		return int64(len(v)), nil
+	case *Dict:
+		return int64(v.Len()), nil
+	case Undefined:
+		return 0, nil
+	case dictView:
+		return int64(v.d.Len()), nil
+	case rangeValue:
+		return v.length(), nil
+	case *loopContext:
+		return int64(v.length), nil
+	}
+	return 0, typeError("object of type '%s' has no len()", typeName(v))
+}
+
+func runeCount(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return len([]rune(s))
+		}
+	}
+	return len(s)
+}
+
+// Str returns Python's str(v): what {{ v }} prints.
+func Str(v Value) string { return pyStr(v) }
+
+// Repr returns Python's repr(v).
+func Repr(v Value) string { return pyRepr(v) }
+
+// Truth returns Python's bool(v): what {% if v %} tests.
+func Truth(v Value) bool { return truth(v) }
+
+// Items returns the elements of a list or tuple.
+func Items(v Value) ([]Value, bool) {
+	switch v := v.(type) {
+	case []Value:
+		return v, true
+	case Tuple:
+		return v, true
+	}
+	return nil, false
+}
