@@ -1,0 +1,218 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// r32 rounds to float32. With float32 operands, one float64 operation followed by r32 is the
+// correctly rounded float32 operation (53 >= 2·24+2 bits), so the reference below does its
+// arithmetic in float64 and cannot be fused into an FMA behind its back.
+func r32(x float64) float64 { return float64(float32(x)) }
+
+// refHalf decodes an IEEE half by its definition (a NaN quiet, payload kept).
+func refHalf(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	e, m := int(h>>10)&31, uint64(h&1023)
+	switch {
+	case e == 31 && m != 0:
+		return math.Float64frombits(uint64(h&0x8000)<<48 | 0x7ff8000000000000 | m<<42)
+	case e == 31:
+		return math.Inf(int(sign))
+	case e == 0:
+		return sign * math.Ldexp(float64(m), -24)
+	}
+	return sign * math.Ldexp(float64(m|1024), e-25)
+}
+
+func le16(b []byte, i int) uint16 { return uint16(b[i]) | uint16(b[i+1])<<8 }
+
+// refElement decodes element i of block b from the layout's definition, element by element,
+// independently of the block decoders' loop structure.
+func refElement(typ gguf.Type, b []byte, i int) float32 {
+	switch typ {
+	case gguf.TypeQ8_0:
+		return float32(r32(float64(int8(b[2+i])) * refHalf(le16(b, 0))))
+	case gguf.TypeQ4_0:
+		q := int(b[2+i%16]>>(4*(i/16))) & 15
+		return float32(r32(float64(q-8) * refHalf(le16(b, 0))))
+	case gguf.TypeQ2_K:
+		sc := b[i/16]
+		q := int(b[16+32*(i/128)+i%32]>>(2*(i%128/32))) & 3
+		d, dmin := refHalf(le16(b, 80)), refHalf(le16(b, 82))
+		return float32(r32(r32(r32(d*float64(sc&15))*float64(q)) - r32(dmin*float64(sc>>4))))
+	case gguf.TypeQ3_K:
+		sub := i / 16
+		lo := int(b[96+sub%8]>>(4*(sub/8))) & 15
+		hi := int(b[104+sub%4]>>(2*(sub/4))) & 3
+		q := int(b[32+32*(i/128)+i%32]>>(2*(i%128/32))) & 3
+		if b[i%32]>>(i/32)&1 == 0 {
+			q -= 4
+		}
+		d := refHalf(le16(b, 108))
+		return float32(r32(r32(d*float64(lo|hi<<4-32)) * float64(q)))
+	case gguf.TypeQ4_K, gguf.TypeQ5_K:
+		j, s := i/32, b[4:16]
+		var sc, m int
+		if j < 4 {
+			sc, m = int(s[j]&63), int(s[j+4]&63)
+		} else {
+			sc = int(s[j+4]&15) | int(s[j-4]>>6)<<4
+			m = int(s[j+4]>>4) | int(s[j]>>6)<<4
+		}
+		qs := 16
+		if typ == gguf.TypeQ5_K {
+			qs = 48
+		}
+		q := int(b[qs+32*(i/64)+i%32])
+		if i&32 != 0 {
+			q >>= 4
+		}
+		q &= 15
+		if typ == gguf.TypeQ5_K {
+			q |= int(b[16+i%32]>>(i/32)&1) << 4
+		}
+		d, dmin := refHalf(le16(b, 0)), refHalf(le16(b, 2))
+		return float32(r32(r32(r32(d*float64(sc))*float64(q)) - r32(dmin*float64(m))))
+	case gguf.TypeQ6_K:
+		h, c, l := i/128, i%128/32, i%32
+		q := int(b[64*h+32*(c&1)+l])
+		if c >= 2 {
+			q >>= 4
+		}
+		q = q&15 | int(b[128+32*h+l]>>(2*c)&3)<<4
+		d := refHalf(le16(b, 208))
+		return float32(r32(r32(d*float64(int8(b[192+i/16]))) * float64(q-32)))
+	}
+	panic(fmt.Sprintf("refElement: no reference for %v", typ))
+}
+
+// TestDequantizeMatchesReference decodes random and structured blocks of every block type and
+// compares each element's bits with refElement. It needs no oracle, so it runs everywhere,
+// including under GOAMD64=v3 and on arm64, where a fused multiply-add would show.
+func TestDequantizeMatchesReference(t *testing.T) {
+	for _, l := range blockLayouts() {
+		typ, bb, be := l.typ, l.typ.BlockBytes(), l.typ.BlockElems()
+		r := rand.NewChaCha8([32]byte{byte(typ), 2})
+		src := structuredBlocks(l, r)
+		random := make([]byte, 3000*bb)
+		_, _ = r.Read(random)
+		src = append(src, random...)
+		n := len(src) / bb
+		got := make([]float32, n*be)
+		if err := Dequantize(typ, src, got); err != nil {
+			t.Fatal(err)
+		}
+		var mismatches, nans, negZeros int
+		for i, g := range got {
+			blk := src[i/be*bb : (i/be+1)*bb]
+			want := refElement(typ, blk, i%be)
+			if math.Float32bits(g) != math.Float32bits(want) {
+				if mismatches++; mismatches <= 5 {
+					t.Errorf("%v block %d element %d: got %#08x (%g), reference %#08x (%g)",
+						typ, i/be, i%be, math.Float32bits(g), g, math.Float32bits(want), want)
+				}
+			}
+			switch {
+			case g != g:
+				nans++
+			case g == 0 && math.Signbit(float64(g)):
+				negZeros++
+			}
+		}
+		t.Logf("%-5v %5d blocks, %7d elements (%d NaN, %d -0): %d mismatches", typ, n, len(got), nans, negZeros, mismatches)
+	}
+}
+
+// TestDequantizeKnownValues decodes hand-built blocks whose values are worked out by hand.
+func TestDequantizeKnownValues(t *testing.T) {
+	// Q8_0: d = 0.5 (0x3800); q = -3, 127, -128.
+	q8 := make([]byte, 34)
+	q8[0], q8[1] = 0x00, 0x38
+	q8[2], q8[3], q8[4] = 0xfd, 0x7f, 0x80
+	// Q4_K: d = 2 (0x4000), dmin = 0.25 (0x3400); sub-block 0 has sc 3, m 4 (bytes 4 and 8);
+	// sub-block 4 has sc = 0x2|1<<4 = 18 and m = 0x1|2<<4 = 33 (byte 12 = 0x12, top bits of
+	// bytes 4 and 8). Nibble byte 0 = 0xa5: element 0 (sub-block 0) has q 5, element 32 (sub-block 1,
+	// sc = m = 0) has q 10. Byte 64 = 0x07: element 128 (sub-block 4) has q 7.
+	q4 := make([]byte, 144)
+	q4[0], q4[1], q4[2], q4[3] = 0x00, 0x40, 0x00, 0x34
+	q4[4], q4[8] = 3|1<<6, 4|2<<6
+	q4[12] = 0x12
+	q4[16], q4[16+64] = 0xa5, 0x07
+	// Q6_K: d = 1 (0x3c00); scale 0 = -2; element 0: low nibble 0xf, high bits 3 -> q 63-32 = 31.
+	q6 := make([]byte, 210)
+	q6[0], q6[128], q6[192] = 0x0f, 0x03, 0xfe
+	q6[208], q6[209] = 0x00, 0x3c
+	cases := []struct {
+		typ  gguf.Type
+		src  []byte
+		at   []int
+		want []float32
+	}{
+		{gguf.TypeQ8_0, q8, []int{0, 1, 2, 3}, []float32{-1.5, 63.5, -64, 0}},
+		{gguf.TypeQ4_K, q4, []int{0, 1, 32, 128}, []float32{2*3*5 - 1, -1, 0, 2*18*7 - 0.25*33}},
+		{gguf.TypeQ6_K, q6, []int{0, 1, 16}, []float32{-62, 64, 0}},
+	}
+	for _, c := range cases {
+		out := make([]float32, c.typ.BlockElems())
+		if err := Dequantize(c.typ, c.src, out); err != nil {
+			t.Fatal(err)
+		}
+		for k, i := range c.at {
+			if out[i] != c.want[k] {
+				t.Errorf("%v element %d = %v, want %v", c.typ, i, out[i], c.want[k])
+			}
+		}
+	}
+	// Q6_K element 16 uses scale 1 = 0 and q = 0-32: (1·0)·(-32) is -0.
+	out := make([]float32, 256)
+	_ = Dequantize(gguf.TypeQ6_K, q6, out)
+	if !math.Signbit(float64(out[16])) {
+		t.Errorf("Q6_K (1·0)·(−32) = %v, want −0", out[16])
+	}
+}
+
+func TestDequantizeErrors(t *testing.T) {
+	cases := []struct {
+		typ   gguf.Type
+		src   int
+		dst   int
+		error string
+	}{
+		{gguf.TypeQ5_0, 22, 32, "not supported"},
+		{gguf.Type(99), 4, 1, "not supported"},
+		{gguf.TypeQ8_0, 34, 31, "whole number"},
+		{gguf.TypeQ8_0, 33, 32, "take 34 bytes, got 33"},
+		{gguf.TypeQ4_K, 288, 256, "take 144 bytes, got 288"},
+		{gguf.TypeF32, 4, 2, "take 8 bytes"},
+		{gguf.TypeQ6_K, 0, 256, "take 210 bytes, got 0"},
+	}
+	for _, c := range cases {
+		err := Dequantize(c.typ, make([]byte, c.src), make([]float32, c.dst))
+		if err == nil || !strings.Contains(err.Error(), c.error) {
+			t.Errorf("Dequantize(%v, %d bytes, %d floats) = %v, want an error with %q", c.typ, c.src, c.dst, err, c.error)
+		}
+	}
+	if err := Dequantize(gguf.TypeQ4_K, nil, nil); err != nil {
+		t.Errorf("Dequantize of zero elements: %v", err)
+	}
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0,
+		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
+		if !Supported(typ) {
+			t.Errorf("Supported(%v) = false", typ)
+		}
+	}
+	for _, typ := range []gguf.Type{gguf.TypeQ4_1, gguf.TypeQ8_K, gguf.TypeIQ4_NL, gguf.TypeMXFP4, gguf.Type(4), gguf.Type(1000)} {
+		if Supported(typ) {
+			t.Errorf("Supported(%v) = true", typ)
+		}
+	}
+}

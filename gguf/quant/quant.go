@@ -1,0 +1,150 @@
+// Package quant converts tensor data between ggml's weight formats and float32.
+//
+// Dequantize reproduces ggml's scalar dequantize_row_* functions (the to_float of ggml's type
+// traits) bit for bit, NaN payloads and signed zeros included, for the types Supported names.
+// It performs ggml's operations in ggml's order: the scale products d·sc and dmin·m rounded to
+// float32, then scale·q rounded, then the min subtracted. In these formats every one of those
+// products except Q6_K's last happens to be exact in float32 (a half times a 6- or 8-bit scale
+// times a quant of at most 6 bits), and no addition follows Q6_K's, so neither ggml's build nor
+// an FMA-fusing Go build (GOAMD64=v3, arm64) can change a result; the code still rounds every
+// product explicitly, so that stays true for a format where it would matter.
+//
+// Quantize writes blocks of Q8_0, Q4_K and Q6_K (and the float types) from float32 weights. It
+// makes its own rounding choices, not ggml's: every scale is rounded up so that nothing clips,
+// and each decoded element lies within half a quantization step of its input.
+//
+// Block layouts follow ggml's ggml-common.h; all multi-byte fields are little-endian.
+package quant
+
+import (
+	"fmt"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// Supported reports whether Dequantize decodes t.
+func Supported(t gguf.Type) bool {
+	switch t {
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0,
+		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+		return true
+	}
+	return false
+}
+
+// QuantizeSupported reports whether Quantize encodes t.
+func QuantizeSupported(t gguf.Type) bool {
+	switch t {
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K:
+		return true
+	}
+	return false
+}
+
+// checkLengths verifies that elems elements of t take exactly nbytes bytes.
+func checkLengths(op string, t gguf.Type, nbytes, elems int) error {
+	want, err := t.RowBytes(int64(elems))
+	if err != nil {
+		return fmt.Errorf("quant: %s %v: %w", op, t, err)
+	}
+	if want != int64(nbytes) {
+		return fmt.Errorf("quant: %s %v: %d elements take %d bytes, got %d", op, t, elems, want, nbytes)
+	}
+	return nil
+}
+
+// Dequantize decodes src, a whole number of blocks of type t, into dst, one float32 per element.
+// len(src) must be exactly the bytes that len(dst) elements of t take. The values are those
+// ggml's dequantize_row_* (to_float) writes, bit for bit.
+func Dequantize(t gguf.Type, src []byte, dst []float32) error {
+	if !Supported(t) {
+		return fmt.Errorf("quant: dequantize: type %v is not supported", t)
+	}
+	if err := checkLengths("dequantize", t, len(src), len(dst)); err != nil {
+		return err
+	}
+	switch t {
+	case gguf.TypeF32:
+		dequantizeF32(src, dst)
+	case gguf.TypeF16:
+		dequantizeF16(src, dst)
+	case gguf.TypeBF16:
+		dequantizeBF16(src, dst)
+	case gguf.TypeQ8_0:
+		for i := 0; i < len(dst); i += 32 {
+			DequantizeQ8_0((*[34]byte)(src[i/32*34:]), (*[32]float32)(dst[i:]))
+		}
+	case gguf.TypeQ4_0:
+		for i := 0; i < len(dst); i += 32 {
+			DequantizeQ4_0((*[18]byte)(src[i/32*18:]), (*[32]float32)(dst[i:]))
+		}
+	case gguf.TypeQ2_K:
+		for i := 0; i < len(dst); i += 256 {
+			DequantizeQ2_K((*[84]byte)(src[i/256*84:]), (*[256]float32)(dst[i:]))
+		}
+	case gguf.TypeQ3_K:
+		for i := 0; i < len(dst); i += 256 {
+			DequantizeQ3_K((*[110]byte)(src[i/256*110:]), (*[256]float32)(dst[i:]))
+		}
+	case gguf.TypeQ4_K:
+		for i := 0; i < len(dst); i += 256 {
+			DequantizeQ4_K((*[144]byte)(src[i/256*144:]), (*[256]float32)(dst[i:]))
+		}
+	case gguf.TypeQ5_K:
+		for i := 0; i < len(dst); i += 256 {
+			DequantizeQ5_K((*[176]byte)(src[i/256*176:]), (*[256]float32)(dst[i:]))
+		}
+	case gguf.TypeQ6_K:
+		for i := 0; i < len(dst); i += 256 {
+			DequantizeQ6_K((*[210]byte)(src[i/256*210:]), (*[256]float32)(dst[i:]))
+		}
+	}
+	return nil
+}
+
+// Quantize encodes src into dst as type t. len(dst) must be exactly the bytes that len(src)
+// elements of t take. F32 keeps every bit; F16 and BF16 round each value as F32ToF16 and
+// F32ToBF16 do (so out-of-range values become infinities, as in ggml). The block types (Q8_0,
+// Q4_K, Q6_K) need finite input whose block scales fit a half: a NaN, an infinity or a block
+// too large for a half scale is an error, and dst is then left partly written.
+func Quantize(t gguf.Type, src []float32, dst []byte) error {
+	if !QuantizeSupported(t) {
+		return fmt.Errorf("quant: quantize: type %v is not supported", t)
+	}
+	if err := checkLengths("quantize", t, len(dst), len(src)); err != nil {
+		return err
+	}
+	switch t {
+	case gguf.TypeF32:
+		quantizeF32(src, dst)
+	case gguf.TypeF16:
+		for i, f := range src {
+			h := F32ToF16(f)
+			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+		}
+	case gguf.TypeBF16:
+		for i, f := range src {
+			h := F32ToBF16(f)
+			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+		}
+	case gguf.TypeQ8_0:
+		for i := 0; i < len(src); i += 32 {
+			if err := QuantizeQ8_0((*[32]float32)(src[i:]), (*[34]byte)(dst[i/32*34:])); err != nil {
+				return fmt.Errorf("quant: quantize Q8_0 block at element %d: %w", i, err)
+			}
+		}
+	case gguf.TypeQ4_K:
+		for i := 0; i < len(src); i += 256 {
+			if err := QuantizeQ4_K((*[256]float32)(src[i:]), (*[144]byte)(dst[i/256*144:])); err != nil {
+				return fmt.Errorf("quant: quantize Q4_K block at element %d: %w", i, err)
+			}
+		}
+	case gguf.TypeQ6_K:
+		for i := 0; i < len(src); i += 256 {
+			if err := QuantizeQ6_K((*[256]float32)(src[i:]), (*[210]byte)(dst[i/256*210:])); err != nil {
+				return fmt.Errorf("quant: quantize Q6_K block at element %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
