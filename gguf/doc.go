@@ -1,7 +1,14 @@
-// Package gguf reads and writes GGUF files (versions 2 and 3), the container ggml and llama.cpp
-// use for model weights and metadata.
+// Package gguf reads and writes GGUF files (versions 2 and 3, little-endian), the container
+// ggml and llama.cpp use for model weights and metadata.
 //
 // Reading never trusts the header: every count, length, dimension and offset is checked against
-// the file size before anything is allocated, and tensor bytes are read with positional reads, so
-// one open File may serve many goroutines.
+// the file size and against sane limits before anything is allocated, so a header claiming
+// 2^60 tensors or a 2^40-byte string is an error, not an allocation. A malformed file gives a
+// *FormatError that names what is wrong and the byte offset where. Open reads only the header,
+// through a buffer of positional reads; tensor bytes are read on demand with ReadTensor and
+// ReadTensorAt, which may be called from many goroutines at once.
+//
+// Metadata values keep their file types (Value.Type); the typed getters of File accept any
+// integer kind whose value fits, the way llama.cpp's loader reads them. Writer writes GGUF v3,
+// in the order entries are added, with tensor data aligned and zero padding.
 package gguf
