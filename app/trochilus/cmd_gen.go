@@ -3,9 +3,141 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
 )
 
+// runGen writes a deterministic OLMoE-shaped model with random weights.
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("gen: not built yet")
+	fs := newFlags("gen", stderr)
+	out := fs.String("o", "", "the GGUF file to write (required)")
+	preset := fs.String("preset", "tiny", "the shape to start from: tiny or full (OLMoE-1B-7B)")
+	typ := fs.String("type", "q8_0", "weight types: "+strings.Join(modelgen.MixNames(), ", "))
+	seed := fs.Uint64("seed", 1, "the random seed")
+	name := fs.String("name", "", "general.name (default: made from the preset and type)")
+	tokDir := fs.String("tokenizer", "", "folder holding OLMoE's tokenizer.json (default: search testdata and ../shared)")
+	noTok := fs.Bool("no-tokenizer", false, "write no tokenizer metadata")
+	layers := fs.Int("layers", 0, "override: layers")
+	hidden := fs.Int("hidden", 0, "override: hidden width")
+	heads := fs.Int("heads", 0, "override: attention heads")
+	kvHeads := fs.Int("kv-heads", 0, "override: key/value heads")
+	experts := fs.Int("experts", 0, "override: experts per layer")
+	used := fs.Int("experts-used", 0, "override: experts used per token")
+	ffn := fs.Int("ffn", 0, "override: expert FFN width")
+	vocab := fs.Int("vocab", 0, "override: vocabulary rows")
+	ctxLen := fs.Int("context", 0, "override: context length")
+	theta := fs.Float64("rope-theta", 0, "override: RoPE theta")
+	eps := fs.Float64("rms-eps", 0, "override: RMSNorm epsilon")
+	normTopK := fs.Bool("norm-topk-prob", false, "renormalise the chosen experts' weights (olmoe.expert_weights_norm)")
+	clip := fs.Float64("clip-qkv", 0, "clamp q, k, v to this magnitude (olmoe.attention.clamp_kqv); 0: no clamp")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: trochilus gen -o FILE [-preset tiny|full] [-type TYPE] [-seed N] [overrides]\n\n"+
+			"Write an OLMoE-shaped GGUF with random weights; the same flags give the same bytes.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: -o FILE is required", errUsage)
+	}
+	w, err := modelgen.ParseWeights(*typ)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var cfg modelgen.Config
+	switch *preset {
+	case "tiny":
+		cfg = modelgen.Tiny(w)
+	case "full":
+		cfg = modelgen.Full(w)
+	default:
+		return fmt.Errorf("%w: unknown preset %q (want tiny or full)", errUsage, *preset)
+	}
+	cfg.Seed = *seed
+	if *name != "" {
+		cfg.Name = *name
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "layers":
+			cfg.Layers = *layers
+		case "hidden":
+			cfg.Hidden = *hidden
+		case "heads":
+			cfg.Heads = *heads
+			if !flagSet(fs, "kv-heads") {
+				cfg.KVHeads = *heads
+			}
+		case "kv-heads":
+			cfg.KVHeads = *kvHeads
+		case "experts":
+			cfg.Experts = *experts
+		case "experts-used":
+			cfg.ExpertsUsed = *used
+		case "ffn":
+			cfg.ExpertFFN = *ffn
+		case "vocab":
+			cfg.Vocab = *vocab
+		case "context":
+			cfg.Context = *ctxLen
+		case "rope-theta":
+			cfg.RopeTheta = float32(*theta)
+		case "rms-eps":
+			cfg.RMSEps = float32(*eps)
+		}
+	})
+	cfg.NormTopKProb = *normTopK
+	cfg.ClipQKV = float32(*clip)
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if !*noTok {
+		tok, err := modelgen.FindOLMoETokenizer(*tokDir)
+		if err != nil {
+			if errors.Is(err, modelgen.ErrNoTokenizer) {
+				return fmt.Errorf("%w; pass -tokenizer DIR, or -no-tokenizer for a model without one", err)
+			}
+			return err
+		}
+		cfg.Tokenizer = tok
+	}
+
+	start := time.Now()
+	if err := modelgen.Write(ctx, *out, cfg); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	st, err := os.Stat(*out)
+	if err != nil {
+		return err
+	}
+	tokNote := "OLMoE tokenizer"
+	if cfg.Tokenizer == nil {
+		tokNote = "no tokenizer"
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s (%d bytes) in %.2fs, %.0f MB/s\n", *out, machine.Bytes(uint64(st.Size())),
+		st.Size(), took.Seconds(), float64(st.Size())/1e6/took.Seconds())
+	fmt.Fprintf(stdout, "  %s, %s weights, seed %d, %s\n", cfg.Name, w.Name, cfg.Seed, tokNote)
+	fmt.Fprintf(stdout, "  %d layers, hidden %d, %d heads (%d kv) of %d, %d experts (%d used) of width %d, vocab %d, context %d\n",
+		cfg.Layers, cfg.Hidden, cfg.Heads, cfg.KVHeads, cfg.HeadDim(), cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFFN,
+		cfg.Vocab, cfg.Context)
+	return nil
+}
+
+// flagSet reports whether the flag called name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

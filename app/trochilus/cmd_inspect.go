@@ -2,10 +2,333 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/gguf"
 )
 
+// runInspect describes a GGUF file: its architecture's configuration, its metadata, its tensors
+// and what they add up to. Only the header is read.
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("inspect: not built yet")
+	fs := newFlags("inspect", stderr)
+	asJSON := fs.Bool("json", false, "print the description as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: trochilus inspect [-json] FILE\n\nDescribe a GGUF file: architecture config, metadata, tensors, totals.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want one FILE, got %d arguments", errUsage, fs.NArg())
+	}
+	path := fs.Arg(0)
+	cpu0, cpuOK := machine.ProcessCPUTime()
+	start := time.Now()
+	f, err := gguf.Open(path)
+	took := time.Since(start)
+	cpu1, _ := machine.ProcessCPUTime()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	d := describe(path, f, took)
+	if cpuOK {
+		d.HeaderCPUMS = float64((cpu1 - cpu0).Microseconds()) / 1000
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}
+	return d.write(stdout)
+}
+
+// description is what inspect reports, in a form both the text and the JSON output use.
+type description struct {
+	Path       string  `json:"path"`
+	FileBytes  int64   `json:"file_bytes"`
+	Version    uint32  `json:"version"`
+	Alignment  int64   `json:"alignment"`
+	DataOffset int64   `json:"data_offset"`
+	HeaderMS   float64 `json:"header_ms"` // time to open the file and parse its header
+	// HeaderCPUMS is the processor time that took: on a busy machine wall time measures the
+	// queue, processor time the work.
+	HeaderCPUMS float64      `json:"header_cpu_ms,omitempty"`
+	Config      archConfig   `json:"config"`
+	Metadata    []metaLine   `json:"metadata"`
+	Tensors     []tensorLine `json:"tensors"`
+	Totals      []typeTotal  `json:"totals"`
+	Sum         typeTotal    `json:"sum"`
+}
+
+// archConfig is the model's shape as its <arch>.* keys give it; a key that is absent or of the
+// wrong type leaves its field nil.
+type archConfig struct {
+	Architecture      string   `json:"architecture"`
+	Name              string   `json:"name,omitempty"`
+	Layers            *uint64  `json:"layers,omitempty"`
+	Hidden            *uint64  `json:"hidden,omitempty"`
+	Heads             *uint64  `json:"heads,omitempty"`
+	KVHeads           *uint64  `json:"kv_heads,omitempty"`
+	HeadDim           *uint64  `json:"head_dim,omitempty"`
+	FFN               *uint64  `json:"ffn,omitempty"`
+	Experts           *uint64  `json:"experts,omitempty"`
+	ExpertsUsed       *uint64  `json:"experts_used,omitempty"`
+	Vocab             *uint64  `json:"vocab,omitempty"`
+	Context           *uint64  `json:"context,omitempty"`
+	RopeTheta         *float64 `json:"rope_theta,omitempty"`
+	RMSEps            *float64 `json:"rms_eps,omitempty"`
+	ExpertWeightsNorm *bool    `json:"expert_weights_norm,omitempty"`
+	ClampKQV          *float64 `json:"clamp_kqv,omitempty"`
+	FileType          *uint64  `json:"file_type,omitempty"`
+	FileTypeName      string   `json:"file_type_name,omitempty"`
+}
+
+type metaLine struct {
+	Key   string `json:"key"`
+	Type  string `json:"type"`
+	Value string `json:"value"` // rendered, long arrays and strings elided
+}
+
+type tensorLine struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Dims   []uint64 `json:"dims"`
+	Bytes  int64    `json:"bytes"`
+	Offset int64    `json:"offset"`
+}
+
+type typeTotal struct {
+	Type    string `json:"type"`
+	Tensors int    `json:"tensors"`
+	Elems   uint64 `json:"elements"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// llama.cpp's llama_ftype names (general.file_type).
+var fileTypeNames = map[uint64]string{
+	0: "ALL_F32", 1: "MOSTLY_F16", 2: "MOSTLY_Q4_0", 3: "MOSTLY_Q4_1", 7: "MOSTLY_Q8_0",
+	8: "MOSTLY_Q5_0", 9: "MOSTLY_Q5_1", 10: "MOSTLY_Q2_K", 11: "MOSTLY_Q3_K_S", 12: "MOSTLY_Q3_K_M",
+	13: "MOSTLY_Q3_K_L", 14: "MOSTLY_Q4_K_S", 15: "MOSTLY_Q4_K_M", 16: "MOSTLY_Q5_K_S",
+	17: "MOSTLY_Q5_K_M", 18: "MOSTLY_Q6_K", 32: "MOSTLY_BF16",
+}
+
+func describe(path string, f *gguf.File, took time.Duration) *description {
+	d := &description{
+		Path: path, FileBytes: f.Size(), Version: f.Version, Alignment: f.Alignment,
+		DataOffset: f.DataOffset, HeaderMS: float64(took.Microseconds()) / 1000,
+		Config: configOf(f),
+	}
+	for _, kv := range f.KVs {
+		typ := kv.Value.Type().String()
+		if kv.Value.Type() == gguf.ValueArray {
+			typ = "[]" + kv.Value.ArrayType().String()
+		}
+		d.Metadata = append(d.Metadata, metaLine{Key: kv.Key, Type: typ, Value: kv.Value.String()})
+	}
+	byType := map[gguf.Type]*typeTotal{}
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		d.Tensors = append(d.Tensors, tensorLine{Name: t.Name, Type: t.Type.String(), Dims: t.Dims, Bytes: t.Size, Offset: t.Offset})
+		tt := byType[t.Type]
+		if tt == nil {
+			tt = &typeTotal{Type: t.Type.String()}
+			byType[t.Type] = tt
+		}
+		tt.Tensors++
+		tt.Elems += t.Elems()
+		tt.Bytes += t.Size
+		d.Sum.Tensors++
+		d.Sum.Elems += t.Elems()
+		d.Sum.Bytes += t.Size
+	}
+	d.Sum.Type = "all"
+	for _, tt := range byType {
+		d.Totals = append(d.Totals, *tt)
+	}
+	sort.Slice(d.Totals, func(i, j int) bool { return d.Totals[i].Bytes > d.Totals[j].Bytes })
+	return d
+}
+
+// configOf reads the architecture's hyperparameters from their llama.cpp keys.
+func configOf(f *gguf.File) archConfig {
+	var c archConfig
+	c.Architecture, _ = f.Str("general.architecture")
+	c.Name, _ = f.Str("general.name")
+	a := c.Architecture
+	u := func(key string) *uint64 {
+		if v, err := f.Uint64(key); err == nil {
+			return &v
+		}
+		return nil
+	}
+	fl := func(key string) *float64 {
+		if v, ok := f.Get(key); ok {
+			if x, ok := v.Float64(); ok {
+				return &x
+			}
+		}
+		return nil
+	}
+	c.Layers = u(a + ".block_count")
+	c.Hidden = u(a + ".embedding_length")
+	c.Heads = u(a + ".attention.head_count")
+	c.KVHeads = u(a + ".attention.head_count_kv")
+	c.HeadDim = u(a + ".attention.key_length")
+	if c.HeadDim == nil && c.Hidden != nil && c.Heads != nil && *c.Heads > 0 {
+		hd := *c.Hidden / *c.Heads
+		c.HeadDim = &hd
+	}
+	c.FFN = u(a + ".expert_feed_forward_length")
+	if c.FFN == nil {
+		c.FFN = u(a + ".feed_forward_length")
+	}
+	c.Experts = u(a + ".expert_count")
+	c.ExpertsUsed = u(a + ".expert_used_count")
+	c.Context = u(a + ".context_length")
+	c.RopeTheta = fl(a + ".rope.freq_base")
+	c.RMSEps = fl(a + ".attention.layer_norm_rms_epsilon")
+	if b, err := f.Bool(a + ".expert_weights_norm"); err == nil {
+		c.ExpertWeightsNorm = &b
+	}
+	c.ClampKQV = fl(a + ".attention.clamp_kqv")
+	if c.FileType = u("general.file_type"); c.FileType != nil {
+		c.FileTypeName = fileTypeNames[*c.FileType]
+	}
+	// The vocabulary is the embedding's rows; the token list may be shorter or absent.
+	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
+		v := t.Dims[1]
+		c.Vocab = &v
+	} else if v, ok := f.Get("tokenizer.ggml.tokens"); ok && v.Type() == gguf.ValueArray {
+		n := uint64(v.Len())
+		c.Vocab = &n
+	}
+	return c
+}
+
+func (d *description) write(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+
+	p("file:\t%s\n", d.Path)
+	p("size:\t%s (%d bytes)\n", machine.Bytes(uint64(d.FileBytes)), d.FileBytes)
+	p("format:\tGGUF v%d, alignment %d, tensor data from byte %d\n", d.Version, d.Alignment, d.DataOffset)
+	cpu := ""
+	if d.HeaderCPUMS > 0 {
+		cpu = fmt.Sprintf(" (%.1f ms of CPU)", d.HeaderCPUMS)
+	}
+	p("header:\tread in %.1f ms%s: %d metadata keys, %d tensors\n", d.HeaderMS, cpu, len(d.Metadata), len(d.Tensors))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	c := &d.Config
+	p("\nconfig\n")
+	p("  architecture\t%s\n", orDash(c.Architecture))
+	if c.Name != "" {
+		p("  name\t%s\n", c.Name)
+	}
+	for _, row := range []struct {
+		label string
+		v     *uint64
+	}{
+		{"layers", c.Layers}, {"hidden", c.Hidden}, {"heads", c.Heads}, {"kv heads", c.KVHeads},
+		{"head dim", c.HeadDim}, {"ffn", c.FFN}, {"experts", c.Experts}, {"experts used", c.ExpertsUsed},
+		{"vocab", c.Vocab}, {"context", c.Context},
+	} {
+		if row.v != nil {
+			p("  %s\t%d\n", row.label, *row.v)
+		}
+	}
+	if c.RopeTheta != nil {
+		p("  rope theta\t%s\n", shortFloat(*c.RopeTheta))
+	}
+	if c.RMSEps != nil {
+		p("  rms eps\t%s\n", shortFloat(*c.RMSEps))
+	}
+	if c.ExpertWeightsNorm != nil {
+		p("  expert weights norm\t%t\n", *c.ExpertWeightsNorm)
+	}
+	if c.ClampKQV != nil {
+		p("  clamp kqv\t%s\n", shortFloat(*c.ClampKQV))
+	}
+	if c.FileType != nil {
+		p("  file type\t%d %s\n", *c.FileType, c.FileTypeName)
+	}
+	p("  parameters\t%s\n", count(d.Sum.Elems))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	p("\nmetadata (%d keys)\n", len(d.Metadata))
+	for _, m := range d.Metadata {
+		p("  %s\t%s\t%s\n", m.Key, m.Type, strings.ReplaceAll(m.Value, "\t", `\t`))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	p("\ntensors (%d)\n", len(d.Tensors))
+	p("  name\ttype\tshape\tbytes\toffset\n")
+	for _, t := range d.Tensors {
+		p("  %s\t%s\t%s\t%d\t%d\n", t.Name, t.Type, shape(t.Dims), t.Bytes, t.Offset)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	p("\ntotals by type\n")
+	p("  type\ttensors\tparameters\tbytes\t\n")
+	for _, t := range append(d.Totals, d.Sum) {
+		p("  %s\t%d\t%s\t%d\t%s\n", t.Type, t.Tensors, count(t.Elems), t.Bytes, machine.Bytes(uint64(t.Bytes)))
+	}
+	p("  file\t\t\t%d\t%s\n", d.FileBytes, machine.Bytes(uint64(d.FileBytes)))
+	return tw.Flush()
+}
+
+// shortFloat renders x in the fewest digits that read back to it, as a float32 when it is one
+// (most GGUF floats are), so 1e-5 stored in a float32 prints as 1e-05, not 9.99999974e-06.
+func shortFloat(x float64) string {
+	if float64(float32(x)) == x {
+		return strconv.FormatFloat(x, 'g', -1, 32)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// shape renders ggml dims, row first, as "2048x1024x64".
+func shape(dims []uint64) string {
+	parts := make([]string, len(dims))
+	for i, d := range dims {
+		parts[i] = fmt.Sprint(d)
+	}
+	return strings.Join(parts, "x")
+}
+
+// count renders a parameter count with a decimal unit ("6.92 B").
+func count(n uint64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f B", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f M", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.2f K", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }

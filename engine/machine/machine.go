@@ -1,0 +1,234 @@
+// Package machine describes the computer the engine runs on: the processor (brand, cores, the
+// SIMD features the kernels can use, caches) and the memory (total and available RAM).
+//
+// A Profile is a snapshot taken by Probe. The engine reads it to size its thread pool and its
+// RAM plan; `trochilus cpu` prints it. The kernels choose their own tier from CPUID; the
+// feature list here is for people and for plans, not for dispatch.
+package machine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// Profile is what Probe found. Sizes are in bytes; a count or size that could not be learned
+// is 0.
+type Profile struct {
+	OS   string // runtime.GOOS
+	Arch string // runtime.GOARCH
+
+	CPU           string // the brand string the processor reports
+	Vendor        string // e.g. "AMD", "Intel", "ARM"
+	PhysicalCores int    // cores, not counting SMT siblings
+	LogicalCores  int    // hardware threads the machine has
+	UsableCPUs    int    // logical CPUs this process may run on (affinity, cgroups)
+	Hypervisor    string // the hypervisor the processor reports, "" on bare metal
+	BaseHz        int64  // base clock, if the processor reports it
+	BoostHz       int64  // highest clock, if the processor reports it
+
+	L1D, L2, L3 int // data cache sizes as the processor reports them
+
+	Features Features
+
+	RAMTotal     uint64 // physical memory
+	RAMAvailable uint64 // memory that can be had without swapping (Linux MemAvailable)
+}
+
+// Features are the instruction-set extensions relevant to the kernels. On x86 the AVX-512
+// flags matter only where the operating system saves the wide registers, which cpuid checks.
+type Features struct {
+	// x86
+	AVX2       bool
+	FMA        bool // FMA3
+	F16C       bool
+	AVX512F    bool
+	AVX512BW   bool
+	AVX512VL   bool
+	AVX512DQ   bool
+	AVX512VNNI bool
+	AVX512VBMI bool
+	AVX512BF16 bool
+	AVXVNNI    bool // the VEX-encoded VNNI of processors without AVX-512
+
+	// arm64
+	ASIMD   bool // NEON
+	ASIMDHP bool // half-precision arithmetic
+	ASIMDDP bool // int8 dot product (SDOT/UDOT)
+	SVE     bool
+}
+
+// Names lists the features present, in a fixed order, by their usual names.
+func (f Features) Names() []string {
+	all := []struct {
+		on   bool
+		name string
+	}{
+		{f.AVX2, "AVX2"}, {f.FMA, "FMA"}, {f.F16C, "F16C"},
+		{f.AVX512F, "AVX512F"}, {f.AVX512BW, "AVX512BW"}, {f.AVX512VL, "AVX512VL"},
+		{f.AVX512DQ, "AVX512DQ"}, {f.AVX512VNNI, "AVX512VNNI"}, {f.AVX512VBMI, "AVX512VBMI"},
+		{f.AVX512BF16, "AVX512BF16"}, {f.AVXVNNI, "AVXVNNI"},
+		{f.ASIMD, "ASIMD"}, {f.ASIMDHP, "ASIMDHP"}, {f.ASIMDDP, "ASIMDDP"}, {f.SVE, "SVE"},
+	}
+	var names []string
+	for _, x := range all {
+		if x.on {
+			names = append(names, x.name)
+		}
+	}
+	return names
+}
+
+// Probe takes a snapshot of this machine. The processor's brand, features and caches come from
+// CPUID; core counts and memory come from the operating system. Failing to read the memory size
+// is an error, since the engine's RAM guard cannot work without it.
+func Probe(ctx context.Context) (Profile, error) {
+	id := cpuid.CPU
+	p := Profile{
+		OS:         runtime.GOOS,
+		Arch:       runtime.GOARCH,
+		CPU:        strings.TrimSpace(id.BrandName),
+		Vendor:     id.VendorID.String(),
+		UsableCPUs: runtime.NumCPU(),
+		BaseHz:     id.Hz,
+		BoostHz:    id.BoostFreq,
+		L1D:        max(id.Cache.L1D, 0),
+		L2:         max(id.Cache.L2, 0),
+		L3:         max(id.Cache.L3, 0),
+		Features:   features(id),
+	}
+	if id.HypervisorVendorID != cpuid.VendorUnknown {
+		p.Hypervisor = id.HypervisorVendorID.String()
+	} else if id.Supports(cpuid.HYPERVISOR) {
+		p.Hypervisor = "unknown"
+	}
+	if p.Vendor == cpuid.VendorUnknown.String() {
+		p.Vendor = ""
+	}
+
+	// The operating system's counts are the authority on what exists; CPUID's topology is often
+	// wrong under a hypervisor (a 2-core virtual machine can report 254 cores), so it is only
+	// the fallback.
+	phys, logical := osCores()
+	p.PhysicalCores, p.LogicalCores = phys, logical
+	if p.LogicalCores <= 0 {
+		p.LogicalCores = min(max(id.LogicalCores, 0), p.UsableCPUs)
+	}
+	if p.LogicalCores < p.UsableCPUs {
+		p.LogicalCores = p.UsableCPUs
+	}
+	if p.PhysicalCores <= 0 {
+		p.PhysicalCores = max(id.PhysicalCores, 0)
+		if tpc := id.ThreadsPerCore; tpc > 1 && p.LogicalCores/tpc < p.PhysicalCores {
+			p.PhysicalCores = p.LogicalCores / tpc
+		}
+	}
+	if p.PhysicalCores <= 0 || p.PhysicalCores > p.LogicalCores {
+		p.PhysicalCores = p.LogicalCores
+	}
+
+	total, avail, err := ram(ctx)
+	if err != nil {
+		return p, fmt.Errorf("machine: reading memory size: %w", err)
+	}
+	p.RAMTotal, p.RAMAvailable = total, avail
+	return p, nil
+}
+
+func features(id cpuid.CPUInfo) Features {
+	return Features{
+		AVX2:       id.Supports(cpuid.AVX2),
+		FMA:        id.Supports(cpuid.FMA3),
+		F16C:       id.Supports(cpuid.F16C),
+		AVX512F:    id.Supports(cpuid.AVX512F),
+		AVX512BW:   id.Supports(cpuid.AVX512BW),
+		AVX512VL:   id.Supports(cpuid.AVX512VL),
+		AVX512DQ:   id.Supports(cpuid.AVX512DQ),
+		AVX512VNNI: id.Supports(cpuid.AVX512VNNI),
+		AVX512VBMI: id.Supports(cpuid.AVX512VBMI),
+		AVX512BF16: id.Supports(cpuid.AVX512BF16),
+		AVXVNNI:    id.Supports(cpuid.AVXVNNI),
+		ASIMD:      id.Supports(cpuid.ASIMD),
+		ASIMDHP:    id.Supports(cpuid.ASIMDHP),
+		ASIMDDP:    id.Supports(cpuid.ASIMDDP),
+		SVE:        id.Supports(cpuid.SVE),
+	}
+}
+
+// Write prints the profile as aligned "label: value" lines, for people.
+func (p Profile) Write(w io.Writer) error {
+	cpuName := p.CPU
+	if cpuName == "" {
+		cpuName = "unknown"
+	}
+	if p.Vendor != "" && !strings.Contains(strings.ToLower(cpuName), strings.ToLower(p.Vendor)) {
+		cpuName += " (" + p.Vendor + ")"
+	}
+	feats := strings.Join(p.Features.Names(), " ")
+	if feats == "" {
+		feats = "none of interest"
+	}
+	lines := [][2]string{
+		{"system", p.OS + "/" + p.Arch},
+		{"cpu", cpuName},
+		{"cores", fmt.Sprintf("%d physical, %d logical, %d usable by this process", p.PhysicalCores, p.LogicalCores, p.UsableCPUs)},
+	}
+	if p.BaseHz > 0 || p.BoostHz > 0 {
+		lines = append(lines, [2]string{"clock", fmt.Sprintf("base %s, boost %s", hz(p.BaseHz), hz(p.BoostHz))})
+	}
+	var caches []string
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"L1d", p.L1D}, {"L2", p.L2}, {"L3", p.L3}} {
+		if c.size > 0 {
+			caches = append(caches, c.name+" "+Bytes(uint64(c.size)))
+		}
+	}
+	if len(caches) > 0 {
+		lines = append(lines, [2]string{"caches", strings.Join(caches, ", ")})
+	}
+	lines = append(lines, [2]string{"simd", feats})
+	if p.Hypervisor != "" {
+		lines = append(lines, [2]string{"hypervisor", p.Hypervisor})
+	}
+	lines = append(lines, [2]string{"ram", fmt.Sprintf("%s total, %s available", Bytes(p.RAMTotal), Bytes(p.RAMAvailable))})
+	for _, l := range lines {
+		if _, err := fmt.Fprintf(w, "%-11s %s\n", l[0]+":", l[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// String returns what Write prints.
+func (p Profile) String() string {
+	var b strings.Builder
+	_ = p.Write(&b) // a strings.Builder does not fail
+	return b.String()
+}
+
+func hz(v int64) string {
+	if v <= 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.2f GHz", float64(v)/1e9)
+}
+
+// Bytes renders a byte count with a binary unit (KiB, MiB, GiB, TiB), two decimals above 1 KiB.
+func Bytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.2f %s", v, [...]string{"KiB", "MiB", "GiB", "TiB"}[i])
+}

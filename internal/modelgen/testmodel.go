@@ -1,0 +1,146 @@
+package modelgen
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trochilus-llm/trochilus/internal/oracle"
+)
+
+// testModels is the cache behind TestModel: the models one test binary has written, in one
+// temporary directory. It is the package's only mutable state, and exists for tests alone.
+var testModels struct {
+	mu      sync.Mutex
+	dir     string
+	entries map[string]*testEntry
+	tok     *Tokenizer
+	tokErr  error
+	tokOnce sync.Once
+}
+
+type testEntry struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// testDirPrefix names the directories TestModel makes under os.TempDir.
+const testDirPrefix = "trochilus-modelgen-"
+
+// staleAfter is the age past which a directory left by an earlier test binary (one that did not
+// use RunTests) is removed: far longer than any test binary runs.
+const staleAfter = 2 * time.Hour
+
+// TestModel returns the path of the model cfg describes, written the first time a test binary
+// asks for it and shared by every later call, whatever the test. The file lives in a temporary
+// directory that RunTests removes when the tests end; without RunTests it is left behind and
+// removed by a later test binary once it is two hours old.
+func TestModel(t testing.TB, cfg Config) string {
+	t.Helper()
+	key, err := cacheKey(&cfg)
+	if err != nil {
+		t.Fatalf("modelgen: %v", err)
+	}
+	testModels.mu.Lock()
+	if testModels.entries == nil {
+		testModels.entries = map[string]*testEntry{}
+	}
+	if testModels.dir == "" {
+		sweepStale()
+		dir, err := os.MkdirTemp("", testDirPrefix)
+		if err != nil {
+			testModels.mu.Unlock()
+			t.Fatalf("modelgen: %v", err)
+		}
+		testModels.dir = dir
+	}
+	e := testModels.entries[key]
+	if e == nil {
+		e = &testEntry{path: filepath.Join(testModels.dir, key+".gguf")}
+		testModels.entries[key] = e
+	}
+	testModels.mu.Unlock()
+
+	e.once.Do(func() { e.err = Write(context.Background(), e.path, cfg) })
+	if e.err != nil {
+		t.Fatalf("modelgen: writing a test model: %v", e.err)
+	}
+	return e.path
+}
+
+// TinyModel returns the path of Tiny(w) with OLMoE's tokenizer, written once per test binary
+// (see TestModel). The tokenizer is a fixture outside the module: when it cannot be found the
+// test is skipped, or failed where oracles are required (see package oracle).
+func TinyModel(t testing.TB, w Weights) string {
+	t.Helper()
+	testModels.tokOnce.Do(func() { testModels.tok, testModels.tokErr = FindOLMoETokenizer("") })
+	if errors.Is(testModels.tokErr, ErrNoTokenizer) {
+		oracle.Missing(t, "OLMoE tokenizer.json (shared/fixtures/tokenizers/olmoe)")
+	}
+	if testModels.tokErr != nil {
+		t.Fatalf("modelgen: %v", testModels.tokErr)
+	}
+	cfg := Tiny(w)
+	cfg.Tokenizer = testModels.tok
+	return TestModel(t, cfg)
+}
+
+// RunTests runs m and then removes the models TestModel wrote; call it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(modelgen.RunTests(m)) }
+func RunTests(m *testing.M) int {
+	code := m.Run()
+	testModels.mu.Lock()
+	defer testModels.mu.Unlock()
+	if testModels.dir != "" {
+		if err := os.RemoveAll(testModels.dir); err != nil {
+			fmt.Fprintf(os.Stderr, "modelgen: removing test models: %v\n", err)
+		}
+		testModels.dir, testModels.entries = "", nil
+	}
+	return code
+}
+
+// cacheKey names a Config: its fields (the tokenizer by a digest of its contents) and the
+// generator's Version.
+func cacheKey(cfg *Config) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	c := *cfg
+	c.Tokenizer = nil
+	fmt.Fprintf(h, "modelgen %d\n%+v\n", Version, c)
+	if tok := cfg.Tokenizer; tok != nil {
+		fmt.Fprintf(h, "tokenizer %q %d %d\n", tok.Pre, len(tok.JSON), len(tok.Config))
+		h.Write(tok.JSON)
+		h.Write(tok.Config)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:20], nil
+}
+
+// sweepStale removes directories an earlier test binary left under os.TempDir.
+func sweepStale() {
+	tmp := os.TempDir()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), testDirPrefix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAfter {
+			os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
+}

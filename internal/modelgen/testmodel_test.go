@@ -1,0 +1,82 @@
+package modelgen
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// testDir is the directory TestModel used, for TestMain to check it is gone afterwards.
+var testDir struct {
+	sync.Mutex
+	path string
+}
+
+func TestMain(m *testing.M) {
+	code := RunTests(m)
+	if dir := testDir.path; dir != "" {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			fmt.Fprintf(os.Stderr, "RunTests left %s behind (stat: %v)\n", dir, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// TestTestModel checks the cache: one file per config, shared by concurrent callers, each a
+// readable model of the config asked for.
+func TestTestModel(t *testing.T) {
+	paths := make([]string, 8)
+	t.Run("group", func(t *testing.T) {
+		for i := range paths {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				w := Uniform(gguf.TypeQ8_0)
+				if i%2 == 1 {
+					w = Uniform(gguf.TypeQ4_0)
+				}
+				paths[i] = TestModel(t, mini(w))
+			})
+		}
+	})
+	for i := range paths {
+		if paths[i] != paths[i%2] {
+			t.Errorf("call %d got %s, call %d got %s: want one file per config", i, paths[i], i%2, paths[i%2])
+		}
+	}
+	if paths[0] == paths[1] {
+		t.Fatalf("two configs share %s", paths[0])
+	}
+	testDir.Lock()
+	testDir.path = filepath.Dir(paths[0])
+	testDir.Unlock()
+
+	f, err := gguf.Open(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if ti, ok := f.Tensor("blk.1.ffn_down_exps.weight"); !ok || ti.Type != gguf.TypeQ4_0 {
+		t.Errorf("q4_0 test model: ffn_down_exps %+v", ti)
+	}
+
+	tiny := TinyModel(t, Q4KM())
+	if again := TinyModel(t, Q4KM()); again != tiny {
+		t.Errorf("TinyModel gave %s then %s", tiny, again)
+	}
+	g, err := gguf.Open(tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if n, err := g.Uint32("olmoe.embedding_length"); err != nil || n != 256 {
+		t.Errorf("tiny q4_k_m: hidden %d (%v), want 256", n, err)
+	}
+	if _, ok := g.Get("tokenizer.ggml.merges"); !ok {
+		t.Errorf("tiny q4_k_m has no tokenizer")
+	}
+}

@@ -1,0 +1,120 @@
+package modelgen
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/tokenizer/hfconv"
+)
+
+// Tokenizer is a Hugging Face byte-level BPE tokenizer to write into a model's metadata as
+// llama.cpp's converter would (see package hfconv).
+type Tokenizer struct {
+	JSON   []byte // tokenizer.json
+	Config []byte // tokenizer_config.json, which carries the chat template; may be empty
+	Pre    string // tokenizer.ggml.pre, the pre-tokenizer family ("olmo" for OLMoE)
+
+	mu        sync.Mutex
+	converted map[int][]gguf.KV // by vocab size: conversion parses megabytes of JSON
+}
+
+// metadata returns the tokenizer.* pairs for a model of vocab rows.
+func (t *Tokenizer) metadata(vocab int) ([]gguf.KV, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if kvs, ok := t.converted[vocab]; ok {
+		return kvs, nil
+	}
+	kvs, err := hfconv.Convert(t.JSON, t.Config, hfconv.Options{Pre: t.Pre, VocabSize: vocab})
+	if err != nil {
+		return nil, fmt.Errorf("modelgen: tokenizer: %w", err)
+	}
+	if t.converted == nil {
+		t.converted = map[int][]gguf.KV{}
+	}
+	t.converted[vocab] = kvs
+	return kvs, nil
+}
+
+// ErrNoTokenizer is returned by FindOLMoETokenizer when the tokenizer files are in none of the
+// places it looks.
+var ErrNoTokenizer = errors.New("OLMoE tokenizer.json not found")
+
+// Where the OLMoE tokenizer lives, relative to the module root: the project's own test data, then
+// the shared reference folder beside the checkout.
+const (
+	tokenizerDir       = "testdata/tokenizers/olmoe"
+	sharedTokenizerDir = "fixtures/tokenizers/olmoe"
+)
+
+// FindOLMoETokenizer reads OLMoE's tokenizer.json and tokenizer_config.json. It looks in dir if
+// dir is not empty; otherwise, from the module root found above the working directory, in
+// testdata/tokenizers/olmoe, then in fixtures/tokenizers/olmoe of $TROCHILUS_SHARED or of
+// ../shared. tokenizer_config.json is taken from beside tokenizer.json or, failing that, from
+// testdata/tokenizers/olmoe.
+func FindOLMoETokenizer(dir string) (*Tokenizer, error) {
+	root := moduleRoot()
+	var dirs []string
+	if dir != "" {
+		dirs = []string{dir}
+	} else {
+		if root != "" {
+			dirs = append(dirs, filepath.Join(root, tokenizerDir))
+		}
+		if shared := os.Getenv("TROCHILUS_SHARED"); shared != "" {
+			dirs = append(dirs, filepath.Join(shared, sharedTokenizerDir))
+		}
+		if root != "" {
+			dirs = append(dirs, filepath.Join(root, "..", "shared", sharedTokenizerDir))
+		}
+	}
+	for _, d := range dirs {
+		js, err := os.ReadFile(filepath.Join(d, "tokenizer.json"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("modelgen: %w", err)
+		}
+		cfgPaths := []string{filepath.Join(d, "tokenizer_config.json")}
+		if root != "" {
+			cfgPaths = append(cfgPaths, filepath.Join(root, tokenizerDir, "tokenizer_config.json"))
+		}
+		for _, p := range cfgPaths {
+			cfg, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("modelgen: %w", err)
+			}
+			return &Tokenizer{JSON: js, Config: cfg, Pre: "olmo"}, nil
+		}
+		return nil, fmt.Errorf("modelgen: %s has tokenizer.json but no tokenizer_config.json was found (the chat template lives there)", d)
+	}
+	return nil, fmt.Errorf("modelgen: %w (looked in %q)", ErrNoTokenizer, dirs)
+}
+
+// moduleRoot returns the nearest directory at or above the working directory holding go.mod,
+// or "".
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
