@@ -1,0 +1,154 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/gguf/quant"
+)
+
+// refLaneSum is the contract written out plainly: element k of the products (or values) into
+// lane k mod 16, lanes joined by the tree.
+func refLaneSum(n int, term func(k int) float32) float32 {
+	var l [16]float32
+	for k := range n {
+		l[k%16] = l[k%16] + term(k)
+	}
+	lo := ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+	hi := ((l[8] + l[9]) + (l[10] + l[11])) + ((l[12] + l[13]) + (l[14] + l[15]))
+	return lo + hi
+}
+
+// refDot is the reference contract dot of w and x[:len(w)].
+func refDot(w, x []float32) float32 {
+	return refLaneSum(len(w), func(k int) float32 { return float32(w[k] * x[k]) })
+}
+
+// specials are the values the corpora mix in: signed zeros, subnormals, extremes, infinities.
+var specials = []float32{
+	0, float32(math.Copysign(0, -1)), 1, -1,
+	math.Float32frombits(1), -math.Float32frombits(1), math.Float32frombits(0x007fffff),
+	math.SmallestNonzeroFloat32 * 3, 0x1p-126, -0x1p-126,
+	math.MaxFloat32, -math.MaxFloat32, 0x1p100, -0x1p100, 0x1p-100, 3e38, -3e38,
+	float32(math.Inf(1)), float32(math.Inf(-1)),
+}
+
+// randFloats returns n floats, mostly normal-sized with a spread of magnitudes; with special
+// set, about one in eight is taken from specials (NaN included when nan is set).
+func randFloats(rng *rand.Rand, n int, special, nan bool) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch {
+		case special && rng.IntN(8) == 0:
+			x[i] = specials[rng.IntN(len(specials))]
+		case nan && rng.IntN(64) == 0:
+			x[i] = float32(math.NaN())
+		default:
+			x[i] = float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(12)-6)))
+		}
+	}
+	return x
+}
+
+// supportedTypes are the weight types with a row dot, in a fixed order.
+var supportedTypes = []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
+
+// randRow returns a row of typ holding n elements. Float rows are random values (with
+// specials when special is set). Quantized rows are either quant.Quantize of random weights
+// (where quant encodes the type) or random bytes with the scale fields set to random finite
+// halves, so every bit pattern of the quants and scales occurs; with special set, scale fields
+// sometimes hold a zero, a subnormal, an infinity or a NaN.
+func randRow(rng *rand.Rand, typ gguf.Type, n int, special bool) []byte {
+	rb, err := typ.RowBytes(int64(n))
+	if err != nil {
+		panic(err)
+	}
+	row := make([]byte, rb)
+	switch typ {
+	case gguf.TypeF32:
+		for i, v := range randFloats(rng, n, special, special) {
+			binary.LittleEndian.PutUint32(row[4*i:], math.Float32bits(v))
+		}
+		return row
+	case gguf.TypeF16, gguf.TypeBF16:
+		for i := range n {
+			h := uint16(rng.Uint32())
+			if !special { // keep finite: exponent field below all-ones
+				for isNonFinite16(typ, h) {
+					h = uint16(rng.Uint32())
+				}
+			}
+			binary.LittleEndian.PutUint16(row[2*i:], h)
+		}
+		return row
+	}
+	if quant.QuantizeSupported(typ) && rng.IntN(2) == 0 {
+		w := randFloats(rng, n, false, false)
+		if err := quant.Quantize(typ, w, row); err != nil {
+			panic(err)
+		}
+		return row
+	}
+	for i := range row {
+		row[i] = byte(rng.Uint32())
+	}
+	bs := typ.BlockBytes()
+	for b := 0; b < len(row); b += bs {
+		for _, off := range scaleOffsets(typ) {
+			binary.LittleEndian.PutUint16(row[b+off:], randHalf(rng, special))
+		}
+	}
+	return row
+}
+
+func isNonFinite16(typ gguf.Type, h uint16) bool {
+	if typ == gguf.TypeF16 {
+		return h&0x7c00 == 0x7c00
+	}
+	return h&0x7f80 == 0x7f80
+}
+
+// scaleOffsets are the byte offsets of a block's f16 scale fields.
+func scaleOffsets(typ gguf.Type) []int {
+	switch typ {
+	case gguf.TypeQ8_0:
+		return []int{0}
+	case gguf.TypeQ4_K, gguf.TypeQ5_K:
+		return []int{0, 2}
+	case gguf.TypeQ6_K:
+		return []int{208}
+	}
+	return nil
+}
+
+// randHalf returns a random f16 scale: a positive normal of modest size, or with special set
+// sometimes zero, a subnormal, a negative value, an infinity or a NaN.
+func randHalf(rng *rand.Rand, special bool) uint16 {
+	if special && rng.IntN(6) == 0 {
+		return []uint16{0, 0x8000, 0x0001, 0x03ff, 0xbc00, 0x7c00, 0xfc00, 0x7e00, 0x7bff}[rng.IntN(9)]
+	}
+	// exponent 5..20 (2^-10 .. 2^5), random mantissa, positive
+	return uint16(5+rng.IntN(16))<<10 | uint16(rng.IntN(1024))
+}
+
+// dequantRow dequantizes a row with package quant, the reference decoder checked against ggml.
+func dequantRow(typ gguf.Type, row []byte, n int) []float32 {
+	w := make([]float32, n)
+	if err := quant.Dequantize(typ, row, w); err != nil {
+		panic(err)
+	}
+	return w
+}
+
+// rowDots are the row dots under test, by type (Q4_K excepted: its definition is not a float
+// dot).
+var rowDots = map[gguf.Type]func(row []byte, x []float32) float32{
+	gguf.TypeF32:  DotRowF32,
+	gguf.TypeF16:  DotRowF16,
+	gguf.TypeBF16: DotRowBF16,
+	gguf.TypeQ8_0: DotRowQ8_0,
+	gguf.TypeQ5_K: DotRowQ5K,
+	gguf.TypeQ6_K: DotRowQ6K,
+}

@@ -1,0 +1,253 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// Matrix is a weight matrix as a GGUF file stores it: Rows rows of Cols elements of Type, each
+// row RowBytes() bytes, rows contiguous in Data.
+type Matrix struct {
+	Type       gguf.Type
+	Rows, Cols int
+	Data       []byte
+}
+
+// Supported reports whether the kernels can multiply a matrix of type t.
+func Supported(t gguf.Type) bool {
+	switch t {
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+		return true
+	}
+	return false
+}
+
+// RowBytes returns the size of one row in bytes (0 for an unknown type). Cols is assumed to be
+// a whole number of blocks, as Validate checks.
+func (m *Matrix) RowBytes() int {
+	if m.Type.BlockElems() == 0 {
+		return 0
+	}
+	return m.Cols / m.Type.BlockElems() * m.Type.BlockBytes()
+}
+
+// Row returns the bytes of row r.
+func (m *Matrix) Row(r int) []byte {
+	rb := m.RowBytes()
+	return m.Data[r*rb : (r+1)*rb : (r+1)*rb]
+}
+
+// Validate checks that the kernels can multiply m: a supported type, Cols a whole number of
+// blocks (of 256 for Q4_K, whose inputs are prepared per 256), and Data exactly Rows rows.
+func (m *Matrix) Validate() error {
+	if !Supported(m.Type) {
+		return fmt.Errorf("kernels: matrix type %v is not supported", m.Type)
+	}
+	if m.Rows < 0 || m.Cols < 0 {
+		return fmt.Errorf("kernels: %v matrix has negative shape %d×%d", m.Type, m.Rows, m.Cols)
+	}
+	rb, err := m.Type.RowBytes(int64(m.Cols))
+	if err != nil {
+		return fmt.Errorf("kernels: matrix row: %w", err)
+	}
+	if m.Rows > 0 && rb > int64(len(m.Data))/int64(m.Rows) || int64(m.Rows)*rb != int64(len(m.Data)) {
+		return fmt.Errorf("kernels: %v matrix %d×%d needs %d bytes a row, data holds %d bytes", m.Type, m.Rows, m.Cols, rb, len(m.Data))
+	}
+	return nil
+}
+
+// Batch is the input of matrix products: Ntok rows of Cols floats in X, row t at
+// X[t·Cols:(t+1)·Cols]. The Q4_K preparation of each row is made the first time a Q4_K matrix
+// meets the batch and shared by every later one until Set is called again, so Set the batch
+// anew whenever X changes. A Batch is used by one goroutine at a time; its memory is reused
+// across Sets, so a batch of steady shape allocates nothing.
+type Batch struct {
+	X          []float32
+	Ntok, Cols int
+
+	q4k      []Q4KInput
+	q4kReady bool
+
+	job     matmulJob
+	runJob  func(lo, hi int) // job.run, made once
+	prepJob func(lo, hi int) // b.prepare, made once
+}
+
+// Set points the batch at ntok rows of cols floats held in x.
+func (b *Batch) Set(x []float32, ntok, cols int) error {
+	if ntok < 0 || cols < 0 || len(x) < ntok*cols {
+		return fmt.Errorf("kernels: batch of %d rows of %d floats from %d floats", ntok, cols, len(x))
+	}
+	b.X, b.Ntok, b.Cols = x[:ntok*cols], ntok, cols
+	b.q4kReady = false
+	return nil
+}
+
+// prepareQ4K prepares rows [lo, hi) of the batch for Q4_K.
+func (b *Batch) prepare(lo, hi int) {
+	for t := lo; t < hi; t++ {
+		// The length was checked by MatMul (Cols a multiple of 256), so this cannot fail.
+		_ = PrepareQ4K(&b.q4k[t], b.X[t*b.Cols:(t+1)*b.Cols])
+	}
+}
+
+// Q4K returns the prepared Q4_K input of row t, preparing every row of the batch over p first if
+// that has not been done since the last Set. Cols must be a multiple of 256.
+func (b *Batch) Q4K(p *Pool, t int) (*Q4KInput, error) {
+	if err := b.prepareAll(p); err != nil {
+		return nil, err
+	}
+	return &b.q4k[t], nil
+}
+
+func (b *Batch) prepareAll(p *Pool) error {
+	if b.q4kReady {
+		return nil
+	}
+	if b.Cols%kElems != 0 {
+		return fmt.Errorf("kernels: Q4_K input rows of %d floats are not whole %d-element blocks", b.Cols, kElems)
+	}
+	if len(b.q4k) < b.Ntok {
+		b.q4k = append(b.q4k, make([]Q4KInput, b.Ntok-len(b.q4k))...)
+	}
+	if b.prepJob == nil {
+		b.prepJob = b.prepare
+	}
+	p.For(b.Ntok, b.prepJob)
+	b.q4kReady = true
+	return nil
+}
+
+// RowsKernel computes dst[t·m.Rows + r] = dot(row r of m, row t of in) for r in [r0, r1) and
+// every row t of in. A tier holds one per weight type; whatever order or width it works in,
+// each element must equal the scalar definition bit for bit.
+type RowsKernel func(dst []float32, m *Matrix, in *Batch, r0, r1 int)
+
+// Tier is a set of kernel implementations: the scalar one (the definition) or a SIMD tier that
+// reproduces it. Tiers are built once at start; a SIMD tier starts as a copy of Scalar() and
+// replaces what it accelerates.
+type Tier struct {
+	Name string
+
+	// DotF32 is the contract dot of two float32 vectors (attention scores, norms).
+	DotF32 func(a, b []float32) float32
+
+	// The vector operations (see the package functions of the same names).
+	RMSNorm func(dst, x, w []float32, eps float32)
+	Softmax func(x []float32)
+	SwiGLU  func(dst, gate, up []float32)
+	Attend  func(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32)
+
+	// Matrix-times-batch kernels per weight type.
+	F32, F16, BF16, Q8_0, Q4K, Q5K, Q6K RowsKernel
+}
+
+// Scalar returns the scalar tier: the portable definitions.
+func Scalar() *Tier {
+	return &Tier{
+		Name:    "scalar",
+		DotF32:  DotF32,
+		RMSNorm: RMSNorm,
+		Softmax: Softmax,
+		SwiGLU:  SwiGLU,
+		Attend:  Attend,
+		F32:     floatRows(DotRowF32),
+		F16:     floatRows(DotRowF16),
+		BF16:    floatRows(DotRowBF16),
+		Q8_0:    floatRows(DotRowQ8_0),
+		Q4K:     q4KRows,
+		Q5K:     floatRows(DotRowQ5K),
+		Q6K:     floatRows(DotRowQ6K),
+	}
+}
+
+// floatRows makes the scalar rows kernel of a row dot.
+func floatRows(dot func(row []byte, x []float32) float32) RowsKernel {
+	return func(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			row := m.Row(r)
+			for t := range in.Ntok {
+				dst[t*m.Rows+r] = dot(row, in.X[t*in.Cols:(t+1)*in.Cols])
+			}
+		}
+	}
+}
+
+// q4KRows is the scalar Q4_K rows kernel; the batch is already prepared.
+func q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
+	for r := r0; r < r1; r++ {
+		row := m.Row(r)
+		for t := range in.Ntok {
+			dst[t*m.Rows+r] = DotQ4K(row, &in.q4k[t])
+		}
+	}
+}
+
+// Kernel returns the tier's rows kernel for weight type typ.
+func (t *Tier) Kernel(typ gguf.Type) (RowsKernel, error) {
+	var k RowsKernel
+	switch typ {
+	case gguf.TypeF32:
+		k = t.F32
+	case gguf.TypeF16:
+		k = t.F16
+	case gguf.TypeBF16:
+		k = t.BF16
+	case gguf.TypeQ8_0:
+		k = t.Q8_0
+	case gguf.TypeQ4_K:
+		k = t.Q4K
+	case gguf.TypeQ5_K:
+		k = t.Q5K
+	case gguf.TypeQ6_K:
+		k = t.Q6K
+	}
+	if k == nil {
+		return nil, fmt.Errorf("kernels: tier %s has no kernel for %v", t.Name, typ)
+	}
+	return k, nil
+}
+
+// matmulJob is one MatMul's work as the pool sees it, kept in the Batch so a call allocates
+// nothing.
+type matmulJob struct {
+	kernel RowsKernel
+	dst    []float32
+	m      *Matrix
+	in     *Batch
+}
+
+func (j *matmulJob) run(lo, hi int) { j.kernel(j.dst, j.m, j.in, lo, hi) }
+
+// MatMul computes dst[t·m.Rows + r] = dot(row r of m, row t of in) for every weight row r and
+// input row t, splitting the weight rows over the pool. The result does not depend on the
+// number of threads. It checks shapes and returns an error for a matrix the kernels cannot
+// multiply, an input of the wrong width or a dst too short.
+func (t *Tier) MatMul(p *Pool, dst []float32, m *Matrix, in *Batch) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if in.Cols != m.Cols {
+		return fmt.Errorf("kernels: %v matrix of %d columns times input rows of %d floats", m.Type, m.Cols, in.Cols)
+	}
+	if len(dst) < in.Ntok*m.Rows {
+		return fmt.Errorf("kernels: output of %d floats for %d×%d results", len(dst), in.Ntok, m.Rows)
+	}
+	k, err := t.Kernel(m.Type)
+	if err != nil {
+		return err
+	}
+	if m.Type == gguf.TypeQ4_K {
+		if err := in.prepareAll(p); err != nil {
+			return err
+		}
+	}
+	if in.runJob == nil {
+		in.runJob = in.job.run
+	}
+	in.job = matmulJob{kernel: k, dst: dst, m: m, in: in}
+	p.For(m.Rows, in.runJob)
+	in.job = matmulJob{}
+	return nil
+}

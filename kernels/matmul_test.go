@@ -1,0 +1,210 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+func randMatrix(rng *rand.Rand, typ gguf.Type, rows, cols int) *Matrix {
+	m := &Matrix{Type: typ, Rows: rows, Cols: cols}
+	for range rows {
+		m.Data = append(m.Data, randRow(rng, typ, cols, false)...)
+	}
+	return m
+}
+
+// refMatMul computes every output by the row definitions directly.
+func refMatMul(m *Matrix, x []float32, ntok int) []float32 {
+	out := make([]float32, ntok*m.Rows)
+	for t := range ntok {
+		xt := x[t*m.Cols : (t+1)*m.Cols]
+		var in Q4KInput
+		if m.Type == gguf.TypeQ4_K {
+			if err := PrepareQ4K(&in, xt); err != nil {
+				panic(err)
+			}
+		}
+		for r := range m.Rows {
+			if m.Type == gguf.TypeQ4_K {
+				out[t*m.Rows+r] = DotQ4K(m.Row(r), &in)
+			} else {
+				out[t*m.Rows+r] = rowDots[m.Type](m.Row(r), xt)
+			}
+		}
+	}
+	return out
+}
+
+// checkMatMul multiplies a matrix of every type by a batch of tokens with tier and pools of
+// 1, 2, 3 and 8 threads, comparing every output with the row definitions; it returns counts.
+func checkMatMul(tier *Tier) (checked, bad int, first string) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, n := range []int{1, 2, 3, 8} {
+		p := NewPool(n)
+		defer p.Close()
+		for _, typ := range supportedTypes {
+			const rows, cols, ntok = 37, 512, 5
+			m := randMatrix(rng, typ, rows, cols)
+			x := randFloats(rng, ntok*cols, false, false)
+			want := refMatMul(m, x, ntok)
+			var b Batch
+			if err := b.Set(x, ntok, cols); err != nil {
+				return checked, bad + 1, err.Error()
+			}
+			dst := make([]float32, ntok*rows)
+			if err := tier.MatMul(p, dst, m, &b); err != nil {
+				return checked, bad + 1, err.Error()
+			}
+			for i := range dst {
+				checked++
+				if !sameBits(dst[i], want[i]) {
+					if bad == 0 {
+						first = fmt.Sprintf("%v, %d threads: output %d = %g, definition %g", typ, n, i, dst[i], want[i])
+					}
+					bad++
+				}
+			}
+		}
+	}
+	return checked, bad, first
+}
+
+// TestMatMulThreadIndependent: every output of MatMul equals the row definition, whatever the
+// number of threads.
+func TestMatMulThreadIndependent(t *testing.T) {
+	checked, bad, first := checkMatMul(Scalar())
+	t.Logf("MatMul: 7 types × 37 rows × 5 tokens × threads 1, 2, 3, 8 = %d outputs against the row definitions, %d differ", checked, bad)
+	if bad != 0 {
+		t.Errorf("MatMul differs on %d of %d outputs; first: %s", bad, checked, first)
+	}
+}
+
+// mutantRowsSplitColumns computes each Q8_0 output as two half-row dots added together, as a
+// kernel splitting a reduction over threads would.
+func mutantRowsSplitColumns(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
+	h := m.Cols / 2
+	hb := h / 32 * 34
+	for r := r0; r < r1; r++ {
+		row := m.Row(r)
+		for t := range in.Ntok {
+			x := in.X[t*in.Cols : (t+1)*in.Cols]
+			dst[t*m.Rows+r] = DotRowQ8_0(row[:hb], x[:h]) + DotRowQ8_0(row[hb:], x[h:])
+		}
+	}
+}
+
+// TestMatMulSharedQ4KInput checks that one batch prepared once serves several Q4_K matrices,
+// and that Set invalidates the preparation.
+func TestMatMulSharedQ4KInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	p := NewPool(2)
+	defer p.Close()
+	tier := Scalar()
+	a := randMatrix(rng, gguf.TypeQ4_K, 9, 256)
+	c := randMatrix(rng, gguf.TypeQ4_K, 4, 256)
+	x := randFloats(rng, 2*256, false, false)
+	var b Batch
+	if err := b.Set(x, 2, 256); err != nil {
+		t.Fatal(err)
+	}
+	da, dc := make([]float32, 18), make([]float32, 8)
+	if err := tier.MatMul(p, da, a, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := tier.MatMul(p, dc, c, &b); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range refMatMul(c, x, 2) {
+		if !sameBits(v, dc[i]) {
+			t.Fatalf("second matrix output %d: %g, want %g", i, dc[i], v)
+		}
+	}
+	x2 := randFloats(rng, 2*256, false, false)
+	if err := b.Set(x2, 2, 256); err != nil {
+		t.Fatal(err)
+	}
+	if err := tier.MatMul(p, da, a, &b); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range refMatMul(a, x2, 2) {
+		if !sameBits(v, da[i]) {
+			t.Fatalf("after Set: output %d = %g, want %g (stale preparation?)", i, da[i], v)
+		}
+	}
+}
+
+func TestMatMulErrors(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	tier := Scalar()
+	var b Batch
+	if err := b.Set(make([]float32, 64), 1, 64); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		m   *Matrix
+		dst int
+	}{
+		"unsupported type": {&Matrix{Type: gguf.TypeQ4_0, Rows: 1, Cols: 64, Data: make([]byte, 36)}, 1},
+		"ragged columns":   {&Matrix{Type: gguf.TypeQ8_0, Rows: 1, Cols: 63, Data: make([]byte, 68)}, 1},
+		"short data":       {&Matrix{Type: gguf.TypeQ8_0, Rows: 2, Cols: 64, Data: make([]byte, 68)}, 2},
+		"long data":        {&Matrix{Type: gguf.TypeQ8_0, Rows: 1, Cols: 64, Data: make([]byte, 69)}, 1},
+		"negative rows":    {&Matrix{Type: gguf.TypeF32, Rows: -1, Cols: 64}, 1},
+		"width mismatch":   {&Matrix{Type: gguf.TypeF32, Rows: 1, Cols: 32, Data: make([]byte, 128)}, 1},
+		"short output":     {&Matrix{Type: gguf.TypeF32, Rows: 3, Cols: 64, Data: make([]byte, 768)}, 2},
+		"Q4_K of 64":       {&Matrix{Type: gguf.TypeQ4_K, Rows: 1, Cols: 64, Data: make([]byte, 36)}, 1},
+		"unknown type":     {&Matrix{Type: gguf.Type(99), Rows: 1, Cols: 64, Data: make([]byte, 64)}, 1},
+	}
+	for name, c := range cases {
+		if err := tier.MatMul(p, make([]float32, c.dst), c.m, &b); err == nil {
+			t.Errorf("%s: no error", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	if err := b.Set(make([]float32, 10), 1, 64); err == nil {
+		t.Error("Batch.Set of 10 floats as 64: no error")
+	}
+}
+
+// TestMatMulNoAllocs checks that a steady MatMul (pool, batch and output reused) allocates
+// nothing, for a float type and for Q4_K (whose inputs are prepared inside).
+func TestMatMulNoAllocs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 7))
+	p := NewPool(2)
+	defer p.Close()
+	tier := Scalar()
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K} {
+		m := randMatrix(rng, typ, 16, 512)
+		x := randFloats(rng, 3*512, false, false)
+		var b Batch
+		dst := make([]float32, 3*16)
+		run := func() {
+			if err := b.Set(x, 3, 512); err != nil {
+				t.Fatal(err)
+			}
+			if err := tier.MatMul(p, dst, m, &b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run()
+		if a := testing.AllocsPerRun(50, run); a != 0 {
+			t.Errorf("%v MatMul: %.1f allocations a call, want 0", typ, a)
+		}
+	}
+	var in Q4KInput
+	x := randFloats(rng, 1024, false, false)
+	_ = PrepareQ4K(&in, x)
+	if a := testing.AllocsPerRun(50, func() { _ = PrepareQ4K(&in, x) }); a != 0 {
+		t.Errorf("PrepareQ4K into a prepared input: %.1f allocations, want 0", a)
+	}
+	row := randRow(rng, gguf.TypeQ6_K, 1024, false)
+	if a := testing.AllocsPerRun(50, func() { _ = DotRowQ6K(row, x) }); a != 0 {
+		t.Errorf("DotRowQ6K: %.1f allocations, want 0", a)
+	}
+	_ = math.Pi
+}

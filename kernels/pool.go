@@ -1,0 +1,179 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// spinFor is how long an idle worker (and a caller waiting for its workers) polls before
+// parking: long enough to catch the next matrix product of a decode step and to outlast waking
+// parked workers one by one (with 16 threads at 50 µs, workers woken first timed out while the
+// last were still being woken, and every call paid the whole wake-up chain again), short enough
+// not to burn a shared core between requests.
+const spinFor = 500 * time.Microsecond
+
+// Pool is a persistent set of worker goroutines that run parallel-for loops over contiguous
+// chunks of an index range. The engine makes one per process. The goroutine calling For is
+// worker 0 and runs the first chunk itself; the others are started once by NewPool, spin
+// briefly after each job and then park until the next.
+//
+// A Pool runs one For at a time; calls from several goroutines wait their turn. For must not be
+// called from inside fn of the same pool.
+type Pool struct {
+	threads int
+
+	mu     sync.Mutex // serializes For calls and Close
+	closed bool
+
+	gen     atomic.Uint64 // job generation; a change tells workers a new job (or Close) is out
+	pending atomic.Int32  // workers that have not finished the current job
+	fn      func(lo, hi int)
+	n       int
+	chunks  int
+
+	caller  parker // the caller waiting for the last worker
+	workers []workerSlot
+	exited  sync.WaitGroup
+}
+
+// parker lets a goroutine sleep until another wakes it, without a lost wake-up: the sleeper
+// sets asleep and re-checks its condition; the waker clears asleep and, only if it found it
+// set, sends a token.
+type parker struct {
+	asleep atomic.Bool
+	wake   chan struct{}
+	_      [48]byte // keep each slot on its own cache line
+}
+
+type workerSlot struct{ parker }
+
+// DefaultThreads returns the number of physical cores this process may run on: SMT siblings
+// share a core's multiply units and slow matrix products down rather than up.
+func DefaultThreads() int {
+	n := runtime.NumCPU()
+	if phys := cpuid.CPU.PhysicalCores; phys > 0 && phys < n {
+		n = phys
+	}
+	return max(n, 1)
+}
+
+// NewPool starts a pool of the given number of threads (the caller counts as one), or of
+// DefaultThreads() when threads <= 0.
+func NewPool(threads int) *Pool {
+	if threads <= 0 {
+		threads = DefaultThreads()
+	}
+	p := &Pool{threads: threads, workers: make([]workerSlot, threads)}
+	p.caller.wake = make(chan struct{}, 1)
+	for i := 1; i < threads; i++ {
+		p.workers[i].wake = make(chan struct{}, 1)
+		p.exited.Add(1)
+		go p.work(i)
+	}
+	return p
+}
+
+// Threads returns the number of threads For splits work over.
+func (p *Pool) Threads() int { return p.threads }
+
+// For calls fn over [0, n) split into at most Threads() contiguous chunks [lo, hi), chunk i
+// being [i·n/c, (i+1)·n/c), and returns when all have finished. Chunks run concurrently, so fn
+// must only write what its own range owns. For itself does not allocate; a func value made once
+// (not a fresh closure each call) keeps the whole call allocation-free. After Close, For runs
+// fn(0, n) on the caller.
+func (p *Pool) For(n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	chunks := min(p.threads, n)
+	if chunks == 1 || p.closed {
+		fn(0, n)
+		return
+	}
+	p.fn, p.n, p.chunks = fn, n, chunks
+	p.pending.Store(int32(p.threads - 1))
+	p.gen.Add(1) // publishes fn, n, chunks to the workers
+	for i := 1; i < p.threads; i++ {
+		p.workers[i].wakeIfAsleep()
+	}
+	fn(0, n/chunks)
+	p.caller.waitFor(func() bool { return p.pending.Load() == 0 })
+	p.fn = nil
+}
+
+// Close stops the workers and waits for them to exit. The pool still runs For, serially.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.gen.Add(1)
+	for i := 1; i < p.threads; i++ {
+		p.workers[i].wakeIfAsleep()
+	}
+	p.exited.Wait()
+}
+
+func (p *Pool) work(id int) {
+	defer p.exited.Done()
+	slot := &p.workers[id].parker
+	// Generation 0 is the pool's start; reading p.gen here instead could skip a job published
+	// before this goroutine first ran.
+	var seen uint64
+	for {
+		slot.waitFor(func() bool { return p.gen.Load() != seen })
+		seen = p.gen.Load()
+		if p.closed {
+			return
+		}
+		if id < p.chunks {
+			lo := int(int64(id) * int64(p.n) / int64(p.chunks))
+			hi := int(int64(id+1) * int64(p.n) / int64(p.chunks))
+			p.fn(lo, hi)
+		}
+		if p.pending.Add(-1) == 0 {
+			p.caller.wakeIfAsleep()
+		}
+	}
+}
+
+// waitFor returns once ready() is true: it polls for spinFor, then parks. A wake-up may be
+// stale (the last worker of the previous job can wake the caller after it already saw that job
+// finish by polling), so every wake-up is followed by a fresh look at ready().
+func (k *parker) waitFor(ready func() bool) {
+	start := time.Now()
+	for i := 0; !ready(); i++ {
+		if i&63 != 63 {
+			continue
+		}
+		if time.Since(start) < spinFor {
+			runtime.Gosched()
+			continue
+		}
+		k.asleep.Store(true)
+		if ready() {
+			// The waker may have seen asleep set and sent a token already; take it so it
+			// cannot end a later wait early.
+			if !k.asleep.CompareAndSwap(true, false) {
+				<-k.wake
+			}
+			return
+		}
+		<-k.wake // the waker cleared asleep before sending
+	}
+}
+
+// wakeIfAsleep wakes the parker's goroutine if it is parked (or about to park).
+func (k *parker) wakeIfAsleep() {
+	if k.asleep.CompareAndSwap(true, false) {
+		k.wake <- struct{}{}
+	}
+}

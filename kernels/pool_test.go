@@ -1,0 +1,117 @@
+package kernels
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestPoolCoversRange checks that For calls fn on contiguous chunks that cover [0, n) exactly
+// once, for many n and thread counts, with the caller's chunk first.
+func TestPoolCoversRange(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 8} {
+		p := NewPool(threads)
+		for _, n := range []int{0, 1, 2, 3, 7, 8, 9, 100, 1001} {
+			hits := make([]int32, n)
+			var calls atomic.Int32
+			p.For(n, func(lo, hi int) {
+				calls.Add(1)
+				if lo >= hi {
+					t.Errorf("threads %d n %d: empty chunk [%d, %d)", threads, n, lo, hi)
+				}
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&hits[i], 1)
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("threads %d n %d: index %d run %d times", threads, n, i, h)
+				}
+			}
+			if want := min(threads, n); int(calls.Load()) != want {
+				t.Errorf("threads %d n %d: %d chunks, want %d", threads, n, calls.Load(), want)
+			}
+		}
+		p.Close()
+	}
+}
+
+// TestPoolManyCalls runs many short jobs back to back and some after idle gaps long enough for
+// the workers to park, so both the spinning and the parked hand-over are exercised. Each call
+// must have finished all its chunks when For returns (a stale wake-up once let the caller
+// return early).
+func TestPoolManyCalls(t *testing.T) {
+	for _, threads := range []int{2, 4, 8} {
+		p := NewPool(threads)
+		var sum atomic.Int64
+		fn := func(lo, hi int) { sum.Add(int64(hi - lo)) }
+		const calls = 10000
+		for i := range calls {
+			p.For(16, fn)
+			if got := sum.Load(); got != int64(16*(i+1)) {
+				t.Fatalf("%d threads, call %d: For returned with %d of 16 indices done", threads, i, got-int64(16*i))
+			}
+			if i%1000 == 0 {
+				time.Sleep(2 * spinFor)
+			}
+		}
+		p.Close()
+	}
+}
+
+// TestPoolConcurrentCallers calls For from several goroutines at once: the calls take turns
+// and each sees its whole range.
+func TestPoolConcurrentCallers(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for range 500 {
+				var n atomic.Int64
+				p.For(10+g, func(lo, hi int) { n.Add(int64(hi - lo)) })
+				if n.Load() != int64(10+g) {
+					t.Errorf("caller %d: covered %d of %d", g, n.Load(), 10+g)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestPoolClose(t *testing.T) {
+	p := NewPool(4)
+	p.Close()
+	p.Close() // a second Close is harmless
+	ran := 0
+	p.For(10, func(lo, hi int) { ran += hi - lo })
+	if ran != 10 {
+		t.Errorf("For after Close covered %d of 10", ran)
+	}
+}
+
+func TestPoolNoAllocs(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	var sum atomic.Int64
+	fn := func(lo, hi int) { sum.Add(int64(hi - lo)) }
+	p.For(64, fn)
+	if a := testing.AllocsPerRun(200, func() { p.For(64, fn) }); a != 0 {
+		t.Errorf("For: %.1f allocations a call, want 0", a)
+	}
+}
+
+func TestDefaultThreads(t *testing.T) {
+	n := DefaultThreads()
+	t.Logf("DefaultThreads = %d", n)
+	if n < 1 {
+		t.Errorf("DefaultThreads = %d", n)
+	}
+	p := NewPool(0)
+	defer p.Close()
+	if p.Threads() != n {
+		t.Errorf("NewPool(0) has %d threads, want %d", p.Threads(), n)
+	}
+}

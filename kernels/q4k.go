@@ -1,0 +1,126 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// q4kXMax bounds the fixed-point inputs of the Q4_K definition: 32295 + 64591·32295, the
+// largest value whose balanced base-64591 digits both fit in int16 (which is what the SIMD
+// tiers multiply).
+const q4kXMax = 2085998640
+
+// Q4KInput is one float32 input row prepared for Q4_K dots: each 256-element block scaled by
+// the largest power of two 2^sh that keeps its largest magnitude within q4kXMax and rounded to
+// integers X (nearest, ties to even). It is computed once per input row and shared by every
+// Q4_K matrix that reads the row. The zero value is empty; PrepareQ4K fills it, reusing its
+// memory when it is large enough.
+type Q4KInput struct {
+	n     int
+	x     []int32   // X_k
+	sums  []int64   // sum of X over each 32-element sub-block
+	scale []float64 // 2^-sh per block; NaN for a block holding a NaN or an infinity
+}
+
+// Len returns the number of elements of the prepared row.
+func (in *Q4KInput) Len() int { return in.n }
+
+// PrepareQ4K prepares x for Q4_K dots into dst. len(x) must be a multiple of 256.
+func PrepareQ4K(dst *Q4KInput, x []float32) error {
+	n := len(x)
+	if n%kElems != 0 {
+		return fmt.Errorf("kernels: Q4_K input of %d floats is not a whole number of %d-element blocks", n, kElems)
+	}
+	if cap(dst.x) < n {
+		dst.x = make([]int32, n)
+		dst.sums = make([]int64, n/32)
+		dst.scale = make([]float64, n/kElems)
+	}
+	dst.n = n
+	dst.x, dst.sums, dst.scale = dst.x[:n], dst.sums[:n/32], dst.scale[:n/kElems]
+	for b := range n / kElems {
+		prepareQ4KBlock(dst, b, x[b*kElems:(b+1)*kElems])
+	}
+	return nil
+}
+
+func prepareQ4KBlock(dst *Q4KInput, b int, xb []float32) {
+	var m float32
+	for _, v := range xb {
+		a := float32(math.Abs(float64(v)))
+		if !(a <= math.MaxFloat32) { // NaN or ±Inf: the whole block's result is NaN
+			clear(dst.x[b*kElems : (b+1)*kElems])
+			clear(dst.sums[b*8 : b*8+8])
+			dst.scale[b] = math.NaN()
+			return
+		}
+		m = max(m, a)
+	}
+	sh := 0
+	if m != 0 {
+		// m = f·2^e with f in [1/2, 1), so m·2^(31−e) lies in [2^30, 2^31); one step down
+		// when that exceeds q4kXMax.
+		_, e := math.Frexp(float64(m))
+		sh = 31 - e
+		if math.Ldexp(float64(m), sh) > q4kXMax {
+			sh--
+		}
+	}
+	// Both scalings are exact: x·2^sh stays within float64's normal range for every float32 x
+	// and every sh in [-98, 180].
+	up := math.Ldexp(1, sh)
+	dst.scale[b] = math.Ldexp(1, -sh)
+	X := dst.x[b*kElems : (b+1)*kElems]
+	for k, v := range xb {
+		X[k] = int32(math.RoundToEven(float64(v) * up))
+	}
+	for j := range 8 {
+		var s int64
+		for _, v := range X[32*j : 32*j+32] {
+			s += int64(v)
+		}
+		dst.sums[b*8+j] = s
+	}
+}
+
+// DotQ4K is the Q4_K row dot, defined in exact integers: for each 256-element block with
+// fixed-point inputs X and scale 2^-sh (see Q4KInput),
+//
+//	T = Σ_j sc_j · Σ_{k in sub-block j} q_k·X_k    (exact int64)
+//	M = Σ_j m_j · Σ_{k in sub-block j} X_k         (exact int64)
+//	v = fl64(fl64(d·T) − fl64(dmin·M))             (d, dmin the block's f16 values)
+//
+// then y = +0 and y = fl64(y + v·2^-sh) over the blocks in order (the scaling is exact), and
+// the result is float32(y), one rounding. Every sum inside a block is an exact integer, so a
+// tier may add them in any order or width and give the same bits. A block of x holding a NaN or
+// an infinity makes the result NaN. in must have been prepared from as many floats as row holds
+// elements.
+func DotQ4K(row []byte, in *Q4KInput) float32 {
+	var y float64
+	for b := range in.n / kElems {
+		blk := row[b*q4KBytes : (b+1)*q4KBytes]
+		y += float64(q4KBlock(blk, in, b) * in.scale[b])
+	}
+	return float32(y)
+}
+
+// q4KBlock returns v for block b of a Q4_K row (see DotQ4K).
+func q4KBlock(blk []byte, in *Q4KInput, b int) float64 {
+	d, dmin := float64(half(blk[0:])), float64(half(blk[2:]))
+	scales := blk[4:16]
+	var t, m int64
+	for c := range 4 {
+		sc0, m0 := scaleMinK4(2*c, scales)
+		sc1, m1 := scaleMinK4(2*c+1, scales)
+		q := blk[16+32*c : 16+32*c+32]
+		X := in.x[b*kElems+64*c : b*kElems+64*c+64]
+		var s0, s1 int64
+		for l := range 32 {
+			s0 += int64(q[l]&15) * int64(X[l])
+			s1 += int64(q[l]>>4) * int64(X[32+l])
+		}
+		t += int64(sc0)*s0 + int64(sc1)*s1
+		m += int64(m0)*in.sums[b*8+2*c] + int64(m1)*in.sums[b*8+2*c+1]
+	}
+	return float64(d*float64(t)) - float64(dmin*float64(m))
+}
