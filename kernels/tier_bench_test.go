@@ -1,0 +1,87 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// The tier benchmarks put every usable tier side by side, the tier name last, so that with
+// -count N the tiers alternate through the run and a load change on a shared machine hits them
+// alike (compare medians, benchstat-style).
+
+// BenchmarkTierDotRow is one row dot of 2048 columns per type and tier.
+func BenchmarkTierDotRow(b *testing.B) {
+	const cols = 2048
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := randFloats(rng, cols, false, false)
+	var in Q4KInput
+	if err := PrepareQ4K(&in, x); err != nil {
+		b.Fatal(err)
+	}
+	for _, typ := range supportedTypes {
+		row := randRow(rng, typ, cols, false)
+		for _, tier := range Tiers() {
+			b.Run(fmt.Sprintf("%v/%s", typ, tier.Name), func(b *testing.B) {
+				dst := make([]float32, 1)
+				m := &Matrix{Type: typ, Rows: 1, Cols: cols, Data: row}
+				var batch Batch
+				if err := batch.Set(x, 1, cols); err != nil {
+					b.Fatal(err)
+				}
+				if typ == gguf.TypeQ4_K {
+					batch.q4k, batch.q4kReady = []Q4KInput{in}, true
+				}
+				k, err := tier.Kernel(typ)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(row)))
+				for b.Loop() {
+					k(dst, m, &batch, 0, 1)
+				}
+				report(b, len(row), cols)
+			})
+		}
+	}
+}
+
+// BenchmarkTierMatMul runs OLMoE's shapes for one token (decode) per type and tier on a pool of
+// TROCHILUS_BENCH_THREADS threads (default 1: the per-core kernel speed, which a shared machine
+// measures more steadily than a parallel one).
+func BenchmarkTierMatMul(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	threads, _ := strconv.Atoi(os.Getenv("TROCHILUS_BENCH_THREADS"))
+	p := NewPool(max(threads, 1))
+	defer p.Close()
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"1024x2048", 1024, 2048}, {"2048x1024", 2048, 1024}, {"2048x2048", 2048, 2048}}
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16, gguf.TypeF32} {
+		for _, s := range shapes {
+			m := randMatrix(rng, typ, s.rows, s.cols)
+			x := randFloats(rng, s.cols, false, false)
+			dst := make([]float32, s.rows)
+			for _, tier := range Tiers() {
+				b.Run(fmt.Sprintf("%v/%s/threads%d/%s", typ, s.name, p.Threads(), tier.Name), func(b *testing.B) {
+					var in Batch
+					b.SetBytes(int64(len(m.Data)))
+					for b.Loop() {
+						if err := in.Set(x, 1, s.cols); err != nil {
+							b.Fatal(err)
+						}
+						if err := tier.MatMul(p, dst, m, &in); err != nil {
+							b.Fatal(err)
+						}
+					}
+					report(b, len(m.Data), s.rows*s.cols)
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// usableSIMD returns the SIMD tiers this CPU runs.
+func usableSIMD() []*simdTier {
+	var s []*simdTier
+	for _, st := range simdTiers() {
+		if st.usable() {
+			s = append(s, st)
+		}
+	}
+	return s
+}
+
+// TestTierSelection: Tiers lists exactly the tiers the CPU features allow, in TierNames order;
+// Best is the fastest; the cap caps; an unknown cap is an error.
+func TestTierSelection(t *testing.T) {
+	want := []string{"scalar"}
+	if runtime.GOARCH == "amd64" && cpuid.CPU.Supports(cpuid.AVX2, cpuid.F16C) {
+		want = append(want, "avx2")
+		if cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512DQ) {
+			want = append(want, "avx512")
+			if cpuid.CPU.Supports(cpuid.AVX512VNNI, cpuid.AVX512VBMI) {
+				want = append(want, "avx512vnni")
+			}
+		}
+	}
+	var got []string
+	for _, tier := range Tiers() {
+		got = append(got, tier.Name)
+	}
+	t.Logf("CPU %q: tiers %v", cpuid.CPU.BrandName, got)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Tiers() = %v, want %v from the CPU features", got, want)
+	}
+	t.Setenv(CPUMaxEnv, "")
+	best, err := Best()
+	if err != nil || best.Name != want[len(want)-1] {
+		t.Errorf("Best() = %v, %v; want %s", best, err, want[len(want)-1])
+	}
+	for i, name := range TierNames() {
+		t.Setenv(CPUMaxEnv, name)
+		best, err := Best()
+		if err != nil {
+			t.Fatalf("%s=%s: %v", CPUMaxEnv, name, err)
+		}
+		if wantName := want[min(i, len(want)-1)]; best.Name != wantName {
+			t.Errorf("%s=%s: Best() = %s, want %s", CPUMaxEnv, name, best.Name, wantName)
+		}
+	}
+	for _, bad := range []string{"avx", "AVX2", "sse", "avx512-novbmi", " scalar"} {
+		t.Setenv(CPUMaxEnv, bad)
+		if tier, err := Best(); err == nil || !strings.Contains(err.Error(), CPUMaxEnv) {
+			t.Errorf("%s=%q: Best() = %v, %v; want an error naming the variable", CPUMaxEnv, bad, tier, err)
+		}
+	}
+}
+
+// funcName returns the symbol of a function value's code.
+func funcName(f any) string {
+	return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+}
+
+// TestTierTableNotScalar: every vector kernel of every usable SIMD tier is that tier's own
+// assembly (its symbol ends in the tier's suffix), and every hot entry of the built table is a
+// different function from the scalar one. SwiGLU is not vectorized yet and is the one entry
+// allowed to stay scalar. The rows kernels are closures of one body whatever the tier, so
+// pointers cannot tell them apart: TestTierKernelsCount proves they run through the assembly.
+func TestTierTableNotScalar(t *testing.T) {
+	suffix := map[string]string{"avx2": "AVX2", "avx512": "AVX512", "avx512vnni": "AVX512"}
+	scalar := Scalar()
+	tiers := usableSIMD()
+	if runtime.GOARCH == "amd64" && cpuid.CPU.Supports(cpuid.AVX2, cpuid.F16C) && len(tiers) == 0 {
+		t.Fatal("no SIMD tier usable on an AVX2 CPU")
+	}
+	for _, st := range tiers {
+		a := st.asm
+		kernels := map[string]any{"f32": a.f32, "f16": a.f16, "bf16": a.bf16, "q8_0": a.q8_0, "q6K": a.q6K, "sum": a.sum, "q4K": a.q4K}
+		for entry, f := range kernels {
+			if reflect.ValueOf(f).IsNil() {
+				t.Errorf("%s: kernel %s is nil", st.name, entry)
+				continue
+			}
+			name := funcName(f)
+			want := suffix[st.name]
+			if entry == "q4K" && st.name == "avx512vnni" {
+				want = "AVX512VNNI"
+			}
+			if !strings.HasSuffix(name, want) {
+				t.Errorf("%s: kernel %s is %s, not the tier's own (%s)", st.name, entry, name, want)
+			}
+		}
+		tier := st.tier()
+		entries := []struct {
+			name      string
+			got, want any
+		}{
+			{"DotF32", tier.DotF32, scalar.DotF32},
+			{"RMSNorm", tier.RMSNorm, scalar.RMSNorm},
+			{"Softmax", tier.Softmax, scalar.Softmax},
+			{"Attend", tier.Attend, scalar.Attend},
+		}
+		for _, e := range entries {
+			if reflect.ValueOf(e.got).Pointer() == reflect.ValueOf(e.want).Pointer() {
+				t.Errorf("%s: %s is the scalar %s", st.name, e.name, funcName(e.want))
+			}
+		}
+		t.Logf("%s: 7 vector kernels are the tier's own, 4 table entries differ from scalar", st.name)
+	}
+}
+
+// countingKernels wraps every vector kernel of a so that n counts the products (or added
+// values) the assembly computed.
+func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
+	lanes := func(k func(*[16]float32, []byte, []float32), unitBytes, unitElems int) func(*[16]float32, []byte, []float32) {
+		return func(l *[16]float32, w []byte, x []float32) {
+			n.Add(int64(len(w) / unitBytes * unitElems))
+			k(l, w, x)
+		}
+	}
+	c := asmKernels{
+		f32:  lanes(a.f32, 64, 16),
+		f16:  lanes(a.f16, 32, 16),
+		bf16: lanes(a.bf16, 32, 16),
+		q8_0: lanes(a.q8_0, q8_0Bytes, q8_0Elems),
+		q6K:  lanes(a.q6K, q6KBytes, kElems),
+	}
+	c.sum = func(l *[16]float32, v []float32) {
+		n.Add(int64(len(v) &^ 15))
+		a.sum(l, v)
+	}
+	c.q4K = func(t []int64, w []byte, x []int32, sc []uint32) {
+		n.Add(int64(len(t) * kElems))
+		a.q4K(t, w, x, sc)
+	}
+	return c
+}
+
+// TestTierKernelsCount runs a small matrix product of every type, and the vector operations,
+// through each SIMD tier with its kernels wrapped in counters: the products the assembly
+// computed must equal those the shapes imply (any road around the assembly leaves the count
+// short), and every output must equal the scalar tier's.
+func TestTierKernelsCount(t *testing.T) {
+	const rows, cols, ntok = 7, 512, 3
+	rng := rand.New(rand.NewPCG(21, 2))
+	p := NewPool(2)
+	defer p.Close()
+	x := randFloats(rng, ntok*cols, false, false)
+	for _, st := range usableSIMD() {
+		var n atomic.Int64
+		counted := &simdTier{name: st.name, usable: st.usable, asm: countingKernels(st.asm, &n)}
+		tier := counted.tier()
+		for _, typ := range supportedTypes {
+			m := randMatrix(rng, typ, rows, cols)
+			var b, bs Batch
+			if err := b.Set(x, ntok, cols); err != nil {
+				t.Fatal(err)
+			}
+			if err := bs.Set(x, ntok, cols); err != nil {
+				t.Fatal(err)
+			}
+			got, want := make([]float32, rows*ntok), make([]float32, rows*ntok)
+			n.Store(0)
+			if err := tier.MatMul(p, got, m, &b); err != nil {
+				t.Fatal(err)
+			}
+			if err := Scalar().MatMul(p, want, m, &bs); err != nil {
+				t.Fatal(err)
+			}
+			if n.Load() != rows*cols*ntok {
+				t.Errorf("%s %v: the assembly computed %d products, the shapes imply %d", st.name, typ, n.Load(), rows*cols*ntok)
+			}
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Errorf("%s %v: output %d = %g, scalar %g", st.name, typ, i, got[i], want[i])
+					break
+				}
+			}
+		}
+		v := x[:cols]
+		ops := []struct {
+			name string
+			run  func()
+			want int64
+		}{
+			{"DotF32", func() { tier.DotF32(v, v) }, cols},
+			{"RMSNorm", func() { tier.RMSNorm(make([]float32, cols), v, v, 1e-6) }, cols},
+			{"Softmax", func() { tier.Softmax(append([]float32(nil), v...)) }, cols},
+			{"Attend", func() {
+				const npos, dim = 16, 64
+				tier.Attend(make([]float32, dim), v[:dim], x, x, npos, dim, 0.125, make([]float32, npos))
+			}, 16*64 + 16},
+		}
+		for _, op := range ops {
+			n.Store(0)
+			op.run()
+			if n.Load() != op.want {
+				t.Errorf("%s %s: the assembly computed %d terms, want %d", st.name, op.name, n.Load(), op.want)
+			}
+		}
+		t.Logf("%s: 7 types × %d×%d × %d tokens and 4 vector ops: every product counted in the assembly", st.name, rows, cols, ntok)
+	}
+}
