@@ -1,5 +1,6 @@
 // Package kernels holds the numeric kernels: the scalar definitions that fix every output bit,
-// the dispatch table (Tier) that later SIMD tiers fill with faster reproductions of them, and
+// the dispatch table (Tier) whose SIMD tiers (avx2, avx512, avx512vnni) reproduce them bit for
+// bit, chosen once at start by Best from the CPU's features (capped by TROCHILUS_CPU_MAX), and
 // the worker pool that splits matrix products over cores.
 //
 // # The contract
