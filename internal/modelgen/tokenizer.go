@@ -97,6 +97,9 @@ func FindOLMoETokenizer(dir string) (*Tokenizer, error) {
 		}
 		return nil, fmt.Errorf("modelgen: %s has tokenizer.json but no tokenizer_config.json was found (the chat template lives there)", d)
 	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("modelgen: %w: not inside the Trochilus source tree and TROCHILUS_SHARED is not set", ErrNoTokenizer)
+	}
 	return nil, fmt.Errorf("modelgen: %w (looked in %q)", ErrNoTokenizer, dirs)
 }
 
