@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trochilus-llm/trochilus/engine"
+)
+
+// modelFlags are the flags of the commands that run a model.
+type modelFlags struct {
+	path    *string
+	threads *int
+	pass    *int
+	context *int
+}
+
+func addModelFlags(fs *flag.FlagSet) *modelFlags {
+	return &modelFlags{
+		path:    fs.String("m", "", "the GGUF model to run (required)"),
+		threads: fs.Int("t", 0, "worker threads (0: one per physical core)"),
+		pass:    fs.Int("b", engine.DefaultPassSize, "most tokens evaluated in one forward pass"),
+		context: fs.Int("c", 0, "positions the session holds (0: the model's context length)"),
+	}
+}
+
+// open loads the model and makes a session, reporting the load on stderr.
+func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*engine.Model, *engine.Session, error) {
+	if *f.path == "" {
+		return nil, nil, fmt.Errorf("%w: -m MODEL is required", errUsage)
+	}
+	if *f.threads < 0 || *f.pass < 1 || *f.context < 0 {
+		return nil, nil, fmt.Errorf("%w: -t %d, -b %d, -c %d: want -t >= 0, -b >= 1, -c >= 0", errUsage, *f.threads, *f.pass, *f.context)
+	}
+	start := time.Now()
+	m, err := engine.Load(ctx, *f.path, engine.Options{Threads: *f.threads})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := m.NewSession(engine.SessionOptions{Context: *f.context, PassSize: *f.pass})
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	c := m.Config()
+	fmt.Fprintf(stderr, "model: %s (%s, %d layers, %d experts, %d used), %d threads, context %d, pass %d, loaded in %.2fs\n",
+		*f.path, c.Arch, c.Layers, c.Experts, c.ExpertsUsed, m.Threads(), s.Context(), s.PassSize(), time.Since(start).Seconds())
+	return m, s, nil
+}
+
+// parseTokens reads a comma-separated list of token ids.
+func parseTokens(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%w: token %q is not a non-negative integer", errUsage, f)
+		}
+		ids = append(ids, int32(v))
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: --tokens lists no token", errUsage)
+	}
+	return ids, nil
+}
+
+// reportRates prints the prompt and generation speeds of g on stderr.
+func reportRates(stderr io.Writer, g *engine.Generation) {
+	fmt.Fprintf(stderr, "prompt: %d tokens in %.3fs, %.2f tok/s\n", g.PromptTokens, g.PromptTime.Seconds(), g.PromptRate())
+	fmt.Fprintf(stderr, "generation: %d tokens (%d decode passes) in %.3fs, %.2f tok/s\n",
+		len(g.Tokens), g.DecodeTokens, g.DecodeTime.Seconds(), g.DecodeRate())
+}
+
+// runGenerate generates greedily from token ids and prints the new ids.
+func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("generate", stderr)
+	mf := addModelFlags(fs)
+	tokens := fs.String("tokens", "", "the prompt: comma-separated token ids (required)")
+	n := fs.Int("n", 32, "most tokens to generate")
+	ignoreEOS := fs.Bool("ignore-eos", false, "do not stop at the model's end-of-sequence token")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: trochilus generate -m MODEL --tokens 1,2,3 [-n N] [-t T] [-b B] [-c C]\n\n"+
+			"Generate greedily from token ids; print the new ids, comma-separated, on stdout.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	prompt, err := parseTokens(*tokens)
+	if err != nil {
+		return err
+	}
+	if *n < 1 {
+		return fmt.Errorf("%w: -n %d: want at least 1", errUsage, *n)
+	}
+	m, s, err := mf.open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	opts := engine.GenerateOptions{MaxTokens: *n}
+	if eos, ok := m.EOS(); ok && !*ignoreEOS {
+		opts.Stop = []int32{eos}
+	}
+	first := true
+	opts.OnToken = func(tok int32) error {
+		sep := ","
+		if first {
+			sep, first = "", false
+		}
+		_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
+		return err
+	}
+	g, err := s.Generate(ctx, prompt, opts)
+	fmt.Fprintln(stdout)
+	if err != nil {
+		return err
+	}
+	reportRates(stderr, &g)
+	return nil
+}

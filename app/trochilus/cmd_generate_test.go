@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/oracle"
+	"github.com/trochilus-llm/trochilus/tokenizer"
+)
+
+// tinyModel writes the tiny Q8_0 OLMoE (full vocabulary, OLMoE's tokenizer) into a temporary
+// directory.
+func tinyModel(t *testing.T) string {
+	t.Helper()
+	tok, err := modelgen.FindOLMoETokenizer("")
+	if errors.Is(err, modelgen.ErrNoTokenizer) {
+		oracle.Missing(t, "OLMoE tokenizer.json")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := modelgen.Tiny(modelgen.Uniform(gguf.TypeQ8_0))
+	cfg.Tokenizer = tok
+	path := filepath.Join(t.TempDir(), "tiny-q8_0.gguf")
+	if err := modelgen.Write(context.Background(), path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// trochilus runs the command line args and returns its exit code, stdout and stderr.
+func trochilus(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// engineRun loads path and returns what the engine itself gives for prompt: the greedy tokens
+// (n of them, no stop token) and the logits of every prompt position.
+func engineRun(t *testing.T, path string, prompt []int32, n int) ([]int32, []float32, *engine.Model) {
+	t.Helper()
+	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	s, err := m.NewSession(engine.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := make([]float32, len(prompt)*m.Config().Vocab)
+	if err := s.EvalAll(context.Background(), prompt, logits); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rewind(0); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Generate(context.Background(), prompt, engine.GenerateOptions{MaxTokens: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Tokens, logits, m
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, v := range ids {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestGenerateCommand(t *testing.T) {
+	path := tinyModel(t)
+	prompt := []int32{50279, 510, 3158, 8516, 30013}
+	want, _, _ := engineRun(t, path, prompt, 6)
+	code, out, errs := trochilus("generate", "-m", path, "--tokens", joinIDs(prompt), "-n", "6", "-t", "3", "-b", "2", "--ignore-eos")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if out != joinIDs(want)+"\n" {
+		t.Errorf("stdout %q, want %q", out, joinIDs(want)+"\n")
+	}
+	for _, s := range []string{"prompt: 5 tokens", "generation: 6 tokens", "tok/s"} {
+		if !strings.Contains(errs, s) {
+			t.Errorf("stderr %q lacks %q", errs, s)
+		}
+	}
+}
+
+func TestLogitsCommand(t *testing.T) {
+	path := tinyModel(t)
+	prompt := []int32{50279, 12092, 13, 831}
+	_, want, m := engineRun(t, path, prompt, 1)
+	vocab := m.Config().Vocab
+	file := filepath.Join(t.TempDir(), "logits.bin")
+	code, _, errs := trochilus("logits", "-m", path, "--tokens", joinIDs(prompt), "-o", file, "-b", "3", "-t", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBytes := make([]byte, 4*len(want))
+	for i, v := range want {
+		binary.LittleEndian.PutUint32(wantBytes[4*i:], math.Float32bits(v))
+	}
+	if !bytes.Equal(b, wantBytes) {
+		t.Fatalf("logits file: %d bytes, not the engine's %d bytes", len(b), len(wantBytes))
+	}
+	code, out, errs := trochilus("logits", "-m", path, "--tokens", joinIDs(prompt), "--hex")
+	if code != 0 {
+		t.Fatalf("--hex: exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(prompt) {
+		t.Fatalf("--hex: %d lines for %d tokens", len(lines), len(prompt))
+	}
+	for i, l := range lines {
+		got, err := hex.DecodeString(l)
+		if err != nil || !bytes.Equal(got, wantBytes[4*vocab*i:4*vocab*(i+1)]) {
+			t.Fatalf("--hex line %d is not row %d's bytes (%v)", i, i, err)
+		}
+	}
+}
+
+func TestRunCommand(t *testing.T) {
+	path := tinyModel(t)
+	text := "The quick brown fox"
+	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.FromGGUF(m.File())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode(text, false)
+	if tok.AddBOS() {
+		ids = append([]int32{tok.BOS()}, ids...)
+	}
+	m.Close()
+	want, _, _ := engineRun(t, path, ids, 8)
+	code, out, errs := trochilus("run", "-m", path, "-p", text, "-n", "8", "--ignore-eos")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if out != tok.Decode(want)+"\n" {
+		t.Errorf("stdout %q, want %q", out, tok.Decode(want)+"\n")
+	}
+	prompt := filepath.Join(t.TempDir(), "prompt.txt")
+	if err := os.WriteFile(prompt, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out2, errs := trochilus("run", "-m", path, "-f", prompt, "-n", "8", "--ignore-eos"); code != 0 || out2 != out {
+		t.Errorf("-f: exit %d, %q (stderr %s), want %q", code, out2, errs, out)
+	}
+}
+
+func TestModelCommandErrors(t *testing.T) {
+	path := tinyModel(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		has  string
+	}{
+		{[]string{"generate", "--tokens", "1,2"}, 2, "-m MODEL is required"},
+		{[]string{"generate", "-m", path, "--tokens", "1,x"}, 2, `"x"`},
+		{[]string{"generate", "-m", path, "--tokens", ""}, 2, "no token"},
+		{[]string{"generate", "-m", path, "--tokens", "1", "-n", "0"}, 2, "-n 0"},
+		{[]string{"generate", "-m", path, "--tokens", "1", "-b", "0"}, 2, "-b 0"},
+		{[]string{"generate", "-m", path, "--tokens", "99999999"}, 1, "vocabulary"},
+		{[]string{"generate", "-m", path, "--tokens", "1", "-c", "100000"}, 1, "context"},
+		{[]string{"logits", "-m", filepath.Join(t.TempDir(), "none.gguf"), "--tokens", "1"}, 1, "none.gguf"},
+		{[]string{"run", "-m", path}, 2, "exactly one of -p"},
+		{[]string{"run", "-m", path, "-p", "x", "-f", "y"}, 2, "exactly one of -p"},
+	} {
+		code, _, errs := trochilus(tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.has) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, errs, tc.code, tc.has)
+		}
+	}
+}
+
+// TestGenerateInterrupted checks that a cancelled context (Ctrl-C) stops a command with the
+// context's error, which main turns into exit code 130.
+func TestGenerateInterrupted(t *testing.T) {
+	path := tinyModel(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	err := runGenerate(ctx, []string{"-m", path, "--tokens", "1,2,3", "-n", "4"}, &out, &errb)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("generate with a cancelled context: %v", err)
+	}
+}

@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+// Options configure Load.
+type Options struct {
+	// Threads is the number of worker threads (the caller's included); 0 means
+	// kernels.DefaultThreads(). The logits do not depend on it.
+	Threads int
+
+	// Tier is the kernel implementation; nil means kernels.Best(): the fastest this CPU runs,
+	// capped by $TROCHILUS_CPU_MAX. Every tier gives the same bits.
+	Tier *kernels.Tier
+
+	// KeepF32Routers keeps router matrices stored as F32 even when every value is a bfloat16
+	// (the default narrows them to BF16 at load: half the bytes, the same bits).
+	KeepF32Routers bool
+
+	// mutant, set only by this package's tests, plants a deliberate bug (see mutant.go).
+	mutant mutant
+}
+
+// Model is a loaded model: its configuration, its file mapped read-only and the worker pool
+// that runs its sessions. Sessions of one Model may be used from different goroutines at once
+// (their matrix products take turns on the pool); one Session is used by one goroutine at a time.
+type Model struct {
+	path string
+	cfg  Config
+	file *gguf.File
+	data *mapping
+	pool *kernels.Pool
+	tier *kernels.Tier
+	net  network
+
+	closed atomic.Bool
+}
+
+// A network is one architecture's weights, ready to run.
+type network interface {
+	// newRunner makes the per-session state (KV cache and pass buffers) for a session of ctx
+	// positions evaluating at most pass tokens at a time.
+	newRunner(m *Model, ctx, pass int) (runner, error)
+}
+
+// A runner evaluates tokens for one session.
+type runner interface {
+	// forward runs tokens (at most the pass size) at positions pos, pos+1, ... and writes the
+	// logits of the last token into logits (vocab floats) or, when all is set, of every token
+	// (len(tokens)·vocab floats). The KV cache of earlier positions must be in place.
+	forward(ctx context.Context, tokens []int32, pos int, logits []float32, all bool) error
+}
+
+// An architecture reads its configuration from a file's metadata and builds its network from
+// the mapped tensors.
+type architecture struct {
+	config func(f *gguf.File) (Config, error)
+	build  func(cfg *Config, ts *tensorSet, opts *Options) (network, error)
+}
+
+// architectures lists the architectures Load knows, by general.architecture.
+func architectures() map[string]architecture {
+	return map[string]architecture{
+		"olmoe": {config: olmoeConfig, build: buildOLMoE},
+	}
+}
+
+// Architectures returns the names of the architectures Load accepts, sorted.
+func Architectures() []string {
+	var names []string
+	for n := range architectures() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load opens the GGUF model at path, checks its configuration and every tensor it needs
+// (presence, type, shape), and maps it for running. A file that is corrupt, of an unknown
+// architecture or not the shape its metadata says is an error naming what is wrong.
+func Load(ctx context.Context, path string, opts Options) (*Model, error) {
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("engine: %d threads", opts.Threads)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	m, err := load(ctx, path, f, opts)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("engine: %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model, error) {
+	name, err := f.Str("general.architecture")
+	if err != nil {
+		return nil, err
+	}
+	arch, ok := architectures()[name]
+	if !ok {
+		return nil, fmt.Errorf("architecture %q is not supported (supported: %s)", name, strings.Join(Architectures(), ", "))
+	}
+	cfg, err := arch.config(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s config: %w", name, err)
+	}
+	cfg.Arch = name
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := mapFile(fd, f.Size())
+	fd.Close()
+	if err != nil {
+		return nil, err
+	}
+	ts := &tensorSet{f: f, data: data.data}
+	net, err := arch.build(&cfg, ts, &opts)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		data.close()
+		return nil, err
+	}
+	tier := opts.Tier
+	if tier == nil {
+		if tier, err = kernels.Best(); err != nil {
+			data.close()
+			return nil, err
+		}
+	}
+	return &Model{path: path, cfg: cfg, file: f, data: data, pool: kernels.NewPool(opts.Threads),
+		tier: tier, net: net}, nil
+}
+
+// Close stops the model's workers and unmaps its file. Its sessions' evaluations fail
+// afterwards; Close must not run while one is in progress.
+func (m *Model) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	m.pool.Close()
+	err := m.data.close()
+	if cerr := m.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// Path returns the file the model was loaded from.
+func (m *Model) Path() string { return m.path }
+
+// File returns the model's parsed GGUF header (for its tokenizer metadata, say).
+func (m *Model) File() *gguf.File { return m.file }
+
+// Threads returns the number of threads the model's pool runs.
+func (m *Model) Threads() int { return m.pool.Threads() }
+
+// EOS returns the end-of-sequence token id from the file's tokenizer metadata, or false when
+// the file names none inside the vocabulary.
+func (m *Model) EOS() (int32, bool) {
+	v, err := m.file.Uint32("tokenizer.ggml.eos_token_id")
+	if err != nil || int64(v) >= int64(m.cfg.Vocab) {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// ErrContextFull is returned when a session has no room for the tokens it is given.
+var ErrContextFull = errors.New("context full")

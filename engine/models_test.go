@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+)
+
+// testVocab is the vocabulary of the test models: smaller than OLMoE's 50304 so that the
+// output head (the largest matrix of a tiny model) does not dominate the test time; the CLI
+// test runs the full-vocabulary tiny model.
+const testVocab = 4096
+
+// testModel is one generated model the oracle and determinism tests run.
+type testModel struct {
+	name string
+	cfg  modelgen.Config
+}
+
+// testModels returns every tiny model: each weight type, the Q4_K_M mix, and a variant with the
+// options OLMoE-1B-7B leaves off (renormalised top-k, clip_qkv, RoPE theta 500000, 6 query
+// heads sharing 2 key/value heads, 3 of 8 experts).
+func testModels() []testModel {
+	var ms []testModel
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0,
+		gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ2_K, gguf.TypeQ3_K} {
+		w := modelgen.Uniform(typ)
+		ms = append(ms, testModel{w.Name, tinyConfig(w)})
+	}
+	ms = append(ms, testModel{"q4_k_m", tinyConfig(modelgen.Q4KM())})
+	v := tinyConfig(modelgen.Uniform(gguf.TypeQ8_0))
+	v.Hidden, v.Heads, v.KVHeads, v.ExpertsUsed = 96, 6, 2, 3
+	v.NormTopKProb, v.ClipQKV, v.RopeTheta = true, 1.5, 500000
+	v.Seed = 7
+	ms = append(ms, testModel{"variant-q8_0", v})
+	return ms
+}
+
+func tinyConfig(w modelgen.Weights) modelgen.Config {
+	c := modelgen.Tiny(w)
+	c.Vocab = testVocab
+	c.Context = 512
+	return c
+}
+
+// loadTest writes (once per test binary) and loads cfg's model.
+func loadTest(t testing.TB, cfg modelgen.Config, opts Options) *Model {
+	t.Helper()
+	path := modelgen.TestModel(t, cfg)
+	m, err := Load(context.Background(), path, opts)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// testPrompts returns the prompts the tests evaluate: three of different lengths (one longer
+// than the smaller pass sizes), drawn from a fixed seed.
+func testPrompts(vocab int) [][]int32 {
+	r := rand.New(rand.NewPCG(11, 12))
+	var ps [][]int32
+	for _, n := range []int{6, 17, 40} {
+		p := make([]int32, n)
+		for i := range p {
+			p[i] = int32(r.IntN(vocab))
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+// olmoe is an OLMoE model's weights: matrices are slices of the mapped file, norms decoded
+// float32, routers narrowed to BF16 where that is exact.
+type olmoe struct {
+	cfg     Config
+	embd    kernels.Matrix // vocab rows of hidden
+	layers  []olmoeLayer
+	outNorm []float32
+	out     kernels.Matrix // vocab rows of hidden
+	mutant  mutant
+}
+
+type olmoeLayer struct {
+	attnNorm, qNorm, kNorm, ffnNorm []float32
+	q, k, v, o                      kernels.Matrix
+	router                          kernels.Matrix   // experts rows of hidden
+	gate, up, down                  []kernels.Matrix // one per expert
+}
+
+// olmoeConfig reads the olmoe.* metadata; the vocabulary comes from token_embd's shape.
+func olmoeConfig(f *gguf.File) (Config, error) {
+	r := metaReader{f: f, prefix: "olmoe."}
+	c := Config{
+		Layers:      r.count("block_count"),
+		Hidden:      r.count("embedding_length"),
+		ExpertFFN:   r.count("feed_forward_length"),
+		Heads:       r.count("attention.head_count"),
+		Experts:     r.count("expert_count"),
+		ExpertsUsed: r.count("expert_used_count"),
+		Context:     r.countOr("context_length", 4096),
+		RMSEps:      r.positive("attention.layer_norm_rms_epsilon", 0),
+		RopeTheta:   r.positive("rope.freq_base", 10000),
+	}
+	c.KVHeads = r.countOr("attention.head_count_kv", c.Heads)
+	if r.err == nil {
+		c.HeadDim = r.countOr("attention.key_length", c.Hidden/c.Heads)
+		if v := r.countOr("attention.value_length", c.HeadDim); v != c.HeadDim && r.err == nil {
+			r.fail(fmt.Errorf("value head width %d differs from key head width %d", v, c.HeadDim))
+		}
+	}
+	c.NormTopKProb = r.flag("expert_weights_norm")
+	if _, ok := f.Get("olmoe.attention.clamp_kqv"); ok {
+		c.ClipQKV = r.positive("attention.clamp_kqv", 0)
+	}
+	if r.err != nil {
+		return c, r.err
+	}
+	emb, ok := f.Tensor("token_embd.weight")
+	if !ok {
+		return c, fmt.Errorf("tensor %q is missing", "token_embd.weight")
+	}
+	if len(emb.Dims) != 2 || emb.Dims[0] != uint64(c.Hidden) || emb.Dims[1] == 0 || emb.Dims[1] > 1<<31-1 {
+		return c, fmt.Errorf("tensor %q has dims %v, want [%d vocab]", "token_embd.weight", emb.Dims, c.Hidden)
+	}
+	c.Vocab = int(emb.Dims[1])
+	if err := c.check(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// buildOLMoE checks and collects every tensor of an OLMoE model.
+func buildOLMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
+	h, q, kv := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	w := &olmoe{cfg: *c, layers: make([]olmoeLayer, c.Layers), mutant: opts.mutant}
+	var err error
+	if w.embd, err = ts.matrix("token_embd.weight", c.Vocab, h); err != nil {
+		return nil, err
+	}
+	if w.outNorm, err = ts.vector("output_norm.weight", h); err != nil {
+		return nil, err
+	}
+	if w.out, err = ts.matrix("output.weight", c.Vocab, h); err != nil {
+		return nil, err
+	}
+	for l := range w.layers {
+		ly := &w.layers[l]
+		p := fmt.Sprintf("blk.%d.", l)
+		for _, v := range []struct {
+			dst  *[]float32
+			name string
+			n    int
+		}{
+			{&ly.attnNorm, "attn_norm", h}, {&ly.qNorm, "attn_q_norm", q}, {&ly.kNorm, "attn_k_norm", kv},
+			{&ly.ffnNorm, "ffn_norm", h},
+		} {
+			if *v.dst, err = ts.vector(p+v.name+".weight", v.n); err != nil {
+				return nil, err
+			}
+		}
+		for _, m := range []struct {
+			dst        *kernels.Matrix
+			name       string
+			rows, cols int
+		}{
+			{&ly.q, "attn_q", q, h}, {&ly.k, "attn_k", kv, h}, {&ly.v, "attn_v", kv, h},
+			{&ly.o, "attn_output", h, q}, {&ly.router, "ffn_gate_inp", c.Experts, h},
+		} {
+			if *m.dst, err = ts.matrix(p+m.name+".weight", m.rows, m.cols); err != nil {
+				return nil, err
+			}
+		}
+		if !opts.KeepF32Routers {
+			ly.router = narrowBF16(ly.router)
+		}
+		for _, x := range []struct {
+			dst        *[]kernels.Matrix
+			name       string
+			rows, cols int
+		}{
+			{&ly.gate, "ffn_gate_exps", c.ExpertFFN, h}, {&ly.up, "ffn_up_exps", c.ExpertFFN, h},
+			{&ly.down, "ffn_down_exps", h, c.ExpertFFN},
+		} {
+			if *x.dst, err = ts.experts(p+x.name+".weight", c.Experts, x.rows, x.cols); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return w, nil
+}
+
+// maxCols returns the widest row any matrix of the model has (for dequantized-row scratch).
+func (w *olmoe) maxCols() int { return max(w.cfg.Hidden, w.cfg.Heads*w.cfg.HeadDim, w.cfg.ExpertFFN) }

@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+// olmoeRunner is one session's state for an OLMoE model: the KV cache and the buffers of a
+// pass. Every buffer is sized once for the largest pass, so a forward pass allocates nothing.
+//
+// A pass of n tokens runs layer by layer; within a layer each step is split over the pool by
+// what it owns: matrix products by weight rows, per-token steps (norms, RoPE, routing, the
+// expert sum) by tokens, attention by (head, token) items. Nothing a token computes depends on
+// the other tokens of its pass.
+type olmoeRunner struct {
+	w    *olmoe
+	c    *Config
+	mul  *multiplier
+	pool *kernels.Pool
+	tier *kernels.Tier
+	rope *kernels.RopeTable
+
+	ctxLen, passMax int
+	qDim, kvDim     int
+	scale           float32 // 1/√head_dim
+
+	// The KV cache, [layer][kv head][position][head dim], keys after RoPE.
+	kcache, vcache []float32
+
+	// Pass buffers: rows of the pass's tokens.
+	x, h, tmp []float32 // hidden
+	q, att    []float32 // qDim
+	k, v      []float32 // kvDim
+	router    []float32 // experts: logits, then probabilities
+	sel       []int     // experts used: chosen expert ids, increasing
+	selW      []float32 // experts used: their weights, in sel's order
+
+	// Expert grouping: the pass's (token, slot) pairs p = t·K + j sorted by expert.
+	offsets []int   // experts+1: group e is sorted rows [offsets[e], offsets[e+1])
+	fill    []int   // experts: the next free sorted row of each group, while sorting
+	order   []int32 // sorted row -> pair
+	where   []int32 // pair -> sorted row
+	xe      []float32
+	ge, ue  []float32 // sorted rows × expert FFN
+	ye      []float32 // sorted rows × hidden
+
+	scores [][]float32 // per worker: attention scores of one query
+
+	in, inE, inA kernels.Batch // inputs of dense, expert gate/up and expert down products
+
+	// The step in flight, for the pool; the funcs are made once.
+	step       stepKind
+	n, pos     int
+	layer      *olmoeLayer
+	layerIndex int
+	tokens     []int32
+	stepErr    []error // per token: what its step failed with; checked after each step
+	tokenFn    func(lo, hi int)
+	itemFn     func(lo, hi int)
+}
+
+type stepKind int
+
+const (
+	stepEmbed    stepKind = iota // x = embedding rows
+	stepAttnNorm                 // h = RMSNorm(x, attn_norm)
+	stepQK                       // q, k norms, clip, RoPE; k and v into the cache
+	stepFFNNorm                  // x += attention output; h = RMSNorm(x, ffn_norm)
+	stepRoute                    // softmax, top-k, weights, sorted by expert id
+	stepGather                   // xe = h rows of the sorted pairs
+	stepSwiGLU                   // ge = SwiGLU(ge, ue) over sorted rows
+	stepCombine                  // x += Σ_j w_j·y_j in increasing expert id
+	stepOutNorm                  // h = RMSNorm(x, output_norm)
+)
+
+func (w *olmoe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
+	c := &w.cfg
+	rope, err := kernels.NewRopeTable(float64(c.RopeTheta), c.HeadDim, ctxLen)
+	if err != nil {
+		return nil, err
+	}
+	r := &olmoeRunner{
+		w: w, c: c, pool: m.pool, tier: m.tier, rope: rope, ctxLen: ctxLen, passMax: pass,
+		qDim: c.Heads * c.HeadDim, kvDim: c.KVHeads * c.HeadDim,
+		scale: float32(1 / math.Sqrt(float64(c.HeadDim))),
+	}
+	r.mul = newMultiplier(m.tier, m.pool, w.maxCols())
+	cache := int64(c.Layers) * int64(ctxLen) * int64(r.kvDim)
+	if cache > math.MaxInt/8 {
+		return nil, fmt.Errorf("KV cache of %d floats is too large", cache)
+	}
+	r.kcache = make([]float32, cache)
+	r.vcache = make([]float32, cache)
+	n, k := pass, c.ExpertsUsed
+	r.x, r.h, r.tmp = make([]float32, n*c.Hidden), make([]float32, n*c.Hidden), make([]float32, n*c.Hidden)
+	r.q, r.att = make([]float32, n*r.qDim), make([]float32, n*r.qDim)
+	r.k, r.v = make([]float32, n*r.kvDim), make([]float32, n*r.kvDim)
+	r.router = make([]float32, n*c.Experts)
+	r.sel, r.selW = make([]int, n*k), make([]float32, n*k)
+	r.offsets, r.fill = make([]int, c.Experts+1), make([]int, c.Experts)
+	r.order, r.where = make([]int32, n*k), make([]int32, n*k)
+	r.xe = make([]float32, n*k*c.Hidden)
+	r.ge, r.ue = make([]float32, n*k*c.ExpertFFN), make([]float32, n*k*c.ExpertFFN)
+	r.ye = make([]float32, n*k*c.Hidden)
+	r.scores = make([][]float32, r.mul.threads)
+	for i := range r.scores {
+		r.scores[i] = make([]float32, ctxLen)
+	}
+	r.stepErr = make([]error, n)
+	r.tokenFn, r.itemFn = r.tokenStep, r.attendItems
+	return r, nil
+}
+
+// forward implements runner.
+func (r *olmoeRunner) forward(ctx context.Context, tokens []int32, pos int, logits []float32, all bool) error {
+	c := r.c
+	n := len(tokens)
+	if n < 1 || n > r.passMax || pos < 0 || pos+n > r.ctxLen {
+		return fmt.Errorf("pass of %d tokens at position %d (at most %d tokens, %d positions)", n, pos, r.passMax, r.ctxLen)
+	}
+	r.n, r.pos, r.tokens = n, pos, tokens
+	defer func() { r.tokens, r.layer = nil, nil }()
+	if err := r.run(stepEmbed); err != nil {
+		return err
+	}
+	for l := range r.w.layers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.layer = &r.w.layers[l]
+		if err := r.attention(l); err != nil {
+			return fmt.Errorf("layer %d attention: %w", l, err)
+		}
+		if err := r.moe(); err != nil {
+			return fmt.Errorf("layer %d experts: %w", l, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The head: every row, or only the last.
+	if err := r.run(stepOutNorm); err != nil {
+		return err
+	}
+	first := n - 1
+	if all {
+		first = 0
+	}
+	if err := r.in.Set(r.h[first*c.Hidden:], n-first, c.Hidden); err != nil {
+		return err
+	}
+	if err := r.mul.matmul(logits, &r.w.out, &r.in); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	return nil
+}
+
+// attention runs the attention half of layer l: x += Wo·attend(RoPE(norm(Wq h)), ...).
+func (r *olmoeRunner) attention(l int) error {
+	c, ly, n := r.c, r.layer, r.n
+	if err := r.run(stepAttnNorm); err != nil {
+		return err
+	}
+	if err := r.in.Set(r.h, n, c.Hidden); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		dst []float32
+		m   *kernels.Matrix
+	}{{r.q, &ly.q}, {r.k, &ly.k}, {r.v, &ly.v}} {
+		if err := r.mul.matmul(p.dst, p.m, &r.in); err != nil {
+			return err
+		}
+	}
+	r.layerIndex = l
+	if err := r.run(stepQK); err != nil {
+		return err
+	}
+	r.pool.For(r.mul.threads, r.itemFn)
+	if err := r.in.Set(r.att, n, r.qDim); err != nil {
+		return err
+	}
+	return r.mul.matmul(r.tmp, &ly.o, &r.in)
+}
+
+// moe runs the expert half of the layer: route, group the (token, expert) pairs by expert,
+// run each expert once over all its tokens, and add the weighted outputs back per token.
+func (r *olmoeRunner) moe() error {
+	c, ly, n, k := r.c, r.layer, r.n, r.c.ExpertsUsed
+	if err := r.run(stepFFNNorm); err != nil {
+		return err
+	}
+	if err := r.in.Set(r.h, n, c.Hidden); err != nil {
+		return err
+	}
+	if err := r.mul.matmul(r.router, &ly.router, &r.in); err != nil {
+		return err
+	}
+	if err := r.run(stepRoute); err != nil {
+		return err
+	}
+	r.groupByExpert()
+	if err := r.runRows(stepGather, n*k); err != nil {
+		return err
+	}
+	for e := range c.Experts {
+		lo, hi := r.offsets[e], r.offsets[e+1]
+		if lo == hi {
+			continue
+		}
+		if err := r.inE.Set(r.xe[lo*c.Hidden:hi*c.Hidden], hi-lo, c.Hidden); err != nil {
+			return err
+		}
+		if err := r.mul.matmul(r.ge[lo*c.ExpertFFN:hi*c.ExpertFFN], &ly.gate[e], &r.inE); err != nil {
+			return fmt.Errorf("expert %d gate: %w", e, err)
+		}
+		if err := r.mul.matmul(r.ue[lo*c.ExpertFFN:hi*c.ExpertFFN], &ly.up[e], &r.inE); err != nil {
+			return fmt.Errorf("expert %d up: %w", e, err)
+		}
+	}
+	if err := r.runRows(stepSwiGLU, n*k); err != nil {
+		return err
+	}
+	for e := range c.Experts {
+		lo, hi := r.offsets[e], r.offsets[e+1]
+		if lo == hi {
+			continue
+		}
+		if err := r.inA.Set(r.ge[lo*c.ExpertFFN:hi*c.ExpertFFN], hi-lo, c.ExpertFFN); err != nil {
+			return err
+		}
+		if err := r.mul.matmul(r.ye[lo*c.Hidden:hi*c.Hidden], &ly.down[e], &r.inA); err != nil {
+			return fmt.Errorf("expert %d down: %w", e, err)
+		}
+	}
+	return r.run(stepCombine)
+}
+
+// groupByExpert counting-sorts the pass's pairs by expert: each expert's rows then sit
+// together (in increasing token order), so its weights are read once for all its tokens.
+func (r *olmoeRunner) groupByExpert() {
+	k := r.c.ExpertsUsed
+	clear(r.offsets)
+	for _, e := range r.sel[:r.n*k] {
+		r.offsets[e+1]++
+	}
+	for e := range r.c.Experts {
+		r.offsets[e+1] += r.offsets[e]
+	}
+	copy(r.fill, r.offsets[:r.c.Experts])
+	for p, e := range r.sel[:r.n*k] {
+		i := r.fill[e]
+		r.fill[e]++
+		r.order[i], r.where[p] = int32(p), int32(i)
+	}
+}
+
+// run runs a per-token step over the pass's tokens and returns the first error a token met.
+func (r *olmoeRunner) run(s stepKind) error { return r.runRows(s, r.n) }
+
+// runRows runs step s over rows [0, rows) split over the pool.
+func (r *olmoeRunner) runRows(s stepKind, rows int) error {
+	r.step = s
+	r.pool.For(rows, r.tokenFn)
+	for i, e := range r.stepErr[:min(rows, len(r.stepErr))] {
+		if e != nil {
+			clear(r.stepErr)
+			return fmt.Errorf("token %d: %w", i, e)
+		}
+	}
+	return nil
+}

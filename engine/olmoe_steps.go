@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"github.com/trochilus-llm/trochilus/gguf/quant"
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+// tokenStep runs the step in flight over rows [lo, hi): tokens of the pass, or sorted expert
+// rows for stepGather and stepSwiGLU. Each row writes only its own slices.
+func (r *olmoeRunner) tokenStep(lo, hi int) {
+	c, ly := r.c, r.layer
+	hd := c.Hidden
+	for t := lo; t < hi; t++ {
+		var x, h []float32
+		if r.step != stepGather && r.step != stepSwiGLU {
+			x, h = r.x[t*hd:(t+1)*hd], r.h[t*hd:(t+1)*hd]
+		}
+		switch r.step {
+		case stepEmbed:
+			if err := quant.Dequantize(r.w.embd.Type, r.w.embd.Row(int(r.tokens[t])), x); err != nil {
+				r.stepErr[t] = err
+			}
+		case stepAttnNorm:
+			r.tier.RMSNorm(h, x, ly.attnNorm, c.RMSEps)
+		case stepQK:
+			if err := r.qk(t); err != nil {
+				r.stepErr[t] = err
+			}
+		case stepFFNNorm:
+			for i, v := range r.tmp[t*hd : (t+1)*hd] {
+				x[i] += v
+			}
+			r.tier.RMSNorm(h, x, ly.ffnNorm, c.RMSEps)
+		case stepRoute:
+			r.route(t)
+		case stepGather:
+			copy(r.xe[t*hd:(t+1)*hd], r.h[int(r.order[t])/c.ExpertsUsed*hd:])
+		case stepSwiGLU:
+			f := c.ExpertFFN
+			g := r.ge[t*f : (t+1)*f]
+			r.tier.SwiGLU(g, g, r.ue[t*f:(t+1)*f])
+		case stepCombine:
+			r.combine(t)
+		case stepOutNorm:
+			r.tier.RMSNorm(h, x, r.w.outNorm, c.RMSEps)
+		}
+	}
+}
+
+// qk finishes token t's query and key: the RMSNorms over the whole projections (OLMoE norms
+// before splitting into heads), the optional clamp of q, k and v, RoPE at the token's
+// position; then it stores k and v in the cache.
+func (r *olmoeRunner) qk(t int) error {
+	c, ly := r.c, r.layer
+	q := r.q[t*r.qDim : (t+1)*r.qDim]
+	k := r.k[t*r.kvDim : (t+1)*r.kvDim]
+	v := r.v[t*r.kvDim : (t+1)*r.kvDim]
+	r.tier.RMSNorm(q, q, ly.qNorm, c.RMSEps)
+	r.tier.RMSNorm(k, k, ly.kNorm, c.RMSEps)
+	if clip := c.ClipQKV; clip > 0 && r.w.mutant != mutantNoClip {
+		clamp(q, clip)
+		clamp(k, clip)
+		clamp(v, clip)
+	}
+	p := r.pos + t
+	if r.w.mutant == mutantRopePairs {
+		ropeAdjacentPairs(r.rope, q, p)
+		ropeAdjacentPairs(r.rope, k, p)
+	} else {
+		if err := r.rope.Apply(q, p); err != nil {
+			return err
+		}
+		if err := r.rope.Apply(k, p); err != nil {
+			return err
+		}
+	}
+	d := c.HeadDim
+	for j := range c.KVHeads {
+		at := r.cacheAt(r.layerIndex, j, p)
+		copy(r.kcache[at:at+d], k[j*d:(j+1)*d])
+		copy(r.vcache[at:at+d], v[j*d:(j+1)*d])
+	}
+	return nil
+}
+
+// cacheAt returns the offset of (layer, kv head, position) in the KV cache.
+func (r *olmoeRunner) cacheAt(layer, head, pos int) int {
+	return ((layer*r.c.KVHeads+head)*r.ctxLen + pos) * r.c.HeadDim
+}
+
+// clamp limits every element of x to [-c, c]; a NaN stays NaN, as in torch.clamp.
+func clamp(x []float32, c float32) {
+	for i, v := range x {
+		if v > c {
+			x[i] = c
+		} else if v < -c {
+			x[i] = -c
+		}
+	}
+}
+
+// route turns token t's router logits into its experts: softmax over all experts, the top k
+// (ties to the lower id), renormalised only when the model says so, then ordered by expert
+// id with their weights (the order transformers' index_add_ adds them in).
+func (r *olmoeRunner) route(t int) {
+	c := r.c
+	k := c.ExpertsUsed
+	probs := r.router[t*c.Experts : (t+1)*c.Experts]
+	r.tier.Softmax(probs)
+	sel := r.sel[t*k : (t+1)*k]
+	w := r.selW[t*k : (t+1)*k]
+	kernels.TopK(sel, probs)
+	for j, e := range sel {
+		w[j] = probs[e]
+	}
+	if c.NormTopKProb != (r.w.mutant == mutantFlipNormTopK) {
+		s := kernels.SumF32(w) // the weights in rank order, as torch's sum sees them
+		for j := range w {
+			w[j] /= s
+		}
+	}
+	// Insertion sort by expert id, carrying the weights.
+	for j := 1; j < k; j++ {
+		e, v := sel[j], w[j]
+		i := j
+		for ; i > 0 && sel[i-1] > e; i-- {
+			sel[i] = sel[i-1]
+			if r.w.mutant != mutantUnsortedWeights {
+				w[i] = w[i-1]
+			}
+		}
+		sel[i] = e
+		if r.w.mutant != mutantUnsortedWeights {
+			w[i] = v
+		}
+	}
+}
+
+// combine adds token t's experts back into its residual: acc = +0, then acc += w_j·y_j for its
+// experts in increasing id (each product rounded, as torch multiplies y by its weight before
+// index_add_), then x += acc.
+func (r *olmoeRunner) combine(t int) {
+	c := r.c
+	hd, k := c.Hidden, c.ExpertsUsed
+	acc := r.tmp[t*hd : (t+1)*hd]
+	clear(acc)
+	for j := range k {
+		wj := r.selW[t*k+j]
+		at := int(r.where[t*k+j]) * hd
+		y := r.ye[at : at+hd]
+		for i, v := range y {
+			acc[i] += float32(wj * v)
+		}
+	}
+	x := r.x[t*hd : (t+1)*hd]
+	for i, v := range acc {
+		x[i] += v
+	}
+}
+
+// attendItems runs worker slots [lo, hi) of the attention: the items (head, token), heads
+// outermost, are cut into one contiguous run per worker, each with its own scores buffer.
+func (r *olmoeRunner) attendItems(lo, hi int) {
+	c := r.c
+	d := c.HeadDim
+	items := c.Heads * r.n
+	group := c.Heads / c.KVHeads
+	threads := r.mul.threads
+	for w := lo; w < hi; w++ {
+		scores := r.scores[w]
+		for i := w * items / threads; i < (w+1)*items/threads; i++ {
+			head, t := i/r.n, i%r.n
+			npos := r.pos + t + 1
+			if r.w.mutant == mutantNoCausalInPass {
+				npos = r.pos + r.n
+			}
+			kvHead := head / group
+			if r.w.mutant == mutantGQAModulo {
+				kvHead = head % c.KVHeads
+			}
+			at := r.cacheAt(r.layerIndex, kvHead, 0)
+			q := r.q[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
+			out := r.att[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
+			if r.w.mutant == mutantSplitAttention && threads > 1 {
+				attendSplit(out, q, r.kcache[at:], r.vcache[at:], npos, d, r.scale, scores)
+				continue
+			}
+			r.tier.Attend(out, q, r.kcache[at:], r.vcache[at:], npos, d, r.scale, scores)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+func TestSessionErrors(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)), Options{Threads: 2})
+	if _, err := m.NewSession(SessionOptions{Context: m.cfg.Context + 1}); err == nil {
+		t.Error("a context above the model's was accepted")
+	}
+	if _, err := m.NewSession(SessionOptions{PassSize: -1}); err == nil {
+		t.Error("a negative pass size was accepted")
+	}
+	s, err := m.NewSession(SessionOptions{Context: 8, PassSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Context() != 8 || s.PassSize() != 3 || s.Logits() != nil {
+		t.Fatalf("new session: context %d, pass %d, logits %v", s.Context(), s.PassSize(), s.Logits() != nil)
+	}
+	ctx := context.Background()
+	if _, err := s.Eval(ctx, nil); err == nil {
+		t.Error("Eval of no tokens succeeded")
+	}
+	if _, err := s.Eval(ctx, []int32{1, int32(m.cfg.Vocab)}); err == nil || !strings.Contains(err.Error(), "vocabulary") {
+		t.Errorf("token outside the vocabulary: %v", err)
+	}
+	if _, err := s.Eval(ctx, []int32{1, 2, 3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Eval(ctx, []int32{1, 2, 3, 4}); !errors.Is(err, ErrContextFull) || s.Pos() != 5 {
+		t.Errorf("overflowing the context: %v at position %d", err, s.Pos())
+	}
+	if err := s.EvalAll(ctx, []int32{1}, make([]float32, 10)); err == nil {
+		t.Error("EvalAll into a short buffer succeeded")
+	}
+	if err := s.Rewind(6); err == nil {
+		t.Error("rewind past the position succeeded")
+	}
+	if err := s.Rewind(-1); err == nil {
+		t.Error("rewind to -1 succeeded")
+	}
+	// A cancelled context stops the evaluation before its first pass is committed.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Eval(cctx, []int32{7}); !errors.Is(err, context.Canceled) || s.Pos() != 5 {
+		t.Errorf("cancelled Eval: %v at position %d", err, s.Pos())
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Uniform(gguf.TypeQ4_K)), Options{Threads: 2})
+	prompt := testPrompts(m.cfg.Vocab)[1]
+	ctx := context.Background()
+
+	// The greedy tokens by hand: Eval, argmax, Eval the token.
+	s := newTestSession(t, m, 0)
+	var want []int32
+	logits, err := s.Eval(ctx, prompt)
+	for i := 0; i < 12 && err == nil; i++ {
+		tok := int32(kernels.Argmax(logits))
+		want = append(want, tok)
+		logits, err = s.Eval(ctx, []int32{tok})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s = newTestSession(t, m, 0)
+	var seen []int32
+	g, err := s.Generate(ctx, prompt, GenerateOptions{MaxTokens: 12, OnToken: func(tok int32) error {
+		seen = append(seen, tok)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.Tokens, want) || !slices.Equal(seen, want) || g.Stopped {
+		t.Fatalf("Generate gave %v (OnToken saw %v, stopped %v), want %v", g.Tokens, seen, g.Stopped, want)
+	}
+	if s.Pos() != len(prompt)+11 || g.PromptTokens != len(prompt) || g.DecodeTokens != 11 {
+		t.Fatalf("after Generate: position %d, %d prompt tokens, %d decode passes; want %d, %d, 11",
+			s.Pos(), g.PromptTokens, g.DecodeTokens, len(prompt)+11, len(prompt))
+	}
+
+	// A stop token ends the generation and is returned.
+	s = newTestSession(t, m, 0)
+	g, err = s.Generate(ctx, prompt, GenerateOptions{MaxTokens: 12, Stop: []int32{want[3]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Stopped || !slices.Equal(g.Tokens, want[:slices.Index(want, want[3])+1]) {
+		t.Fatalf("with stop token %d: %v (stopped %v)", want[3], g.Tokens, g.Stopped)
+	}
+
+	// An error from OnToken ends it with that error.
+	boom := errors.New("boom")
+	s = newTestSession(t, m, 0)
+	g, err = s.Generate(ctx, prompt, GenerateOptions{MaxTokens: 12, OnToken: func(int32) error { return boom }})
+	if !errors.Is(err, boom) || len(g.Tokens) != 1 {
+		t.Fatalf("OnToken error: %v after %d tokens", err, len(g.Tokens))
+	}
+	if _, err := s.Generate(ctx, prompt, GenerateOptions{}); err == nil {
+		t.Error("Generate of 0 tokens succeeded")
+	}
+}
+
+// TestDecodeAllocatesNothing checks that evaluating a token (and a pass of several) allocates
+// nothing once the session exists, for a float, a Q4_K and a dequantized-row (Q3_K) model, on
+// every kernel tier this CPU has.
+func TestDecodeAllocatesNothing(t *testing.T) {
+	for _, tier := range kernels.Tiers() {
+		t.Run(tier.Name, func(t *testing.T) {
+			for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ3_K} {
+				m := loadTest(t, tinyConfig(modelgen.Uniform(typ)), Options{Threads: 2, Tier: tier})
+				s := newTestSession(t, m, 8)
+				ctx := context.Background()
+				pass := testPrompts(m.cfg.Vocab)[2][:20]
+				// Warm up: the Q4_K inputs are sized on first use.
+				if _, err := s.Eval(ctx, pass); err != nil {
+					t.Fatal(err)
+				}
+				for _, in := range [][]int32{{3}, pass} {
+					allocs := testing.AllocsPerRun(5, func() {
+						if s.Pos()+len(in) > s.Context() {
+							s.Rewind(0)
+						}
+						if _, err := s.Eval(ctx, in); err != nil {
+							t.Fatal(err)
+						}
+					})
+					if allocs != 0 {
+						t.Errorf("%v: Eval of %d tokens allocates %.0f times", typ, len(in), allocs)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestEvalAfterClose checks that a session of a closed model refuses to run instead of
+// touching the unmapped file.
+func TestEvalAfterClose(t *testing.T) {
+	m, err := Load(context.Background(), tinyQ8(t), Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestSession(t, m, 0)
+	if _, err := s.Eval(context.Background(), []int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := s.Eval(context.Background(), []int32{3}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("Eval after Close: %v", err)
+	}
+}
