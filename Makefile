@@ -4,11 +4,12 @@ GO ?= go
 export TROCHILUS_DEPS := $(CURDIR)/.deps
 BIN := bin
 CLI := $(BIN)/trochilus
+APP := $(BIN)/trochilus-app
 TINY := testdata/gen/tiny-q8_0.gguf
 # Packages that make up the engine side (everything but the cgo window app).
 ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
 
-.PHONY: all deps deps-run build cli run test gate fmt-check vet unit check-long fuzz bench clean
+.PHONY: all deps deps-run build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui package
 
 all: build
 
@@ -23,14 +24,18 @@ cli:
 
 build: cli
 
+# The window app (Fyne: cgo, GL and X11 headers).
+app:
+	CGO_ENABLED=1 $(GO) build -trimpath -o $(APP) ./app/trochilus-app
+
 # make run: install what is needed, build, then start the app (or, with no display, the CLI demo).
 run: deps-run cli
-	@tools/demo.sh $(CLI)
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(MAKE) --no-print-directory app && $(APP); else tools/demo.sh $(CLI); fi
 
 # make test: the whole gate.
 test: deps gate
 
-gate: fmt-check vet unit check-long
+gate: fmt-check vet unit check-long test-ui
 	@echo "gate: all green"
 
 fmt-check:
@@ -52,6 +57,15 @@ unit:
 # Long checks (the exhaustive exp test and the like); part of the gate.
 check-long:
 	TROCHILUS_LONG=1 TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m -run 'Long' $(ENGINE_PKGS)
+
+# The window app's screens and main, headless: -tags ci selects Fyne's software driver. cgo.
+test-ui:
+	CGO_ENABLED=1 $(GO) vet -tags ci ./ui/... ./app/trochilus-app/...
+	TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=1 $(GO) test -tags ci -count=1 -timeout 20m ./ui/... ./app/trochilus-app/...
+
+# Linux tar.xz and Windows zip of both programs (packaging/package.sh; VERSION=x.y.z to name one).
+package:
+	packaging/package.sh
 
 # Fuzz every target for FUZZTIME each (default 2m).
 FUZZTIME ?= 2m

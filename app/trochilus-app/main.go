@@ -1,0 +1,62 @@
+// Command trochilus-app is Trochilus' window app: pick or download a model, chat with it, and
+// see what the machine offers. It needs a display; without one it says so and points to the
+// command-line tool, trochilus, which needs none.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/app"
+
+	"github.com/trochilus-llm/trochilus/assets"
+	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/ui"
+)
+
+// appID names the app to the desktop (its preferences and notifications).
+const appID = "io.github.trochilus_llm.trochilus"
+
+func main() { os.Exit(run(os.Stderr)) }
+
+// run starts the window and returns the exit code.
+func run(stderr io.Writer) int {
+	if msg := displayProblem(); msg != "" {
+		fmt.Fprintf(stderr, "trochilus-app: %s\n\n%s", msg, cliHint)
+		return 1
+	}
+	dirs, err := catalog.UserDirs()
+	if err != nil {
+		fmt.Fprintf(stderr, "trochilus-app: %v\n", err)
+		return 1
+	}
+	a := app.NewWithID(appID)
+	a.SetIcon(fyne.NewStaticResource("icon.png", assets.IconPNG()))
+	u := ui.New(a, &ui.EngineBackend{ModelsDir: dirs.Models}, dirs, ui.Options{})
+
+	// Ctrl-C or a TERM signal closes the window the way its close button does: the answer
+	// being generated stops, the chat is saved, downloads pause.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		fyne.Do(func() {
+			u.Close()
+			a.Quit()
+		})
+	}()
+	u.Window().ShowAndRun()
+	u.Close()
+	return 0
+}
+
+// cliHint points to the command-line tool.
+const cliHint = `The command-line tool needs no display:
+  trochilus cpu                         what this machine offers
+  trochilus run -m MODEL.gguf -p TEXT   generate from a prompt
+  trochilus inspect MODEL.gguf          what a model file holds
+`

@@ -1,0 +1,69 @@
+package ui
+
+import (
+	"context"
+
+	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// Backend is what the screens need from the engine. Its methods are called off the UI
+// goroutine and may take long; they must honour ctx.
+type Backend interface {
+	// Machine measures the computer: processor, memory, the models folder's disk, GPU.
+	Machine(ctx context.Context) (MachineReport, error)
+
+	// Load loads the model at path for chatting, refusing one that would leave less RAM than
+	// the reserve.
+	Load(ctx context.Context, path string) (ChatModel, error)
+
+	// Architectures lists the model architectures Load runs (general.architecture values).
+	Architectures() []string
+}
+
+// MachineReport is what Backend.Machine measured.
+type MachineReport struct {
+	Profile machine.Profile
+	Threads int    // worker threads a model runs
+	Kernels string // the kernel tier the engine runs (scalar, avx2, ...), chosen from CPUID
+
+	Disk    catalog.ReadSpeed // the models folder's read speed
+	DiskErr error             // why Disk is missing, if it is
+
+	GPU string // the accelerator the engine would use, or why none
+}
+
+// ChatModel is a loaded model holding one conversation's KV cache. Its methods are called by
+// one goroutine at a time.
+type ChatModel interface {
+	// Path returns the model's file.
+	Path() string
+
+	// Context returns the positions its session holds.
+	Context() int
+
+	// Reply renders turns with the model's chat template (asking for the assistant's turn),
+	// keeps the KV cache of the longest token prefix this rendering shares with what the
+	// session holds, evaluates the rest and generates greedily until the end-of-sequence
+	// token, maxTokens (0: the context's end) or ctx's cancellation. onText receives the new
+	// text as it becomes whole UTF-8. On an error (a cancellation included) the Reply holds
+	// what was made before it.
+	Reply(ctx context.Context, turns []chat.Message, maxTokens int, onText func(string)) (Reply, error)
+
+	// Close releases the model; it must not be used afterwards.
+	Close() error
+}
+
+// Reply is one answer and what it cost.
+type Reply struct {
+	Text    string  // the answer, without the end-of-sequence token
+	Tokens  int     // tokens generated, the end-of-sequence token included
+	Ended   bool    // the model ended its turn (end-of-sequence), rather than being cut short
+	Prompt  int     // tokens of the rendered conversation
+	Reused  int     // of those, tokens whose KV cache was kept from the previous turn
+	Used    int     // positions of the context in use after the answer
+	Rate    float64 // generated tokens per second (one-token passes)
+	PPRate  float64 // prompt tokens evaluated per second
+	Context int     // positions the session holds
+}

@@ -1,0 +1,274 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/download"
+)
+
+// downloadsView shows the catalog's models with a download control each.
+type downloadsView struct {
+	u       *UI
+	content *fyne.Container
+	items   []*downloadItem
+}
+
+// downloadItem is one catalog entry and its download.
+type downloadItem struct {
+	u     *UI
+	entry catalog.Entry
+	path  string // where the file goes in the models folder
+
+	status *widget.Label
+	bar    *widget.ProgressBar
+	start  *widget.Button // Download / Resume / Retry
+	pause  *widget.Button
+	cancel *widget.Button
+
+	stop     context.CancelFunc // ends the running download; nil when none runs
+	discard  bool               // the running download was cancelled for good
+	verified bool               // this session downloaded the file and checked its digest
+	prog     download.Progress
+}
+
+func newDownloadsView(u *UI) *downloadsView {
+	v := &downloadsView{u: u, content: container.NewVBox()}
+	head := widget.NewLabelWithStyle("Download a model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.content.Add(head)
+	entries, err := u.dirs.Entries()
+	if err != nil {
+		msg := widget.NewLabel(err.Error() + "\nFix or delete " + u.dirs.CatalogFile() + " and restart.")
+		msg.Wrapping = fyne.TextWrapWord
+		v.content.Add(msg)
+		return v
+	}
+	note := widget.NewLabel("The list comes from " + u.dirs.CatalogFile() + " (edit it to add or fix models). " +
+		"Files are checked against the SHA-256 Hugging Face publishes before they are offered.")
+	note.Wrapping = fyne.TextWrapWord
+	v.content.Add(note)
+	for _, e := range entries {
+		it := newDownloadItem(u, e)
+		v.items = append(v.items, it)
+		v.content.Add(it.view())
+	}
+	v.refresh()
+	return v
+}
+
+// refresh updates every item that is not running from what the models folder holds.
+func (v *downloadsView) refresh() {
+	for _, it := range v.items {
+		if it.stop == nil {
+			it.showIdle()
+		}
+	}
+}
+
+// item returns the item of the entry downloading to name, or nil.
+func (v *downloadsView) item(name string) *downloadItem {
+	for _, it := range v.items {
+		if it.entry.LocalName() == name {
+			return it
+		}
+	}
+	return nil
+}
+
+func newDownloadItem(u *UI, e catalog.Entry) *downloadItem {
+	it := &downloadItem{u: u, entry: e, path: filepath.Join(u.dirs.Models, e.LocalName())}
+	it.status = widget.NewLabel("")
+	it.status.Wrapping = fyne.TextWrapWord
+	it.bar = widget.NewProgressBar()
+	it.bar.TextFormatter = it.barText
+	it.start = widget.NewButton("Download", it.begin)
+	it.pause = widget.NewButton("Pause", it.pauseDownload)
+	it.cancel = widget.NewButton("Cancel", it.cancelDownload)
+	return it
+}
+
+func (it *downloadItem) view() fyne.CanvasObject {
+	size := "size unknown"
+	if it.entry.Size > 0 {
+		size = "about " + sizeText(it.entry.Size)
+	}
+	title := widget.NewLabelWithStyle(it.entry.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	where := widget.NewLabel(fmt.Sprintf("%s/%s · %s", it.entry.Repo, it.entry.File, size))
+	where.Truncation = fyne.TextTruncateEllipsis
+	buttons := container.NewHBox(it.start, it.pause, it.cancel)
+	return container.NewVBox(widget.NewSeparator(), title, where, container.NewBorder(nil, nil, nil, buttons, it.bar), it.status)
+}
+
+// barText is the progress bar's label: share, speed and time left.
+func (it *downloadItem) barText() string {
+	p := it.prog
+	if p.Total <= 0 {
+		return sizeText(p.Received)
+	}
+	text := fmt.Sprintf("%.0f%% of %s", 100*p.Fraction(), sizeText(p.Total))
+	if p.Phase == download.Transferring {
+		text += " · " + rateText(p.Rate) + " · " + leftText(p.Remaining())
+	}
+	return text
+}
+
+// showIdle shows what the models folder holds for this entry: the file, a partial file, or
+// nothing.
+func (it *downloadItem) showIdle() {
+	it.pause.Disable()
+	if _, err := os.Stat(it.path); err == nil {
+		if it.verified {
+			it.status.SetText("Downloaded and verified (SHA-256): " + it.path)
+		} else {
+			it.status.SetText("In the models folder: " + it.path)
+		}
+		it.bar.SetValue(1)
+		it.start.SetText("Download")
+		it.start.Disable()
+		it.cancel.Disable()
+		return
+	}
+	it.verified = false
+	it.start.Enable()
+	if kept := download.Partial(it.path); kept > 0 {
+		it.status.SetText(fmt.Sprintf("Paused: %s kept. Resume continues where it stopped.", sizeText(kept)))
+		it.start.SetText("Resume")
+		it.cancel.Enable()
+		if it.entry.Size > 0 {
+			it.bar.SetValue(min(float64(kept)/float64(it.entry.Size), 1))
+		}
+		return
+	}
+	it.status.SetText("Not downloaded.")
+	it.start.SetText("Download")
+	it.cancel.Disable()
+	it.bar.SetValue(0)
+}
+
+// begin starts or resumes the download off the UI goroutine.
+func (it *downloadItem) begin() {
+	if it.stop != nil {
+		return
+	}
+	ctx, stop := context.WithCancel(it.u.ctx)
+	it.stop, it.discard = stop, false
+	it.start.Disable()
+	it.pause.Enable()
+	it.cancel.Enable()
+	it.status.SetText("Asking Hugging Face for the file's size and SHA-256…")
+	it.u.run(func(context.Context) {
+		defer stop()
+		err := it.fetch(ctx)
+		it.u.later(func() { it.finished(err) })
+	})
+}
+
+// fetch learns the digest, then downloads; it runs off the UI goroutine.
+func (it *downloadItem) fetch(ctx context.Context) error {
+	e := it.entry
+	req := download.Request{URL: e.DownloadURL(it.u.opts.Hub), Path: it.path, SHA256: e.SHA256, Size: e.Size}
+	if e.SHA256 == "" {
+		fi, err := catalog.LookupFile(ctx, it.u.opts.Client, it.u.opts.Hub, e.Repo, e.File)
+		if err != nil {
+			return err
+		}
+		req.SHA256, req.Size = fi.SHA256, fi.Size
+	}
+	opts := download.Options{
+		Client:    it.u.opts.Client,
+		FreeSpace: it.u.opts.FreeSpace,
+		OnProgress: func(p download.Progress) {
+			it.u.later(func() { it.progress(p) })
+		},
+	}
+	return download.Fetch(ctx, req, opts)
+}
+
+// progress shows a report from the running download.
+func (it *downloadItem) progress(p download.Progress) {
+	if it.stop == nil {
+		return // a late report of a download already finished
+	}
+	it.prog = p
+	switch p.Phase {
+	case download.Waiting:
+		it.status.SetText(fmt.Sprintf("Connection trouble (%v): retrying…", p.Err))
+	case download.Checking:
+		it.status.SetText("Checking the partial file to resume it…")
+	case download.Verifying:
+		it.status.SetText("Verifying the SHA-256…")
+	default:
+		it.status.SetText(p.Phase.String() + "…")
+	}
+	it.bar.SetValue(p.Fraction())
+}
+
+// finished shows how the download ended.
+func (it *downloadItem) finished(err error) {
+	it.stop = nil
+	if it.discard {
+		if derr := download.Discard(it.path); derr != nil {
+			it.u.showError(derr)
+		}
+		it.showIdle()
+		it.status.SetText("Cancelled; the partial file was deleted.")
+		return
+	}
+	switch {
+	case err == nil:
+		it.verified = true
+		it.showIdle()
+		it.u.models.refresh()
+	case errors.Is(err, context.Canceled):
+		it.showIdle()
+	default:
+		it.showIdle()
+		it.status.SetText(failureText(err))
+		if download.Partial(it.path) > 0 {
+			it.start.SetText("Resume")
+		} else {
+			it.start.SetText("Retry")
+		}
+	}
+}
+
+// failureText explains a failed download in words a user can act on.
+func failureText(err error) string {
+	switch {
+	case errors.Is(err, download.ErrChecksum):
+		return "The file received is not the published one (SHA-256 mismatch) and was deleted. " + err.Error()
+	case errors.Is(err, download.ErrNoSpace):
+		return "Not enough disk space: " + err.Error()
+	}
+	return "Download failed: " + err.Error()
+}
+
+// pauseDownload stops the running download, keeping the partial file.
+func (it *downloadItem) pauseDownload() {
+	if it.stop != nil {
+		it.status.SetText("Pausing…")
+		it.stop()
+	}
+}
+
+// cancelDownload stops the download and deletes what it received.
+func (it *downloadItem) cancelDownload() {
+	if it.stop != nil {
+		it.discard = true
+		it.status.SetText("Cancelling…")
+		it.stop()
+		return
+	}
+	if err := download.Discard(it.path); err != nil {
+		it.u.showError(err)
+	}
+	it.showIdle()
+}

@@ -1,0 +1,141 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/machine"
+)
+
+// machineScreen shows what was measured at start and the plan for the selected model.
+type machineScreen struct {
+	u       *UI
+	content fyne.CanvasObject
+	form    *widget.Form
+	values  map[string]*widget.Label
+	plan    *widget.Label
+	again   *widget.Button
+}
+
+func newMachineScreen(u *UI) *machineScreen {
+	s := &machineScreen{u: u, form: widget.NewForm(), values: map[string]*widget.Label{}}
+	for _, name := range []string{"Processor", "Cores", "SIMD", "Kernels", "Threads", "RAM", "Reserve", "Models disk", "GPU"} {
+		l := widget.NewLabel("")
+		l.Wrapping = fyne.TextWrapWord
+		s.values[name] = l
+		s.form.Append(name, l)
+	}
+	s.plan = widget.NewLabel("")
+	s.plan.Wrapping = fyne.TextWrapWord
+	s.again = widget.NewButton("Measure again", u.measure)
+	planHead := widget.NewLabelWithStyle("Plan for the selected model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	s.content = container.NewVScroll(container.NewVBox(s.form, container.NewHBox(s.again), widget.NewSeparator(), planHead, s.plan))
+	return s
+}
+
+// measuring shows that a measurement runs.
+func (s *machineScreen) measuring() {
+	for _, l := range s.values {
+		if l.Text == "" {
+			l.SetText("measuring…")
+		}
+	}
+	s.again.Disable()
+}
+
+// refresh shows the last measurement and the plan for the selected (or loaded) model.
+func (s *machineScreen) refresh() {
+	s.again.Enable()
+	r := s.u.machine
+	if r == nil {
+		if err := s.u.machineErr; err != nil {
+			for _, l := range s.values {
+				l.SetText("")
+			}
+			s.values["Processor"].SetText("Measuring the machine failed: " + err.Error())
+		}
+		s.plan.SetText("The machine is not measured yet.")
+		return
+	}
+	p := r.Profile
+	cpu := p.CPU
+	if cpu == "" {
+		cpu = "unknown"
+	}
+	if p.Hypervisor != "" {
+		cpu += " (virtual machine: " + p.Hypervisor + ")"
+	}
+	simd := strings.Join(p.Features.Names(), " ")
+	if simd == "" {
+		simd = "none of interest (scalar kernels)"
+	}
+	disk := r.Disk.String()
+	if r.DiskErr != nil {
+		disk = "not measured: " + r.DiskErr.Error()
+	}
+	set := map[string]string{
+		"Processor":   fmt.Sprintf("%s, %s/%s", cpu, p.OS, p.Arch),
+		"Cores":       fmt.Sprintf("%d physical, %d logical (%d usable by this process)", p.PhysicalCores, p.LogicalCores, p.UsableCPUs),
+		"SIMD":        simd,
+		"Kernels":     kernelsText(r.Kernels),
+		"Threads":     fmt.Sprintf("%d worker threads per model", r.Threads),
+		"RAM":         fmt.Sprintf("%s total, %s available", machine.Bytes(p.RAMTotal), machine.Bytes(p.RAMAvailable)),
+		"Reserve":     fmt.Sprintf("%s kept free for the system: the larger of 2 GiB and 10%% of RAM", machine.Bytes(catalog.Reserve(p.RAMTotal))),
+		"Models disk": fmt.Sprintf("%s (%s)", disk, s.u.dirs.Models),
+		"GPU":         r.GPU,
+	}
+	for name, text := range set {
+		s.values[name].SetText(text)
+	}
+	s.plan.SetText(s.planText())
+}
+
+// planText describes how the selected model (else the loaded one) would use this machine.
+func (s *machineScreen) planText() string {
+	row := s.u.models.selectedRow()
+	if row == nil {
+		if i := s.u.models.index(s.u.loadedPath()); i >= 0 {
+			row = &s.u.models.rows[i]
+		}
+	}
+	if row == nil {
+		return "Pick a model on the Models screen."
+	}
+	if row.err != nil {
+		return row.path + ": " + row.err.Error()
+	}
+	if !row.hasPlan {
+		return "Waiting for the measurement."
+	}
+	pl := row.plan
+	lines := []string{
+		row.desc.Name + " — " + pl.Verdict.String(),
+		pl.Text(),
+		fmt.Sprintf("Dense weights %s, experts %s (%d units of %s), session %s (KV cache and buffers for %d positions).",
+			sizeText(pl.Dense), sizeText(pl.Experts), pl.Units, sizeText(pl.UnitBytes), sizeText(pl.Session), row.desc.Context),
+	}
+	if pl.Verdict == catalog.FitsExpertsFromDisk && s.u.machine != nil && s.u.machine.DiskErr == nil && s.u.machine.Disk.BytesPerSec > 0 {
+		// Each token routes ExpertsUsed experts per layer; with a share of them resident, the
+		// rest come from disk at the measured speed: a rough ceiling, before any caching wins.
+		missing := 1 - float64(pl.UnitsInRAM)/float64(max(pl.Units, 1))
+		perToken := missing * float64(row.desc.Layers*row.desc.ExpertsUsed) * float64(pl.UnitBytes)
+		if perToken > 0 {
+			lines = append(lines, fmt.Sprintf("At worst about %s read from disk per token (≈ %.1f tokens/s from disk alone, before the store keeps the hot experts).",
+				sizeText(int64(perToken)), s.u.machine.Disk.BytesPerSec/perToken))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// kernelsText names the kernel tier, saying why its choice cannot change an answer.
+func kernelsText(tier string) string {
+	if tier == "" {
+		return "unknown"
+	}
+	return tier + " (the fastest tier this processor runs; every tier computes the same bits)"
+}

@@ -1,0 +1,203 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+
+	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/ui/conversation"
+)
+
+// Options configure New.
+type Options struct {
+	// Client makes the download requests; nil means a client without an overall timeout.
+	Client *http.Client
+	// Hub is the Hugging Face address; "" means catalog.Hub() ($HF_ENDPOINT or huggingface.co).
+	Hub string
+	// MaxAnswer is the most tokens one answer may have; 0 means 1024.
+	MaxAnswer int
+	// Now is the clock conversations are stamped with; nil means time.Now.
+	Now func() time.Time
+	// FreeSpace, when set, replaces the operating system's free-disk figure for downloads
+	// (tests play a full disk with it).
+	FreeSpace func(dir string) (uint64, error)
+}
+
+// UI is the window app: the Models, Chat and Machine screens over a Backend.
+type UI struct {
+	app  fyne.App
+	win  fyne.Window
+	be   Backend
+	dirs catalog.Dirs
+	opts Options
+	tabs *container.AppTabs
+
+	// ctx lives as long as the window; closing it cancels every background job.
+	ctx    context.Context
+	cancel context.CancelFunc
+	jobs   sync.WaitGroup
+
+	machine    *MachineReport // nil until measured
+	machineErr error
+
+	models *modelsScreen
+	chat   *chatScreen
+	mach   *machineScreen
+
+	loaded  ChatModel // nil when no model is loaded
+	closing bool
+
+	mu      sync.Mutex
+	pending []func() // results of jobs waiting for the UI goroutine (see later)
+}
+
+// New builds the window over be, with the app's folders dirs, and starts measuring the
+// machine. Show the window with Window().ShowAndRun().
+func New(app fyne.App, be Backend, dirs catalog.Dirs, opts Options) *UI {
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	if opts.Hub == "" {
+		opts.Hub = catalog.Hub()
+	}
+	if opts.MaxAnswer <= 0 {
+		opts.MaxAnswer = 1024
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	u := &UI{app: app, be: be, dirs: dirs, opts: opts}
+	u.ctx, u.cancel = context.WithCancel(context.Background())
+	u.win = app.NewWindow("Trochilus")
+	u.models = newModelsScreen(u)
+	u.chat = newChatScreen(u, conversation.Store{Dir: dirs.Chats})
+	u.mach = newMachineScreen(u)
+	u.tabs = container.NewAppTabs(
+		container.NewTabItem("Models", u.models.content),
+		container.NewTabItem("Chat", u.chat.content),
+		container.NewTabItem("Machine", u.mach.content),
+	)
+	u.win.SetContent(u.tabs)
+	u.win.Resize(fyne.NewSize(1000, 700))
+	u.win.SetCloseIntercept(func() {
+		u.Close()
+		u.win.Close()
+	})
+	u.measure()
+	u.models.refresh()
+	return u
+}
+
+// Window returns the app's window.
+func (u *UI) Window() fyne.Window { return u.win }
+
+// run starts job on its own goroutine, counted so Close and tests can wait for it. job hands
+// its results to the UI goroutine through later.
+func (u *UI) run(job func(ctx context.Context)) {
+	u.jobs.Add(1)
+	go func() {
+		defer u.jobs.Done()
+		job(u.ctx)
+	}()
+}
+
+// later runs fn on the UI goroutine, after the functions passed before it. Unlike a bare
+// fyne.Do, what a job hands over this way is never lost when the window closes: Close runs
+// whatever is still queued once the jobs have ended (a stopped answer is saved with the chat,
+// a model whose load finished is closed).
+func (u *UI) later(fn func()) {
+	u.mu.Lock()
+	u.pending = append(u.pending, fn)
+	u.mu.Unlock()
+	fyne.Do(u.flush)
+}
+
+// flush runs the queued functions, on the UI goroutine.
+func (u *UI) flush() {
+	for {
+		u.mu.Lock()
+		fns := u.pending
+		u.pending = nil
+		u.mu.Unlock()
+		if len(fns) == 0 {
+			return
+		}
+		for _, fn := range fns {
+			fn()
+		}
+	}
+}
+
+// Wait blocks until every background job has ended and its results are applied (for tests).
+func (u *UI) Wait() {
+	u.jobs.Wait()
+	u.flush()
+}
+
+// measure asks the backend for the machine report, once at start or again on request.
+func (u *UI) measure() {
+	u.mach.measuring()
+	u.run(func(ctx context.Context) {
+		r, err := u.be.Machine(ctx)
+		u.later(func() {
+			if err != nil {
+				u.machineErr = err
+			} else {
+				u.machine, u.machineErr = &r, nil
+			}
+			u.mach.refresh()
+			u.models.refreshVerdicts()
+		})
+	})
+}
+
+// Close stops what runs: the answer being generated (kept, and the chat saved), downloads
+// (paused, their partial files kept); then it closes the loaded model. Called when the window
+// closes; safe to call twice.
+func (u *UI) Close() {
+	if u.closing {
+		return
+	}
+	u.closing = true
+	u.chat.stop()
+	u.cancel()
+	u.jobs.Wait()
+	u.flush()
+	u.chat.save()
+	if u.loaded != nil {
+		u.loaded.Close()
+		u.loaded = nil
+	}
+}
+
+// showError shows err in a dialog unless the window is closing.
+func (u *UI) showError(err error) {
+	if err != nil && !u.closing {
+		dialog.ShowError(err, u.win)
+	}
+}
+
+// setLoaded makes m the model the chat uses, closing the previous one.
+func (u *UI) setLoaded(m ChatModel) {
+	if u.loaded != nil {
+		u.loaded.Close()
+	}
+	u.loaded = m
+	u.chat.modelChanged()
+	u.mach.refresh()
+	u.models.refreshLoaded()
+}
+
+// loadedPath returns the loaded model's file, or "".
+func (u *UI) loadedPath() string {
+	if u.loaded == nil {
+		return ""
+	}
+	return u.loaded.Path()
+}
