@@ -77,3 +77,8 @@ bench:
 
 clean:
 	rm -rf $(BIN) testdata/gen
+
+# The SIMD tiers side by side (A/A controls inside; CPU-time figures, steady on a shared machine).
+.PHONY: bench-kernels
+bench-kernels:
+	nice -n 10 $(GO) test -run '^$$' -bench 'TierCPU|TierTiles|TierSwiGLU|TierAttend|TierPairs' -benchtime 100ms -count 3 ./kernels

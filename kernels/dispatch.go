@@ -83,13 +83,34 @@ type simdTier struct {
 
 // asmKernels are the vector inner loops of a tier. The lanes kernels continue the 16 contract
 // lanes l over the whole units of a weight row w (a group of 16 floats or halves, a Q8_0 or Q6_K
-// block) against x; sum adds whole groups of 16 values; q4K writes the exact integer T of each
-// Q4_K block (see DotQ4K) given the unpacked sub-block scales, 8 per block. Each must leave bits
+// block) against x; sum adds whole groups of 16 values; q4K computes DotQ4K of two Q4_K rows w0
+// and w1 (the same row twice for one) against a prepared input, given its q4KWide digits and
+// sums and its block scales: the whole definition, float64 steps included. Each must leave bits
 // exactly where the scalar definition does; the Go around them handles tails and the join.
 type asmKernels struct {
-	f32, f16, bf16, q8_0, q6K func(l *[16]float32, w []byte, x []float32)
-	sum                       func(l *[16]float32, v []float32)
-	q4K                       func(t []int64, w []byte, x []int32, sc []uint32)
+	f32, f16, bf16, q8_0, q6K func(l [16]float32, w []byte, x []float32) [16]float32
+	// The lanes, from +0, of two weight rows against one x: [0] over w0, [1] over w1.
+	f32x2, f16x2, bf16x2, q8_0x2, q6Kx2 func(w0, w1 []byte, x []float32) [2][16]float32
+	// The lanes, from +0, of one weight row against four input rows x[t·stride:], t < 4: [t]
+	// over row t, each weight decoded once for the four.
+	f32x4, f16x4, bf16x4, q8_0x4, q6Kx4 func(w []byte, x []float32, stride int) [4][16]float32
+	sum                                 func(l [16]float32, v []float32) [16]float32
+	q4K                                 func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
+	// q4K4 is DotQ4K of one row against four prepared inputs: in[t], in[4+t] and in[8+t] point
+	// at input t's digits, sums and scales; nb is the number of blocks.
+	q4K4 func(w []byte, in [12]*byte, nb int) [4]float32
+
+	// expShift and swiGLU are the vector Exp kernels (Exp(src[i] − shift), and SiLU(gate)·up)
+	// over whole groups of 8; they stop at a group they leave to the scalar code and return how
+	// many elements they wrote. expTab holds their table and constants (see expTable).
+	expShift func(dst, src []float32, shift float32, tab *[80]float64) int
+	swiGLU   func(dst, gate, up []float32, tab *[80]float64) int
+	expTab   *[80]float64
+
+	// attendV writes attention's weighted value sums for the whole blocks of attendW outputs
+	// of out (see attendValues); the Go side adds the ragged columns.
+	attendV func(out, values, a []float32, stride int)
+	attendW int
 }
 
 // tier builds the dispatch table of s. Every entry a SIMD tier accelerates routes through
@@ -101,26 +122,73 @@ func (s *simdTier) tier() *Tier {
 		DotF32:  a.dotF32,
 		RMSNorm: a.rmsNorm,
 		Softmax: a.softmax,
-		SwiGLU:  SwiGLU, // not vectorized yet: it is bound by Exp
+		SwiGLU:  a.swiGLUVec,
 		Attend:  a.attend,
-		F32:     floatRows(a.dotRowF32),
-		F16:     floatRows(a.dotRowF16),
-		BF16:    floatRows(a.dotRowBF16),
-		Q8_0:    floatRows(a.dotRowQ8_0),
-		Q4K:     q4KRowsBy(a.dotQ4K),
+		F32:     laneRows{a.f32x4, a.f32x2, a.dotRowF32, 64}.kernel,
+		F16:     laneRows{a.f16x4, a.f16x2, a.dotRowF16, 32}.kernel,
+		BF16:    laneRows{a.bf16x4, a.bf16x2, a.dotRowBF16, 32}.kernel,
+		Q8_0:    laneRows{a.q8_0x4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}.kernel,
+		Q4K:     a.q4KRows,
 		Q5K:     floatRows(a.dotRowQ5K),
-		Q6K:     floatRows(a.dotRowQ6K),
+		Q6K:     laneRows{a.q6Kx4, a.q6Kx2, a.dotRowQ6K, q6KBytes}.kernel,
 	}
 }
 
-// q4KRowsBy makes a Q4_K rows kernel from a row dot on the batch's prepared rows.
-func q4KRowsBy(dot func(row []byte, in *Q4KInput) float32) RowsKernel {
-	return func(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
+// laneRows is the rows kernel of a type whose weights go through the contract lanes: tiles of
+// one weight row against four tokens (four), pairs of rows against one token (two), and the
+// one-row dot (one) for rows with a ragged tail; unitBytes is the size of a whole unit.
+type laneRows struct {
+	four      func(w []byte, x []float32, stride int) [4][16]float32
+	two       func(w0, w1 []byte, x []float32) [2][16]float32
+	one       func(row []byte, x []float32) float32
+	unitBytes int
+}
+
+// tileRows is how many weight rows a tile pass keeps hot while it runs every group of four
+// tokens against them.
+const tileRows = 16
+
+// kernel computes rows [r0, r1) for every token: a batch of four tokens or more runs in tiles
+// of four tokens, each weight row decoded once for the four and tileRows rows reused from
+// cache across the token groups; the tokens left over, and smaller batches, run two rows a
+// call so their independent add chains overlap. A row with a ragged tail, and the last row of
+// an odd range, go through the one-row dot.
+func (k laneRows) kernel(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
+	n := in.Cols
+	if m.RowBytes()%k.unitBytes != 0 {
 		for r := r0; r < r1; r++ {
 			row := m.Row(r)
 			for t := range in.Ntok {
-				dst[t*m.Rows+r] = dot(row, &in.q4k[t])
+				dst[t*m.Rows+r] = k.one(row, in.X[t*n:(t+1)*n])
 			}
+		}
+		return
+	}
+	tiled := in.Ntok &^ 3
+	for b0 := r0; b0 < r1 && tiled > 0; b0 += tileRows {
+		b1 := min(b0+tileRows, r1)
+		for t := 0; t < tiled; t += 4 {
+			for r := b0; r < b1; r++ {
+				l := k.four(m.Row(r), in.X[t*n:(t+4)*n], n)
+				for i := range 4 {
+					dst[(t+i)*m.Rows+r] = (*Lanes)(&l[i]).Sum()
+				}
+			}
+		}
+	}
+	r := r0
+	for ; r+2 <= r1; r += 2 {
+		w0, w1 := m.Row(r), m.Row(r+1)
+		for t := tiled; t < in.Ntok; t++ {
+			l := k.two(w0, w1, in.X[t*n:(t+1)*n])
+			dst[t*m.Rows+r] = (*Lanes)(&l[0]).Sum()
+			dst[t*m.Rows+r+1] = (*Lanes)(&l[1]).Sum()
+		}
+	}
+	if r < r1 {
+		row := m.Row(r)
+		for t := tiled; t < in.Ntok; t++ {
+			dst[t*m.Rows+r] = k.one(row, in.X[t*n:(t+1)*n])
 		}
 	}
 }

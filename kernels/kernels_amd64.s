@@ -11,16 +11,97 @@ GLOBL const15<>(SB), RODATA|NOPTR, $4
 DATA const32<>+0(SB)/4, $0x00000020
 GLOBL const32<>(SB), RODATA|NOPTR, $4
 
-DATA const32768<>+0(SB)/4, $0x00008000
-GLOBL const32768<>(SB), RODATA|NOPTR, $4
+DATA const983055<>+0(SB)/4, $0x000f000f
+GLOBL const983055<>(SB), RODATA|NOPTR, $4
 
-// func lanesF32AVX2(l *[16]float32, w []byte, x []float32)
+DATA const50529027<>+0(SB)/4, $0x03030303
+GLOBL const50529027<>(SB), RODATA|NOPTR, $4
+
+DATA const252645135<>+0(SB)/4, $0x0f0f0f0f
+GLOBL const252645135<>(SB), RODATA|NOPTR, $4
+
+DATA const538976288<>+0(SB)/4, $0x20202020
+GLOBL const538976288<>(SB), RODATA|NOPTR, $4
+
+DATA f64_65536<>+0(SB)/8, $0x40f0000000000000
+DATA f64_65536<>+8(SB)/8, $0x40f0000000000000
+DATA f64_65536<>+16(SB)/8, $0x40f0000000000000
+DATA f64_65536<>+24(SB)/8, $0x40f0000000000000
+GLOBL f64_65536<>(SB), RODATA|NOPTR, $32
+
+DATA q6KShifts<>+0(SB)/2, $0x0000
+DATA q6KShifts<>+2(SB)/2, $0x0000
+DATA q6KShifts<>+4(SB)/2, $0x0000
+DATA q6KShifts<>+6(SB)/2, $0x0000
+DATA q6KShifts<>+8(SB)/2, $0x0000
+DATA q6KShifts<>+10(SB)/2, $0x0000
+DATA q6KShifts<>+12(SB)/2, $0x0000
+DATA q6KShifts<>+14(SB)/2, $0x0000
+DATA q6KShifts<>+16(SB)/2, $0x0000
+DATA q6KShifts<>+18(SB)/2, $0x0000
+DATA q6KShifts<>+20(SB)/2, $0x0000
+DATA q6KShifts<>+22(SB)/2, $0x0000
+DATA q6KShifts<>+24(SB)/2, $0x0000
+DATA q6KShifts<>+26(SB)/2, $0x0000
+DATA q6KShifts<>+28(SB)/2, $0x0000
+DATA q6KShifts<>+30(SB)/2, $0x0000
+DATA q6KShifts<>+32(SB)/2, $0x0002
+DATA q6KShifts<>+34(SB)/2, $0x0002
+DATA q6KShifts<>+36(SB)/2, $0x0002
+DATA q6KShifts<>+38(SB)/2, $0x0002
+DATA q6KShifts<>+40(SB)/2, $0x0002
+DATA q6KShifts<>+42(SB)/2, $0x0002
+DATA q6KShifts<>+44(SB)/2, $0x0002
+DATA q6KShifts<>+46(SB)/2, $0x0002
+DATA q6KShifts<>+48(SB)/2, $0x0002
+DATA q6KShifts<>+50(SB)/2, $0x0002
+DATA q6KShifts<>+52(SB)/2, $0x0002
+DATA q6KShifts<>+54(SB)/2, $0x0002
+DATA q6KShifts<>+56(SB)/2, $0x0002
+DATA q6KShifts<>+58(SB)/2, $0x0002
+DATA q6KShifts<>+60(SB)/2, $0x0002
+DATA q6KShifts<>+62(SB)/2, $0x0002
+DATA q6KShifts<>+64(SB)/2, $0x0004
+DATA q6KShifts<>+66(SB)/2, $0x0004
+DATA q6KShifts<>+68(SB)/2, $0x0004
+DATA q6KShifts<>+70(SB)/2, $0x0004
+DATA q6KShifts<>+72(SB)/2, $0x0004
+DATA q6KShifts<>+74(SB)/2, $0x0004
+DATA q6KShifts<>+76(SB)/2, $0x0004
+DATA q6KShifts<>+78(SB)/2, $0x0004
+DATA q6KShifts<>+80(SB)/2, $0x0004
+DATA q6KShifts<>+82(SB)/2, $0x0004
+DATA q6KShifts<>+84(SB)/2, $0x0004
+DATA q6KShifts<>+86(SB)/2, $0x0004
+DATA q6KShifts<>+88(SB)/2, $0x0004
+DATA q6KShifts<>+90(SB)/2, $0x0004
+DATA q6KShifts<>+92(SB)/2, $0x0004
+DATA q6KShifts<>+94(SB)/2, $0x0004
+DATA q6KShifts<>+96(SB)/2, $0x0006
+DATA q6KShifts<>+98(SB)/2, $0x0006
+DATA q6KShifts<>+100(SB)/2, $0x0006
+DATA q6KShifts<>+102(SB)/2, $0x0006
+DATA q6KShifts<>+104(SB)/2, $0x0006
+DATA q6KShifts<>+106(SB)/2, $0x0006
+DATA q6KShifts<>+108(SB)/2, $0x0006
+DATA q6KShifts<>+110(SB)/2, $0x0006
+DATA q6KShifts<>+112(SB)/2, $0x0006
+DATA q6KShifts<>+114(SB)/2, $0x0006
+DATA q6KShifts<>+116(SB)/2, $0x0006
+DATA q6KShifts<>+118(SB)/2, $0x0006
+DATA q6KShifts<>+120(SB)/2, $0x0006
+DATA q6KShifts<>+122(SB)/2, $0x0006
+DATA q6KShifts<>+124(SB)/2, $0x0006
+DATA q6KShifts<>+126(SB)/2, $0x0006
+GLOBL q6KShifts<>(SB), RODATA|NOPTR, $128
+
+// func lanesF32AVX2(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX
-TEXT ·lanesF32AVX2(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanesF32AVX2(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
 
@@ -39,18 +120,123 @@ loop:
 	JMP     loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
 
-// func lanesF16AVX2(l *[16]float32, w []byte, x []float32)
+// func lanes2F32AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX2
+TEXT ·lanes2F32AVX2(SB), NOSPLIT, $0-200
+	MOVQ  w0_base+0(FP), AX
+	MOVQ  w1_base+24(FP), CX
+	MOVQ  w0_len+8(FP), DX
+	MOVQ  x_base+48(FP), BX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+
+loop:
+	CMPQ    DX, $0x00000040
+	JB      done
+	VMOVUPS (AX), Y4
+	VMULPS  (BX), Y4, Y4
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS 32(AX), Y4
+	VMULPS  32(BX), Y4, Y4
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS (CX), Y4
+	VMULPS  (BX), Y4, Y4
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 32(CX), Y4
+	VMULPS  32(BX), Y4, Y4
+	VADDPS  Y4, Y3, Y3
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, BX
+	SUBQ    $0x00000040, DX
+	JMP     loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4F32AVX2(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2
+TEXT ·lanes4F32AVX2(SB), NOSPLIT, $0-312
+	MOVQ  w_base+0(FP), AX
+	MOVQ  w_len+8(FP), CX
+	MOVQ  stride+48(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  x_base+24(FP), BX
+	LEAQ  (BX)(DX*1), SI
+	LEAQ  (SI)(DX*1), DI
+	LEAQ  (DI)(DX*1), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+loop:
+	CMPQ    CX, $0x00000040
+	JB      done
+	VMOVUPS (AX), Y8
+	VMULPS  (BX), Y8, Y9
+	VADDPS  Y9, Y0, Y0
+	VMULPS  (SI), Y8, Y9
+	VADDPS  Y9, Y2, Y2
+	VMULPS  (DI), Y8, Y9
+	VADDPS  Y9, Y4, Y4
+	VMULPS  (DX), Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 32(AX), Y8
+	VMULPS  32(BX), Y8, Y9
+	VADDPS  Y9, Y1, Y1
+	VMULPS  32(SI), Y8, Y9
+	VADDPS  Y9, Y3, Y3
+	VMULPS  32(DI), Y8, Y9
+	VADDPS  Y9, Y5, Y5
+	VMULPS  32(DX), Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, BX
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000040, CX
+	JMP     loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	VZEROUPPER
+	RET
+
+// func lanesF16AVX2(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX, F16C
-TEXT ·lanesF16AVX2(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanesF16AVX2(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
 
@@ -69,18 +255,123 @@ loop:
 	JMP       loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
 
-// func lanesBF16AVX2(l *[16]float32, w []byte, x []float32)
+// func lanes2F16AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·lanes2F16AVX2(SB), NOSPLIT, $0-200
+	MOVQ  w0_base+0(FP), AX
+	MOVQ  w1_base+24(FP), CX
+	MOVQ  w0_len+8(FP), DX
+	MOVQ  x_base+48(FP), BX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VCVTPH2PS (AX), Y4
+	VMULPS    (BX), Y4, Y4
+	VADDPS    Y4, Y0, Y0
+	VCVTPH2PS 16(AX), Y4
+	VMULPS    32(BX), Y4, Y4
+	VADDPS    Y4, Y1, Y1
+	VCVTPH2PS (CX), Y4
+	VMULPS    (BX), Y4, Y4
+	VADDPS    Y4, Y2, Y2
+	VCVTPH2PS 16(CX), Y4
+	VMULPS    32(BX), Y4, Y4
+	VADDPS    Y4, Y3, Y3
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, BX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4F16AVX2(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·lanes4F16AVX2(SB), NOSPLIT, $0-312
+	MOVQ  w_base+0(FP), AX
+	MOVQ  w_len+8(FP), CX
+	MOVQ  stride+48(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  x_base+24(FP), BX
+	LEAQ  (BX)(DX*1), SI
+	LEAQ  (SI)(DX*1), DI
+	LEAQ  (DI)(DX*1), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+loop:
+	CMPQ      CX, $0x00000020
+	JB        done
+	VCVTPH2PS (AX), Y8
+	VMULPS    (BX), Y8, Y9
+	VADDPS    Y9, Y0, Y0
+	VMULPS    (SI), Y8, Y9
+	VADDPS    Y9, Y2, Y2
+	VMULPS    (DI), Y8, Y9
+	VADDPS    Y9, Y4, Y4
+	VMULPS    (DX), Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 16(AX), Y8
+	VMULPS    32(BX), Y8, Y9
+	VADDPS    Y9, Y1, Y1
+	VMULPS    32(SI), Y8, Y9
+	VADDPS    Y9, Y3, Y3
+	VMULPS    32(DI), Y8, Y9
+	VADDPS    Y9, Y5, Y5
+	VMULPS    32(DX), Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000040, BX
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, CX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	VZEROUPPER
+	RET
+
+// func lanesBF16AVX2(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX, AVX2
-TEXT ·lanesBF16AVX2(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanesBF16AVX2(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
 
@@ -101,18 +392,129 @@ loop:
 	JMP       loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
 
-// func lanesQ8_0AVX2(l *[16]float32, w []byte, x []float32)
+// func lanes2BF16AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX2
+TEXT ·lanes2BF16AVX2(SB), NOSPLIT, $0-200
+	MOVQ  w0_base+0(FP), AX
+	MOVQ  w1_base+24(FP), CX
+	MOVQ  w0_len+8(FP), DX
+	MOVQ  x_base+48(FP), BX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VPMOVZXWD (AX), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    (BX), Y4, Y4
+	VADDPS    Y4, Y0, Y0
+	VPMOVZXWD 16(AX), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    32(BX), Y4, Y4
+	VADDPS    Y4, Y1, Y1
+	VPMOVZXWD (CX), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    (BX), Y4, Y4
+	VADDPS    Y4, Y2, Y2
+	VPMOVZXWD 16(CX), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    32(BX), Y4, Y4
+	VADDPS    Y4, Y3, Y3
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, BX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4BF16AVX2(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2
+TEXT ·lanes4BF16AVX2(SB), NOSPLIT, $0-312
+	MOVQ  w_base+0(FP), AX
+	MOVQ  w_len+8(FP), CX
+	MOVQ  stride+48(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  x_base+24(FP), BX
+	LEAQ  (BX)(DX*1), SI
+	LEAQ  (SI)(DX*1), DI
+	LEAQ  (DI)(DX*1), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+loop:
+	CMPQ      CX, $0x00000020
+	JB        done
+	VPMOVZXWD (AX), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    (BX), Y8, Y9
+	VADDPS    Y9, Y0, Y0
+	VMULPS    (SI), Y8, Y9
+	VADDPS    Y9, Y2, Y2
+	VMULPS    (DI), Y8, Y9
+	VADDPS    Y9, Y4, Y4
+	VMULPS    (DX), Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 16(AX), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    32(BX), Y8, Y9
+	VADDPS    Y9, Y1, Y1
+	VMULPS    32(SI), Y8, Y9
+	VADDPS    Y9, Y3, Y3
+	VMULPS    32(DI), Y8, Y9
+	VADDPS    Y9, Y5, Y5
+	VMULPS    32(DX), Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000040, BX
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, CX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	VZEROUPPER
+	RET
+
+// func lanesQ8_0AVX2(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX, AVX2, F16C
-TEXT ·lanesQ8_0AVX2(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanesQ8_0AVX2(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
 
@@ -140,26 +542,194 @@ loop:
 	VPMOVSXBD    26(CX), Y3
 	VCVTDQ2PS    Y3, Y3
 	VMULPS       Y2, Y3, Y3
-	VMULPS       96(BX), Y3, Y3
-	VADDPS       Y3, Y1, Y1
+	VMULPS       96(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
 	ADDQ         $0x00000022, CX
 	ADDQ         $0x00000080, BX
 	SUBQ         $0x00000022, DX
 	JMP          loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
 
-// func lanesQ6KAVX2(l *[16]float32, w []byte, x []float32)
+// func lanes2Q8_0AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 // Requires: AVX, AVX2, F16C
-TEXT ·lanesQ6KAVX2(SB), NOSPLIT, $64-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanes2Q8_0AVX2(SB), NOSPLIT, $0-200
+	MOVQ  w0_base+0(FP), AX
+	MOVQ  w1_base+24(FP), CX
+	MOVQ  w0_len+8(FP), DX
+	MOVQ  x_base+48(FP), BX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+
+loop:
+	CMPQ         DX, $0x00000022
+	JB           done
+	VPBROADCASTW (AX), X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, Y4
+	VPMOVSXBD    2(AX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       (BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    10(AX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       32(BX), Y5, Y5
+	VADDPS       Y5, Y1, Y1
+	VPMOVSXBD    18(AX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       64(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    26(AX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       96(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VPBROADCASTW (CX), X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, Y4
+	VPMOVSXBD    2(CX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       (BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    10(CX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       32(BX), Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	VPMOVSXBD    18(CX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       64(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    26(CX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       96(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	ADDQ         $0x00000022, AX
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000080, BX
+	SUBQ         $0x00000022, DX
+	JMP          loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4Q8_0AVX2(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·lanes4Q8_0AVX2(SB), NOSPLIT, $0-312
+	MOVQ  w_base+0(FP), AX
+	MOVQ  w_len+8(FP), CX
+	MOVQ  stride+48(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  x_base+24(FP), BX
+	LEAQ  (BX)(DX*1), SI
+	LEAQ  (SI)(DX*1), DI
+	LEAQ  (DI)(DX*1), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+loop:
+	CMPQ         CX, $0x00000022
+	JB           done
+	VPBROADCASTW (AX), X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD    2(AX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       (BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       (SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       (DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       (DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    10(AX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       32(BX), Y9, Y10
+	VADDPS       Y10, Y1, Y1
+	VMULPS       32(SI), Y9, Y10
+	VADDPS       Y10, Y3, Y3
+	VMULPS       32(DI), Y9, Y10
+	VADDPS       Y10, Y5, Y5
+	VMULPS       32(DX), Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	VPMOVSXBD    18(AX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       64(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       64(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       64(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       64(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    26(AX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       96(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       96(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       96(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       96(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x00000022, AX
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DI
+	ADDQ         $0x00000080, DX
+	SUBQ         $0x00000022, CX
+	JMP          loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	VZEROUPPER
+	RET
+
+// func lanesQ6KAVX2(l [16]float32, w []byte, x []float32) [16]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·lanesQ6KAVX2(SB), NOSPLIT, $64-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
 
@@ -602,25 +1172,1606 @@ loop:
 	VCVTDQ2PS    Y5, Y5
 	VBROADCASTSS 60(SP), Y2
 	VMULPS       Y2, Y5, Y5
-	VMULPS       992(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
+	VMULPS       992(BX), Y5, Y2
+	VADDPS       Y2, Y1, Y1
 	ADDQ         $0x000000d2, CX
 	ADDQ         $0x00000400, BX
 	SUBQ         $0x000000d2, DX
 	JMP          loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
 
-// func sumLanesAVX2(l *[16]float32, v []float32)
+// func lanes2Q6KAVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·lanes2Q6KAVX2(SB), NOSPLIT, $128-200
+	MOVQ  w0_base+0(FP), AX
+	MOVQ  w1_base+24(FP), CX
+	MOVQ  w0_len+8(FP), DX
+	MOVQ  x_base+48(FP), BX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+
+loop:
+	CMPQ         DX, $0x000000d2
+	JB           done
+	VPBROADCASTW 208(AX), X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, Y4
+	VPMOVSXBD    192(AX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMOVUPS      Y5, (SP)
+	VPMOVSXBD    200(AX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMOVUPS      Y5, 32(SP)
+	VPBROADCASTD const15<>+0(SB), Y4
+	VPBROADCASTD const3<>+0(SB), Y5
+	VPBROADCASTD const32<>+0(SB), Y6
+	VPMOVZXBD    (AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS (SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       (BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    8(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS (SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       32(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    16(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 4(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       64(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    24(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 4(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       96(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    32(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 8(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       128(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    40(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 8(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       160(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    48(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 12(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       192(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    56(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 12(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       224(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    (AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 16(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       256(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    8(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 16(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       288(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    16(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 20(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       320(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    24(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 20(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       352(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    32(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 24(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       384(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    40(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 24(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       416(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    48(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 28(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       448(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    56(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 28(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       480(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    64(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 32(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       512(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    72(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 32(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       544(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    80(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 36(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       576(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    88(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(AX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 36(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       608(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    96(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 40(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       640(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    104(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 40(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       672(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    112(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 44(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       704(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    120(AX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(AX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 44(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       736(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    64(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 48(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       768(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    72(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 48(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       800(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    80(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 52(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       832(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    88(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(AX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 52(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       864(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    96(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 56(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       896(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    104(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 56(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       928(BX), Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VPMOVZXBD    112(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 60(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       960(BX), Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VPMOVZXBD    120(AX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(AX), Y4
+	VPSRLD       $0x06, Y4, Y4
+	VPAND        Y5, Y4, Y4
+	VPSLLD       $0x04, Y4, Y4
+	VPOR         Y4, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 60(SP), Y4
+	VMULPS       Y4, Y7, Y7
+	VMULPS       992(BX), Y7, Y4
+	VADDPS       Y4, Y1, Y1
+	VPBROADCASTW 208(CX), X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, Y4
+	VPMOVSXBD    192(CX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMOVUPS      Y5, 64(SP)
+	VPMOVSXBD    200(CX), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMOVUPS      Y5, 96(SP)
+	VPBROADCASTD const15<>+0(SB), Y4
+	VPBROADCASTD const3<>+0(SB), Y5
+	VPBROADCASTD const32<>+0(SB), Y6
+	VPMOVZXBD    (CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       (BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    8(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       32(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    16(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 68(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       64(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    24(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 68(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       96(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    32(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 72(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       128(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    40(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 72(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       160(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    48(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 76(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       192(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    56(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 76(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       224(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    (CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 80(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       256(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    8(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 80(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       288(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    16(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 84(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       320(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    24(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 84(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       352(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    32(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    128(CX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 88(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       384(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    40(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    136(CX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 88(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       416(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    48(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    144(CX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 92(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       448(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    56(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    152(CX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 92(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       480(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    64(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 96(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       512(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    72(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 96(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       544(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    80(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 100(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       576(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    88(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(CX), Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 100(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       608(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    96(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 104(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       640(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    104(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 104(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       672(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    112(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 108(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       704(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    120(CX), Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(CX), Y8
+	VPSRLD       $0x02, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 108(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       736(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    64(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 112(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       768(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    72(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 112(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       800(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    80(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 116(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       832(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    88(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(CX), Y8
+	VPSRLD       $0x04, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 116(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       864(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    96(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    160(CX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 120(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       896(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    104(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    168(CX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 120(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       928(BX), Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VPMOVZXBD    112(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    176(CX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y5, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 124(SP), Y8
+	VMULPS       Y8, Y7, Y7
+	VMULPS       960(BX), Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VPMOVZXBD    120(CX), Y7
+	VPSRLD       $0x04, Y7, Y7
+	VPAND        Y4, Y7, Y7
+	VPMOVZXBD    184(CX), Y4
+	VPSRLD       $0x06, Y4, Y4
+	VPAND        Y5, Y4, Y4
+	VPSLLD       $0x04, Y4, Y4
+	VPOR         Y4, Y7, Y7
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 124(SP), Y4
+	VMULPS       Y4, Y7, Y7
+	VMULPS       992(BX), Y7, Y4
+	VADDPS       Y4, Y3, Y3
+	ADDQ         $0x000000d2, AX
+	ADDQ         $0x000000d2, CX
+	ADDQ         $0x00000400, BX
+	SUBQ         $0x000000d2, DX
+	JMP          loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4Q6KAVX2(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·lanes4Q6KAVX2(SB), NOSPLIT, $64-312
+	MOVQ  w_base+0(FP), AX
+	MOVQ  w_len+8(FP), CX
+	MOVQ  stride+48(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  x_base+24(FP), BX
+	LEAQ  (BX)(DX*1), SI
+	LEAQ  (SI)(DX*1), DI
+	LEAQ  (DI)(DX*1), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+loop:
+	CMPQ         CX, $0x000000d2
+	JB           done
+	VPBROADCASTW 208(AX), X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD    192(AX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMOVUPS      Y9, (SP)
+	VPMOVSXBD    200(AX), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMOVUPS      Y9, 32(SP)
+	VPBROADCASTD const15<>+0(SB), Y8
+	VPBROADCASTD const3<>+0(SB), Y9
+	VPBROADCASTD const32<>+0(SB), Y10
+	VPMOVZXBD    (AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    128(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS (SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       (BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       (SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       (DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       (DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    8(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    136(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS (SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       32(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       32(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       32(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       32(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    16(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    144(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 4(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       64(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       64(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       64(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       64(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    24(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    152(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 4(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       96(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       96(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       96(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       96(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    32(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    128(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 8(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       128(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       128(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       128(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       128(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    40(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    136(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 8(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       160(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       160(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       160(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       160(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    48(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    144(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 12(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       192(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       192(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       192(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       192(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    56(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    152(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 12(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       224(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       224(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       224(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       224(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    (AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    128(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 16(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       256(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       256(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       256(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       256(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    8(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    136(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 16(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       288(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       288(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       288(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       288(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    16(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    144(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 20(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       320(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       320(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       320(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       320(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    24(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    152(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 20(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       352(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       352(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       352(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       352(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    32(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    128(AX), Y12
+	VPSRLD       $0x06, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 24(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       384(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       384(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       384(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       384(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    40(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    136(AX), Y12
+	VPSRLD       $0x06, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 24(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       416(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       416(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       416(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       416(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    48(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    144(AX), Y12
+	VPSRLD       $0x06, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 28(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       448(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       448(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       448(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       448(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    56(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    152(AX), Y12
+	VPSRLD       $0x06, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 28(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       480(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       480(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       480(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       480(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    64(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    160(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 32(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       512(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       512(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       512(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       512(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    72(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    168(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 32(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       544(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       544(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       544(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       544(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    80(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    176(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 36(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       576(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       576(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       576(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       576(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    88(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    184(AX), Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 36(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       608(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       608(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       608(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       608(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    96(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    160(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 40(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       640(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       640(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       640(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       640(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    104(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    168(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 40(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       672(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       672(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       672(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       672(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    112(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    176(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 44(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       704(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       704(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       704(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       704(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    120(AX), Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    184(AX), Y12
+	VPSRLD       $0x02, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 44(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       736(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       736(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       736(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       736(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    64(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    160(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 48(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       768(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       768(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       768(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       768(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    72(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    168(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 48(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       800(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       800(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       800(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       800(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    80(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    176(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 52(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       832(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       832(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       832(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       832(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    88(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    184(AX), Y12
+	VPSRLD       $0x04, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 52(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       864(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       864(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       864(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       864(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    96(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    160(AX), Y12
+	VPSRLD       $0x06, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 56(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       896(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       896(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       896(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       896(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    104(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    168(AX), Y12
+	VPSRLD       $0x06, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 56(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       928(BX), Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       928(SI), Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       928(DI), Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       928(DX), Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPMOVZXBD    112(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    176(AX), Y12
+	VPSRLD       $0x06, Y12, Y12
+	VPAND        Y9, Y12, Y12
+	VPSLLD       $0x04, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 60(SP), Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       960(BX), Y11, Y12
+	VADDPS       Y12, Y0, Y0
+	VMULPS       960(SI), Y11, Y12
+	VADDPS       Y12, Y2, Y2
+	VMULPS       960(DI), Y11, Y12
+	VADDPS       Y12, Y4, Y4
+	VMULPS       960(DX), Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VPMOVZXBD    120(AX), Y11
+	VPSRLD       $0x04, Y11, Y11
+	VPAND        Y8, Y11, Y11
+	VPMOVZXBD    184(AX), Y8
+	VPSRLD       $0x06, Y8, Y8
+	VPAND        Y9, Y8, Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPOR         Y8, Y11, Y11
+	VPSUBD       Y10, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 60(SP), Y8
+	VMULPS       Y8, Y11, Y11
+	VMULPS       992(BX), Y11, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       992(SI), Y11, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       992(DI), Y11, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       992(DX), Y11, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x000000d2, AX
+	ADDQ         $0x00000400, BX
+	ADDQ         $0x00000400, SI
+	ADDQ         $0x00000400, DI
+	ADDQ         $0x00000400, DX
+	SUBQ         $0x000000d2, CX
+	JMP          loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	VZEROUPPER
+	RET
+
+// func sumLanesAVX2(l [16]float32, v []float32) [16]float32
 // Requires: AVX
-TEXT ·sumLanesAVX2(SB), NOSPLIT, $0-32
-	MOVQ    l+0(FP), AX
-	MOVQ    v_base+8(FP), CX
-	MOVQ    v_len+16(FP), DX
+TEXT ·sumLanesAVX2(SB), NOSPLIT, $0-152
+	LEAQ    l_0+0(FP), AX
+	MOVQ    v_base+64(FP), CX
+	MOVQ    v_len+72(FP), DX
 	SHRQ    $0x04, DX
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
@@ -635,18 +2786,19 @@ loop:
 	JMP    loop
 
 done:
+	LEAQ    ret_0+88(FP), AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
 
-// func lanesF32AVX512(l *[16]float32, w []byte, x []float32)
+// func lanesF32AVX512(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX, AVX512F
-TEXT ·lanesF32AVX512(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanesF32AVX512(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Z0
 
 loop:
@@ -661,17 +2813,95 @@ loop:
 	JMP     loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-// func lanesF16AVX512(l *[16]float32, w []byte, x []float32)
+// func lanes2F32AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
 // Requires: AVX, AVX512F
-TEXT ·lanesF16AVX512(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanes2F32AVX512(SB), NOSPLIT, $0-200
+	MOVQ   w0_base+0(FP), AX
+	MOVQ   w1_base+24(FP), CX
+	MOVQ   w0_len+8(FP), DX
+	MOVQ   x_base+48(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+loop:
+	CMPQ    DX, $0x00000040
+	JB      done
+	VMOVUPS (AX), Z2
+	VMULPS  (BX), Z2, Z2
+	VADDPS  Z2, Z0, Z0
+	VMOVUPS (CX), Z2
+	VMULPS  (BX), Z2, Z2
+	VADDPS  Z2, Z1, Z1
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, BX
+	SUBQ    $0x00000040, DX
+	JMP     loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4F32AVX512(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX512F
+TEXT ·lanes4F32AVX512(SB), NOSPLIT, $0-312
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   stride+48(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   x_base+24(FP), BX
+	LEAQ   (BX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+loop:
+	CMPQ    CX, $0x00000040
+	JB      done
+	VMOVUPS (AX), Z4
+	VMULPS  (BX), Z4, Z5
+	VADDPS  Z5, Z0, Z0
+	VMULPS  (SI), Z4, Z5
+	VADDPS  Z5, Z1, Z1
+	VMULPS  (DI), Z4, Z5
+	VADDPS  Z5, Z2, Z2
+	VMULPS  (DX), Z4, Z4
+	VADDPS  Z4, Z3, Z3
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, BX
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000040, CX
+	JMP     loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func lanesF16AVX512(l [16]float32, w []byte, x []float32) [16]float32
+// Requires: AVX, AVX512F
+TEXT ·lanesF16AVX512(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Z0
 
 loop:
@@ -686,17 +2916,95 @@ loop:
 	JMP       loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-// func lanesBF16AVX512(l *[16]float32, w []byte, x []float32)
+// func lanes2F16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
 // Requires: AVX, AVX512F
-TEXT ·lanesBF16AVX512(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanes2F16AVX512(SB), NOSPLIT, $0-200
+	MOVQ   w0_base+0(FP), AX
+	MOVQ   w1_base+24(FP), CX
+	MOVQ   w0_len+8(FP), DX
+	MOVQ   x_base+48(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VCVTPH2PS (AX), Z2
+	VMULPS    (BX), Z2, Z2
+	VADDPS    Z2, Z0, Z0
+	VCVTPH2PS (CX), Z2
+	VMULPS    (BX), Z2, Z2
+	VADDPS    Z2, Z1, Z1
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, BX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4F16AVX512(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX512F
+TEXT ·lanes4F16AVX512(SB), NOSPLIT, $0-312
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   stride+48(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   x_base+24(FP), BX
+	LEAQ   (BX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+loop:
+	CMPQ      CX, $0x00000020
+	JB        done
+	VCVTPH2PS (AX), Z4
+	VMULPS    (BX), Z4, Z5
+	VADDPS    Z5, Z0, Z0
+	VMULPS    (SI), Z4, Z5
+	VADDPS    Z5, Z1, Z1
+	VMULPS    (DI), Z4, Z5
+	VADDPS    Z5, Z2, Z2
+	VMULPS    (DX), Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000040, BX
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, CX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func lanesBF16AVX512(l [16]float32, w []byte, x []float32) [16]float32
+// Requires: AVX, AVX512F
+TEXT ·lanesBF16AVX512(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Z0
 
 loop:
@@ -712,17 +3020,98 @@ loop:
 	JMP       loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-// func lanesQ8_0AVX512(l *[16]float32, w []byte, x []float32)
+// func lanes2BF16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX512F
+TEXT ·lanes2BF16AVX512(SB), NOSPLIT, $0-200
+	MOVQ   w0_base+0(FP), AX
+	MOVQ   w1_base+24(FP), CX
+	MOVQ   w0_len+8(FP), DX
+	MOVQ   x_base+48(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VPMOVZXWD (AX), Z2
+	VPSLLD    $0x10, Z2, Z2
+	VMULPS    (BX), Z2, Z2
+	VADDPS    Z2, Z0, Z0
+	VPMOVZXWD (CX), Z2
+	VPSLLD    $0x10, Z2, Z2
+	VMULPS    (BX), Z2, Z2
+	VADDPS    Z2, Z1, Z1
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, BX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4BF16AVX512(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX512F
+TEXT ·lanes4BF16AVX512(SB), NOSPLIT, $0-312
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   stride+48(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   x_base+24(FP), BX
+	LEAQ   (BX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+loop:
+	CMPQ      CX, $0x00000020
+	JB        done
+	VPMOVZXWD (AX), Z4
+	VPSLLD    $0x10, Z4, Z4
+	VMULPS    (BX), Z4, Z5
+	VADDPS    Z5, Z0, Z0
+	VMULPS    (SI), Z4, Z5
+	VADDPS    Z5, Z1, Z1
+	VMULPS    (DI), Z4, Z5
+	VADDPS    Z5, Z2, Z2
+	VMULPS    (DX), Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000040, BX
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, CX
+	JMP       loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func lanesQ8_0AVX512(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX, AVX2, AVX512F, F16C
-TEXT ·lanesQ8_0AVX512(SB), NOSPLIT, $0-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
+TEXT ·lanesQ8_0AVX512(SB), NOSPLIT, $0-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
 	VMOVUPS (AX), Z0
 
 loop:
@@ -739,268 +3128,911 @@ loop:
 	VPMOVSXBD    18(CX), Z2
 	VCVTDQ2PS    Z2, Z2
 	VMULPS       Z1, Z2, Z2
-	VMULPS       64(BX), Z2, Z2
-	VADDPS       Z2, Z0, Z0
+	VMULPS       64(BX), Z2, Z1
+	VADDPS       Z1, Z0, Z0
 	ADDQ         $0x00000022, CX
 	ADDQ         $0x00000080, BX
 	SUBQ         $0x00000022, DX
 	JMP          loop
 
 done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-// func lanesQ6KAVX512(l *[16]float32, w []byte, x []float32)
+// func lanes2Q8_0AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
 // Requires: AVX, AVX2, AVX512F, F16C
-TEXT ·lanesQ6KAVX512(SB), NOSPLIT, $64-56
-	MOVQ    l+0(FP), AX
-	MOVQ    w_base+8(FP), CX
-	MOVQ    w_len+16(FP), DX
-	MOVQ    x_base+32(FP), BX
-	VMOVUPS (AX), Z0
+TEXT ·lanes2Q8_0AVX512(SB), NOSPLIT, $0-200
+	MOVQ   w0_base+0(FP), AX
+	MOVQ   w1_base+24(FP), CX
+	MOVQ   w0_len+8(FP), DX
+	MOVQ   x_base+48(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
 
 loop:
-	CMPQ         DX, $0x000000d2
+	CMPQ         DX, $0x00000022
 	JB           done
-	VPBROADCASTW 208(CX), X1
-	VCVTPH2PS    X1, X1
-	VBROADCASTSS X1, Z1
-	VPMOVSXBD    192(CX), Z2
-	VCVTDQ2PS    Z2, Z2
-	VMULPS       Z1, Z2, Z2
-	VMOVUPS      Z2, (SP)
-	VPBROADCASTD const15<>+0(SB), Z1
-	VPBROADCASTD const3<>+0(SB), Z2
-	VPBROADCASTD const32<>+0(SB), Z3
-	VPMOVZXBD    (CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    128(CX), Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS (SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       (BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    16(CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    144(CX), Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 4(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       64(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    32(CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    128(CX), Z5
-	VPSRLD       $0x02, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 8(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       128(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    48(CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    144(CX), Z5
-	VPSRLD       $0x02, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 12(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       192(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    (CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    128(CX), Z5
-	VPSRLD       $0x04, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 16(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       256(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    16(CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    144(CX), Z5
-	VPSRLD       $0x04, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 20(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       320(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    32(CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    128(CX), Z5
-	VPSRLD       $0x06, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 24(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       384(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    48(CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    144(CX), Z5
-	VPSRLD       $0x06, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 28(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       448(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    64(CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    160(CX), Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 32(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       512(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    80(CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    176(CX), Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 36(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       576(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    96(CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    160(CX), Z5
-	VPSRLD       $0x02, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 40(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       640(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    112(CX), Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    176(CX), Z5
-	VPSRLD       $0x02, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 44(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       704(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    64(CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    160(CX), Z5
-	VPSRLD       $0x04, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 48(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       768(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    80(CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    176(CX), Z5
-	VPSRLD       $0x04, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 52(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       832(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    96(CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    160(CX), Z5
-	VPSRLD       $0x06, Z5, Z5
-	VPANDD       Z2, Z5, Z5
-	VPSLLD       $0x04, Z5, Z5
-	VPORD        Z5, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 56(SP), Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS       896(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	VPMOVZXBD    112(CX), Z4
-	VPSRLD       $0x04, Z4, Z4
-	VPANDD       Z1, Z4, Z4
-	VPMOVZXBD    176(CX), Z1
-	VPSRLD       $0x06, Z1, Z1
-	VPANDD       Z2, Z1, Z1
-	VPSLLD       $0x04, Z1, Z1
-	VPORD        Z1, Z4, Z4
-	VPSUBD       Z3, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSS 60(SP), Z1
-	VMULPS       Z1, Z4, Z4
-	VMULPS       960(BX), Z4, Z4
-	VADDPS       Z4, Z0, Z0
-	ADDQ         $0x000000d2, CX
-	ADDQ         $0x00000400, BX
-	SUBQ         $0x000000d2, DX
+	VPBROADCASTW (AX), X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS X2, Z2
+	VPMOVSXBD    2(AX), Z3
+	VCVTDQ2PS    Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VMULPS       (BX), Z3, Z3
+	VADDPS       Z3, Z0, Z0
+	VPMOVSXBD    18(AX), Z3
+	VCVTDQ2PS    Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VMULPS       64(BX), Z3, Z2
+	VADDPS       Z2, Z0, Z0
+	VPBROADCASTW (CX), X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS X2, Z2
+	VPMOVSXBD    2(CX), Z3
+	VCVTDQ2PS    Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VMULPS       (BX), Z3, Z3
+	VADDPS       Z3, Z1, Z1
+	VPMOVSXBD    18(CX), Z3
+	VCVTDQ2PS    Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VMULPS       64(BX), Z3, Z2
+	VADDPS       Z2, Z1, Z1
+	ADDQ         $0x00000022, AX
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000080, BX
+	SUBQ         $0x00000022, DX
 	JMP          loop
 
 done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4Q8_0AVX512(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2, AVX512F, F16C
+TEXT ·lanes4Q8_0AVX512(SB), NOSPLIT, $0-312
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   stride+48(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   x_base+24(FP), BX
+	LEAQ   (BX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+loop:
+	CMPQ         CX, $0x00000022
+	JB           done
+	VPBROADCASTW (AX), X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, Z4
+	VPMOVSXBD    2(AX), Z5
+	VCVTDQ2PS    Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VMULPS       (BX), Z5, Z6
+	VADDPS       Z6, Z0, Z0
+	VMULPS       (SI), Z5, Z6
+	VADDPS       Z6, Z1, Z1
+	VMULPS       (DI), Z5, Z6
+	VADDPS       Z6, Z2, Z2
+	VMULPS       (DX), Z5, Z5
+	VADDPS       Z5, Z3, Z3
+	VPMOVSXBD    18(AX), Z5
+	VCVTDQ2PS    Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VMULPS       64(BX), Z5, Z4
+	VADDPS       Z4, Z0, Z0
+	VMULPS       64(SI), Z5, Z4
+	VADDPS       Z4, Z1, Z1
+	VMULPS       64(DI), Z5, Z4
+	VADDPS       Z4, Z2, Z2
+	VMULPS       64(DX), Z5, Z4
+	VADDPS       Z4, Z3, Z3
+	ADDQ         $0x00000022, AX
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DI
+	ADDQ         $0x00000080, DX
+	SUBQ         $0x00000022, CX
+	JMP          loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func lanesQ6KAVX512(l [16]float32, w []byte, x []float32) [16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C
+TEXT ·lanesQ6KAVX512(SB), NOSPLIT, $64-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
+	VMOVUPS (AX), Z0
+
+loop:
+	CMPQ            DX, $0x000000d2
+	JB              done
+	VPBROADCASTW    208(CX), X1
+	VCVTPH2PS       X1, X1
+	VBROADCASTSS    X1, Z1
+	VPMOVSXBD       192(CX), Z2
+	VCVTDQ2PS       Z2, Z2
+	VMULPS          Z1, Z2, Z2
+	VMOVUPS         Z2, (SP)
+	VPBROADCASTD    const252645135<>+0(SB), Z1
+	VPBROADCASTD    const50529027<>+0(SB), Z2
+	VPBROADCASTD    const538976288<>+0(SB), Z3
+	VMOVDQU64       (CX), Z4
+	VBROADCASTI64X4 128(CX), Z5
+	VPANDD          Z1, Z4, Z6
+	VPSRLW          $0x04, Z4, Z4
+	VPANDD          Z1, Z4, Z4
+	VPSRLVW         q6KShifts<>+0(SB), Z5, Z7
+	VPANDD          Z2, Z7, Z7
+	VPSLLW          $0x04, Z7, Z7
+	VPORD           Z7, Z6, Z6
+	VPSUBB          Z3, Z6, Z6
+	VPMOVSXBD       X6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTSS    (SP), Z8
+	VMULPS          Z8, Z7, Z7
+	VMULPS          (BX), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z6, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTSS    4(SP), Z8
+	VMULPS          Z8, Z7, Z7
+	VMULPS          64(BX), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z6, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTSS    8(SP), Z8
+	VMULPS          Z8, Z7, Z7
+	VMULPS          128(BX), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z6, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VBROADCASTSS    12(SP), Z7
+	VMULPS          Z7, Z6, Z6
+	VMULPS          192(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VPSRLVW         q6KShifts<>+64(SB), Z5, Z5
+	VPANDD          Z2, Z5, Z5
+	VPSLLW          $0x04, Z5, Z5
+	VPORD           Z5, Z4, Z4
+	VPSUBB          Z3, Z4, Z4
+	VPMOVSXBD       X4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTSS    16(SP), Z6
+	VMULPS          Z6, Z5, Z5
+	VMULPS          256(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z4, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTSS    20(SP), Z6
+	VMULPS          Z6, Z5, Z5
+	VMULPS          320(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z4, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTSS    24(SP), Z6
+	VMULPS          Z6, Z5, Z5
+	VMULPS          384(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z4, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    28(SP), Z5
+	VMULPS          Z5, Z4, Z4
+	VMULPS          448(BX), Z4, Z4
+	VADDPS          Z4, Z0, Z0
+	VMOVDQU64       64(CX), Z4
+	VBROADCASTI64X4 160(CX), Z5
+	VPANDD          Z1, Z4, Z6
+	VPSRLW          $0x04, Z4, Z4
+	VPANDD          Z1, Z4, Z4
+	VPSRLVW         q6KShifts<>+0(SB), Z5, Z1
+	VPANDD          Z2, Z1, Z1
+	VPSLLW          $0x04, Z1, Z1
+	VPORD           Z1, Z6, Z6
+	VPSUBB          Z3, Z6, Z6
+	VPMOVSXBD       X6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    32(SP), Z7
+	VMULPS          Z7, Z1, Z1
+	VMULPS          512(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z6, X1
+	VPMOVSXBD       X1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    36(SP), Z7
+	VMULPS          Z7, Z1, Z1
+	VMULPS          576(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z6, X1
+	VPMOVSXBD       X1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    40(SP), Z7
+	VMULPS          Z7, Z1, Z1
+	VMULPS          640(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z6, X1
+	VPMOVSXBD       X1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    44(SP), Z6
+	VMULPS          Z6, Z1, Z1
+	VMULPS          704(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VPSRLVW         q6KShifts<>+64(SB), Z5, Z1
+	VPANDD          Z2, Z1, Z1
+	VPSLLW          $0x04, Z1, Z1
+	VPORD           Z1, Z4, Z4
+	VPSUBB          Z3, Z4, Z4
+	VPMOVSXBD       X4, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    48(SP), Z2
+	VMULPS          Z2, Z1, Z1
+	VMULPS          768(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z4, X1
+	VPMOVSXBD       X1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    52(SP), Z2
+	VMULPS          Z2, Z1, Z1
+	VMULPS          832(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z4, X1
+	VPMOVSXBD       X1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    56(SP), Z2
+	VMULPS          Z2, Z1, Z1
+	VMULPS          896(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z4, X1
+	VPMOVSXBD       X1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VBROADCASTSS    60(SP), Z2
+	VMULPS          Z2, Z1, Z1
+	VMULPS          960(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000400, BX
+	SUBQ            $0x000000d2, DX
+	JMP             loop
+
+done:
+	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-// func sumLanesAVX512(l *[16]float32, v []float32)
+// func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C
+TEXT ·lanes2Q6KAVX512(SB), NOSPLIT, $128-200
+	MOVQ   w0_base+0(FP), AX
+	MOVQ   w1_base+24(FP), CX
+	MOVQ   w0_len+8(FP), DX
+	MOVQ   x_base+48(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+loop:
+	CMPQ            DX, $0x000000d2
+	JB              done
+	VPBROADCASTW    208(AX), X2
+	VCVTPH2PS       X2, X2
+	VBROADCASTSS    X2, Z2
+	VPMOVSXBD       192(AX), Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z2, Z3, Z3
+	VMOVUPS         Z3, (SP)
+	VPBROADCASTD    const252645135<>+0(SB), Z2
+	VPBROADCASTD    const50529027<>+0(SB), Z3
+	VPBROADCASTD    const538976288<>+0(SB), Z4
+	VMOVDQU64       (AX), Z5
+	VBROADCASTI64X4 128(AX), Z6
+	VPANDD          Z2, Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          Z2, Z5, Z5
+	VPSRLVW         q6KShifts<>+0(SB), Z6, Z8
+	VPANDD          Z3, Z8, Z8
+	VPSLLW          $0x04, Z8, Z8
+	VPORD           Z8, Z7, Z7
+	VPSUBB          Z4, Z7, Z7
+	VPMOVSXBD       X7, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    (SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          (BX), Z8, Z8
+	VADDPS          Z8, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z7, X8
+	VPMOVSXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    4(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          64(BX), Z8, Z8
+	VADDPS          Z8, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z7, X8
+	VPMOVSXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    8(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          128(BX), Z8, Z8
+	VADDPS          Z8, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z7, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTSS    12(SP), Z8
+	VMULPS          Z8, Z7, Z7
+	VMULPS          192(BX), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VPSRLVW         q6KShifts<>+64(SB), Z6, Z6
+	VPANDD          Z3, Z6, Z6
+	VPSLLW          $0x04, Z6, Z6
+	VPORD           Z6, Z5, Z5
+	VPSUBB          Z4, Z5, Z5
+	VPMOVSXBD       X5, Z6
+	VCVTDQ2PS       Z6, Z6
+	VBROADCASTSS    16(SP), Z7
+	VMULPS          Z7, Z6, Z6
+	VMULPS          256(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z5, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VBROADCASTSS    20(SP), Z7
+	VMULPS          Z7, Z6, Z6
+	VMULPS          320(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z5, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VBROADCASTSS    24(SP), Z7
+	VMULPS          Z7, Z6, Z6
+	VMULPS          384(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z5, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTSS    28(SP), Z6
+	VMULPS          Z6, Z5, Z5
+	VMULPS          448(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VMOVDQU64       64(AX), Z5
+	VBROADCASTI64X4 160(AX), Z6
+	VPANDD          Z2, Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          Z2, Z5, Z5
+	VPSRLVW         q6KShifts<>+0(SB), Z6, Z2
+	VPANDD          Z3, Z2, Z2
+	VPSLLW          $0x04, Z2, Z2
+	VPORD           Z2, Z7, Z7
+	VPSUBB          Z4, Z7, Z7
+	VPMOVSXBD       X7, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    32(SP), Z8
+	VMULPS          Z8, Z2, Z2
+	VMULPS          512(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z7, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    36(SP), Z8
+	VMULPS          Z8, Z2, Z2
+	VMULPS          576(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z7, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    40(SP), Z8
+	VMULPS          Z8, Z2, Z2
+	VMULPS          640(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z7, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    44(SP), Z7
+	VMULPS          Z7, Z2, Z2
+	VMULPS          704(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VPSRLVW         q6KShifts<>+64(SB), Z6, Z2
+	VPANDD          Z3, Z2, Z2
+	VPSLLW          $0x04, Z2, Z2
+	VPORD           Z2, Z5, Z5
+	VPSUBB          Z4, Z5, Z5
+	VPMOVSXBD       X5, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    48(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          768(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z5, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    52(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          832(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z5, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    56(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          896(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z5, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    60(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          960(BX), Z2, Z2
+	VADDPS          Z2, Z0, Z0
+	VPBROADCASTW    208(CX), X2
+	VCVTPH2PS       X2, X2
+	VBROADCASTSS    X2, Z2
+	VPMOVSXBD       192(CX), Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z2, Z3, Z3
+	VMOVUPS         Z3, 64(SP)
+	VPBROADCASTD    const252645135<>+0(SB), Z2
+	VPBROADCASTD    const50529027<>+0(SB), Z3
+	VPBROADCASTD    const538976288<>+0(SB), Z4
+	VMOVDQU64       (CX), Z5
+	VBROADCASTI64X4 128(CX), Z6
+	VPANDD          Z2, Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          Z2, Z5, Z5
+	VPSRLVW         q6KShifts<>+0(SB), Z6, Z8
+	VPANDD          Z3, Z8, Z8
+	VPSLLW          $0x04, Z8, Z8
+	VPORD           Z8, Z7, Z7
+	VPSUBB          Z4, Z7, Z7
+	VPMOVSXBD       X7, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    64(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          (BX), Z8, Z8
+	VADDPS          Z8, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z7, X8
+	VPMOVSXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    68(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          64(BX), Z8, Z8
+	VADDPS          Z8, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z7, X8
+	VPMOVSXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    72(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          128(BX), Z8, Z8
+	VADDPS          Z8, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z7, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTSS    76(SP), Z8
+	VMULPS          Z8, Z7, Z7
+	VMULPS          192(BX), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VPSRLVW         q6KShifts<>+64(SB), Z6, Z6
+	VPANDD          Z3, Z6, Z6
+	VPSLLW          $0x04, Z6, Z6
+	VPORD           Z6, Z5, Z5
+	VPSUBB          Z4, Z5, Z5
+	VPMOVSXBD       X5, Z6
+	VCVTDQ2PS       Z6, Z6
+	VBROADCASTSS    80(SP), Z7
+	VMULPS          Z7, Z6, Z6
+	VMULPS          256(BX), Z6, Z6
+	VADDPS          Z6, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z5, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VBROADCASTSS    84(SP), Z7
+	VMULPS          Z7, Z6, Z6
+	VMULPS          320(BX), Z6, Z6
+	VADDPS          Z6, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z5, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VBROADCASTSS    88(SP), Z7
+	VMULPS          Z7, Z6, Z6
+	VMULPS          384(BX), Z6, Z6
+	VADDPS          Z6, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z5, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTSS    92(SP), Z6
+	VMULPS          Z6, Z5, Z5
+	VMULPS          448(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VMOVDQU64       64(CX), Z5
+	VBROADCASTI64X4 160(CX), Z6
+	VPANDD          Z2, Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          Z2, Z5, Z5
+	VPSRLVW         q6KShifts<>+0(SB), Z6, Z2
+	VPANDD          Z3, Z2, Z2
+	VPSLLW          $0x04, Z2, Z2
+	VPORD           Z2, Z7, Z7
+	VPSUBB          Z4, Z7, Z7
+	VPMOVSXBD       X7, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    96(SP), Z8
+	VMULPS          Z8, Z2, Z2
+	VMULPS          512(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z7, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    100(SP), Z8
+	VMULPS          Z8, Z2, Z2
+	VMULPS          576(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z7, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    104(SP), Z8
+	VMULPS          Z8, Z2, Z2
+	VMULPS          640(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z7, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    108(SP), Z7
+	VMULPS          Z7, Z2, Z2
+	VMULPS          704(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	VPSRLVW         q6KShifts<>+64(SB), Z6, Z2
+	VPANDD          Z3, Z2, Z2
+	VPSLLW          $0x04, Z2, Z2
+	VPORD           Z2, Z5, Z5
+	VPSUBB          Z4, Z5, Z5
+	VPMOVSXBD       X5, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    112(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          768(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z5, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    116(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          832(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z5, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    120(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          896(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z5, X2
+	VPMOVSXBD       X2, Z2
+	VCVTDQ2PS       Z2, Z2
+	VBROADCASTSS    124(SP), Z3
+	VMULPS          Z3, Z2, Z2
+	VMULPS          960(BX), Z2, Z2
+	VADDPS          Z2, Z1, Z1
+	ADDQ            $0x000000d2, AX
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000400, BX
+	SUBQ            $0x000000d2, DX
+	JMP             loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4Q6KAVX512(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C
+TEXT ·lanes4Q6KAVX512(SB), NOSPLIT, $64-312
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   stride+48(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   x_base+24(FP), BX
+	LEAQ   (BX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+loop:
+	CMPQ            CX, $0x000000d2
+	JB              done
+	VPBROADCASTW    208(AX), X4
+	VCVTPH2PS       X4, X4
+	VBROADCASTSS    X4, Z4
+	VPMOVSXBD       192(AX), Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS          Z4, Z5, Z5
+	VMOVUPS         Z5, (SP)
+	VPBROADCASTD    const252645135<>+0(SB), Z4
+	VPBROADCASTD    const50529027<>+0(SB), Z5
+	VPBROADCASTD    const538976288<>+0(SB), Z6
+	VMOVDQU64       (AX), Z7
+	VBROADCASTI64X4 128(AX), Z8
+	VPANDD          Z4, Z7, Z9
+	VPSRLW          $0x04, Z7, Z7
+	VPANDD          Z4, Z7, Z7
+	VPSRLVW         q6KShifts<>+0(SB), Z8, Z10
+	VPANDD          Z5, Z10, Z10
+	VPSLLW          $0x04, Z10, Z10
+	VPORD           Z10, Z9, Z9
+	VPSUBB          Z6, Z9, Z9
+	VPMOVSXBD       X9, Z10
+	VCVTDQ2PS       Z10, Z10
+	VBROADCASTSS    (SP), Z11
+	VMULPS          Z11, Z10, Z10
+	VMULPS          (BX), Z10, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          (SI), Z10, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          (DI), Z10, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          (DX), Z10, Z10
+	VADDPS          Z10, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z9, X10
+	VPMOVSXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VBROADCASTSS    4(SP), Z11
+	VMULPS          Z11, Z10, Z10
+	VMULPS          64(BX), Z10, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          64(SI), Z10, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          64(DI), Z10, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          64(DX), Z10, Z10
+	VADDPS          Z10, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z9, X10
+	VPMOVSXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VBROADCASTSS    8(SP), Z11
+	VMULPS          Z11, Z10, Z10
+	VMULPS          128(BX), Z10, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          128(SI), Z10, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          128(DI), Z10, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          128(DX), Z10, Z10
+	VADDPS          Z10, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z9, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VBROADCASTSS    12(SP), Z10
+	VMULPS          Z10, Z9, Z9
+	VMULPS          192(BX), Z9, Z10
+	VADDPS          Z10, Z0, Z0
+	VMULPS          192(SI), Z9, Z10
+	VADDPS          Z10, Z1, Z1
+	VMULPS          192(DI), Z9, Z10
+	VADDPS          Z10, Z2, Z2
+	VMULPS          192(DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VPSRLVW         q6KShifts<>+64(SB), Z8, Z8
+	VPANDD          Z5, Z8, Z8
+	VPSLLW          $0x04, Z8, Z8
+	VPORD           Z8, Z7, Z7
+	VPSUBB          Z6, Z7, Z7
+	VPMOVSXBD       X7, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    16(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          256(BX), Z8, Z9
+	VADDPS          Z9, Z0, Z0
+	VMULPS          256(SI), Z8, Z9
+	VADDPS          Z9, Z1, Z1
+	VMULPS          256(DI), Z8, Z9
+	VADDPS          Z9, Z2, Z2
+	VMULPS          256(DX), Z8, Z8
+	VADDPS          Z8, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z7, X8
+	VPMOVSXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    20(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          320(BX), Z8, Z9
+	VADDPS          Z9, Z0, Z0
+	VMULPS          320(SI), Z8, Z9
+	VADDPS          Z9, Z1, Z1
+	VMULPS          320(DI), Z8, Z9
+	VADDPS          Z9, Z2, Z2
+	VMULPS          320(DX), Z8, Z8
+	VADDPS          Z8, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z7, X8
+	VPMOVSXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VBROADCASTSS    24(SP), Z9
+	VMULPS          Z9, Z8, Z8
+	VMULPS          384(BX), Z8, Z9
+	VADDPS          Z9, Z0, Z0
+	VMULPS          384(SI), Z8, Z9
+	VADDPS          Z9, Z1, Z1
+	VMULPS          384(DI), Z8, Z9
+	VADDPS          Z9, Z2, Z2
+	VMULPS          384(DX), Z8, Z8
+	VADDPS          Z8, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z7, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTSS    28(SP), Z8
+	VMULPS          Z8, Z7, Z7
+	VMULPS          448(BX), Z7, Z8
+	VADDPS          Z8, Z0, Z0
+	VMULPS          448(SI), Z7, Z8
+	VADDPS          Z8, Z1, Z1
+	VMULPS          448(DI), Z7, Z8
+	VADDPS          Z8, Z2, Z2
+	VMULPS          448(DX), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VMOVDQU64       64(AX), Z7
+	VBROADCASTI64X4 160(AX), Z8
+	VPANDD          Z4, Z7, Z9
+	VPSRLW          $0x04, Z7, Z7
+	VPANDD          Z4, Z7, Z7
+	VPSRLVW         q6KShifts<>+0(SB), Z8, Z4
+	VPANDD          Z5, Z4, Z4
+	VPSLLW          $0x04, Z4, Z4
+	VPORD           Z4, Z9, Z9
+	VPSUBB          Z6, Z9, Z9
+	VPMOVSXBD       X9, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    32(SP), Z10
+	VMULPS          Z10, Z4, Z4
+	VMULPS          512(BX), Z4, Z10
+	VADDPS          Z10, Z0, Z0
+	VMULPS          512(SI), Z4, Z10
+	VADDPS          Z10, Z1, Z1
+	VMULPS          512(DI), Z4, Z10
+	VADDPS          Z10, Z2, Z2
+	VMULPS          512(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z9, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    36(SP), Z10
+	VMULPS          Z10, Z4, Z4
+	VMULPS          576(BX), Z4, Z10
+	VADDPS          Z10, Z0, Z0
+	VMULPS          576(SI), Z4, Z10
+	VADDPS          Z10, Z1, Z1
+	VMULPS          576(DI), Z4, Z10
+	VADDPS          Z10, Z2, Z2
+	VMULPS          576(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z9, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    40(SP), Z10
+	VMULPS          Z10, Z4, Z4
+	VMULPS          640(BX), Z4, Z10
+	VADDPS          Z10, Z0, Z0
+	VMULPS          640(SI), Z4, Z10
+	VADDPS          Z10, Z1, Z1
+	VMULPS          640(DI), Z4, Z10
+	VADDPS          Z10, Z2, Z2
+	VMULPS          640(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z9, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    44(SP), Z9
+	VMULPS          Z9, Z4, Z4
+	VMULPS          704(BX), Z4, Z9
+	VADDPS          Z9, Z0, Z0
+	VMULPS          704(SI), Z4, Z9
+	VADDPS          Z9, Z1, Z1
+	VMULPS          704(DI), Z4, Z9
+	VADDPS          Z9, Z2, Z2
+	VMULPS          704(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VPSRLVW         q6KShifts<>+64(SB), Z8, Z4
+	VPANDD          Z5, Z4, Z4
+	VPSLLW          $0x04, Z4, Z4
+	VPORD           Z4, Z7, Z7
+	VPSUBB          Z6, Z7, Z7
+	VPMOVSXBD       X7, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    48(SP), Z5
+	VMULPS          Z5, Z4, Z4
+	VMULPS          768(BX), Z4, Z5
+	VADDPS          Z5, Z0, Z0
+	VMULPS          768(SI), Z4, Z5
+	VADDPS          Z5, Z1, Z1
+	VMULPS          768(DI), Z4, Z5
+	VADDPS          Z5, Z2, Z2
+	VMULPS          768(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z7, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    52(SP), Z5
+	VMULPS          Z5, Z4, Z4
+	VMULPS          832(BX), Z4, Z5
+	VADDPS          Z5, Z0, Z0
+	VMULPS          832(SI), Z4, Z5
+	VADDPS          Z5, Z1, Z1
+	VMULPS          832(DI), Z4, Z5
+	VADDPS          Z5, Z2, Z2
+	VMULPS          832(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z7, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    56(SP), Z5
+	VMULPS          Z5, Z4, Z4
+	VMULPS          896(BX), Z4, Z5
+	VADDPS          Z5, Z0, Z0
+	VMULPS          896(SI), Z4, Z5
+	VADDPS          Z5, Z1, Z1
+	VMULPS          896(DI), Z4, Z5
+	VADDPS          Z5, Z2, Z2
+	VMULPS          896(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z7, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTSS    60(SP), Z5
+	VMULPS          Z5, Z4, Z4
+	VMULPS          960(BX), Z4, Z5
+	VADDPS          Z5, Z0, Z0
+	VMULPS          960(SI), Z4, Z5
+	VADDPS          Z5, Z1, Z1
+	VMULPS          960(DI), Z4, Z5
+	VADDPS          Z5, Z2, Z2
+	VMULPS          960(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	ADDQ            $0x000000d2, AX
+	ADDQ            $0x00000400, BX
+	ADDQ            $0x00000400, SI
+	ADDQ            $0x00000400, DI
+	ADDQ            $0x00000400, DX
+	SUBQ            $0x000000d2, CX
+	JMP             loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func sumLanesAVX512(l [16]float32, v []float32) [16]float32
 // Requires: AVX, AVX512F
-TEXT ·sumLanesAVX512(SB), NOSPLIT, $0-32
-	MOVQ    l+0(FP), AX
-	MOVQ    v_base+8(FP), CX
-	MOVQ    v_len+16(FP), DX
+TEXT ·sumLanesAVX512(SB), NOSPLIT, $0-152
+	LEAQ    l_0+0(FP), AX
+	MOVQ    v_base+64(FP), CX
+	MOVQ    v_len+72(FP), DX
 	SHRQ    $0x04, DX
 	VMOVUPS (AX), Z0
 
@@ -1013,1015 +4045,2824 @@ loop:
 	JMP    loop
 
 done:
+	LEAQ    ret_0+88(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-// func q4KBlocksAVX2(t []int64, w []byte, x []int32, sc []uint32)
-// Requires: AVX, AVX2
-TEXT ·q4KBlocksAVX2(SB), NOSPLIT, $0-96
-	MOVQ         t_base+0(FP), AX
-	MOVQ         t_len+8(FP), CX
-	MOVQ         w_base+24(FP), DX
-	MOVQ         x_base+48(FP), BX
-	MOVQ         sc_base+72(FP), SI
-	VPBROADCASTD const15<>+0(SB), Y0
-	VPBROADCASTD const32768<>+0(SB), Y1
+// func q4KDot2AVX2(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·q4KDot2AVX2(SB), NOSPLIT, $32-128
+	MOVQ         w0_base+0(FP), AX
+	MOVQ         w1_base+24(FP), CX
+	MOVQ         digits_base+48(FP), DX
+	MOVQ         sums_base+72(FP), BX
+	MOVQ         scale_base+96(FP), SI
+	MOVQ         scale_len+104(FP), DI
+	VPBROADCASTD const983055<>+0(SB), Y0
+	VXORPD       X1, X1, X1
+	VXORPD       X2, X2, X2
 
 block:
-	TESTQ        CX, CX
+	TESTQ        DI, DI
 	JZ           done
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R9, R12
+	SHRL         $0x06, R12
+	ANDL         $0x03030303, R12
+	SHLL         $0x04, R12
+	MOVL         R10, R13
+	ANDL         $0x0f0f0f0f, R13
+	ORL          R13, R11
+	SHRL         $0x04, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R10, R12
+	ANDL         $0x3f3f3f3f, R8
+	ANDL         $0x3f3f3f3f, R9
+	SHLQ         $0x20, R11
+	ORQ          R11, R8
+	SHLQ         $0x20, R12
+	ORQ          R12, R9
+	VMOVQ        R8, X3
+	VPMOVZXBW    X3, X3
+	VMOVDQU      X3, (SP)
+	VMOVQ        R9, X3
+	MOVL         4(CX), R8
+	MOVL         8(CX), R9
+	MOVL         12(CX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R9, R12
+	SHRL         $0x06, R12
+	ANDL         $0x03030303, R12
+	SHLL         $0x04, R12
+	MOVL         R10, R13
+	ANDL         $0x0f0f0f0f, R13
+	ORL          R13, R11
+	SHRL         $0x04, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R10, R12
+	ANDL         $0x3f3f3f3f, R8
+	ANDL         $0x3f3f3f3f, R9
+	SHLQ         $0x20, R11
+	ORQ          R11, R8
+	SHLQ         $0x20, R12
+	ORQ          R12, R9
+	VMOVQ        R8, X4
+	VPMOVZXBW    X4, X4
+	VMOVDQU      X4, 16(SP)
+	VMOVQ        R9, X4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VPXOR        Y8, Y8, Y8
+	VPXOR        Y9, Y9, Y9
+	VPXOR        Y10, Y10, Y10
+	VPXOR        Y11, Y11, Y11
+	VPXOR        Y12, Y12, Y12
+	VPMOVZXBW    16(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW (SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 2(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     (DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     64(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     128(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     192(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    16(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 16(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 18(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     (DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     64(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     128(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     192(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPMOVZXBW    32(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW (SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 2(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     32(DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     96(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     160(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     224(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    32(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 16(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 18(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     32(DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     96(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     160(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     224(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPMOVZXBW    48(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 4(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 6(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     256(DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     320(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     384(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     448(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    48(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 20(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 22(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     256(DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     320(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     384(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     448(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPMOVZXBW    64(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 4(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 6(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     288(DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     352(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     416(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     480(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    64(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 20(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 22(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     288(DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     352(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     416(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     480(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPMOVZXBW    80(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 8(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 10(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     512(DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     576(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     640(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     704(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    80(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 24(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 26(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     512(DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     576(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     640(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     704(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPMOVZXBW    96(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 8(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 10(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     544(DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     608(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     672(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     736(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    96(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 24(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 26(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     544(DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     608(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     672(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     736(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPMOVZXBW    112(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 12(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 14(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     768(DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     832(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     896(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     960(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    112(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 28(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 30(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     768(DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     832(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     896(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     960(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPMOVZXBW    128(AX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 12(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 14(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     800(DX), Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPMADDWD     864(DX), Y14, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     928(DX), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     992(DX), Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVZXBW    128(CX), Y13
+	VPAND        Y0, Y13, Y14
+	VPSRLW       $0x04, Y13, Y13
+	VPBROADCASTW 28(SP), Y15
+	VPMULLW      Y15, Y14, Y14
+	VPBROADCASTW 30(SP), Y15
+	VPMULLW      Y15, Y13, Y13
+	VPMADDWD     800(DX), Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPMADDWD     864(DX), Y14, Y14
+	VPADDD       Y14, Y10, Y10
+	VPMADDWD     928(DX), Y13, Y14
+	VPADDD       Y14, Y11, Y11
+	VPMADDWD     992(DX), Y13, Y13
+	VPADDD       Y13, Y12, Y12
+	VPADDD       Y7, Y5, Y5
+	VPADDD       Y8, Y6, Y6
+	VEXTRACTI128 $0x01, Y5, X7
+	VPADDD       X5, X7, X7
+	VEXTRACTI128 $0x01, Y6, X5
+	VPADDD       X6, X5, X5
+	VCVTDQ2PD    X7, Y6
+	VCVTDQ2PD    X5, Y5
+	VMULPD       f64_65536<>+0(SB), Y5, Y5
+	VADDPD       Y5, Y6, Y6
+	VPMOVZXBD    X3, Y3
+	VCVTDQ2PD    X3, Y5
+	VEXTRACTI128 $0x01, Y3, X3
+	VCVTDQ2PD    X3, Y3
+	VMULPD       (BX), Y5, Y5
+	VMULPD       32(BX), Y3, Y3
+	VADDPD       Y3, Y5, Y5
+	VUNPCKHPD    Y5, Y6, Y3
+	VUNPCKLPD    Y5, Y6, Y6
+	VADDPD       Y3, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X3
+	VADDPD       X6, X3, X3
+	VMOVD        (AX), X5
+	VCVTPH2PS    X5, X5
+	VCVTPS2PD    X5, X5
+	VMULPD       X5, X3, X3
+	VPERMILPD    $0x01, X3, X5
+	VSUBSD       X5, X3, X3
+	VMULSD       (SI), X3, X3
+	VADDSD       X3, X1, X1
+	VPADDD       Y11, Y9, Y9
+	VPADDD       Y12, Y10, Y10
+	VEXTRACTI128 $0x01, Y9, X3
+	VPADDD       X9, X3, X3
+	VEXTRACTI128 $0x01, Y10, X5
+	VPADDD       X10, X5, X5
+	VCVTDQ2PD    X3, Y3
+	VCVTDQ2PD    X5, Y5
+	VMULPD       f64_65536<>+0(SB), Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	VPMOVZXBD    X4, Y4
+	VCVTDQ2PD    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X4
+	VCVTDQ2PD    X4, Y4
+	VMULPD       (BX), Y5, Y5
+	VMULPD       32(BX), Y4, Y4
+	VADDPD       Y4, Y5, Y5
+	VUNPCKHPD    Y5, Y3, Y4
+	VUNPCKLPD    Y5, Y3, Y3
+	VADDPD       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X4
+	VADDPD       X3, X4, X4
+	VMOVD        (CX), X3
+	VCVTPH2PS    X3, X3
+	VCVTPS2PD    X3, X3
+	VMULPD       X3, X4, X4
+	VPERMILPD    $0x01, X4, X3
+	VSUBSD       X3, X4, X4
+	VMULSD       (SI), X4, X4
+	VADDSD       X4, X2, X2
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000090, CX
+	ADDQ         $0x00000400, DX
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x08, SI
+	DECQ         DI
+	JMP          block
+
+done:
+	LEAQ      ret_0+120(FP), AX
+	VCVTSD2SS X1, X1, X1
+	VMOVSS    X1, (AX)
+	VCVTSD2SS X2, X2, X2
+	VMOVSS    X2, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4KDot2AVX512(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C
+TEXT ·q4KDot2AVX512(SB), NOSPLIT, $32-128
+	MOVQ         w0_base+0(FP), AX
+	MOVQ         w1_base+24(FP), CX
+	MOVQ         digits_base+48(FP), DX
+	MOVQ         sums_base+72(FP), BX
+	MOVQ         scale_base+96(FP), SI
+	MOVQ         scale_len+104(FP), DI
+	VPBROADCASTD const983055<>+0(SB), Z0
+	VXORPD       X1, X1, X1
+	VXORPD       X2, X2, X2
+
+block:
+	TESTQ         DI, DI
+	JZ            done
+	MOVL          4(AX), R8
+	MOVL          8(AX), R9
+	MOVL          12(AX), R10
+	MOVL          R8, R11
+	SHRL          $0x06, R11
+	ANDL          $0x03030303, R11
+	SHLL          $0x04, R11
+	MOVL          R9, R12
+	SHRL          $0x06, R12
+	ANDL          $0x03030303, R12
+	SHLL          $0x04, R12
+	MOVL          R10, R13
+	ANDL          $0x0f0f0f0f, R13
+	ORL           R13, R11
+	SHRL          $0x04, R10
+	ANDL          $0x0f0f0f0f, R10
+	ORL           R10, R12
+	ANDL          $0x3f3f3f3f, R8
+	ANDL          $0x3f3f3f3f, R9
+	SHLQ          $0x20, R11
+	ORQ           R11, R8
+	SHLQ          $0x20, R12
+	ORQ           R12, R9
+	VMOVQ         R8, X3
+	VPMOVZXBW     X3, X3
+	VMOVDQU       X3, (SP)
+	VMOVQ         R9, X3
+	MOVL          4(CX), R8
+	MOVL          8(CX), R9
+	MOVL          12(CX), R10
+	MOVL          R8, R11
+	SHRL          $0x06, R11
+	ANDL          $0x03030303, R11
+	SHLL          $0x04, R11
+	MOVL          R9, R12
+	SHRL          $0x06, R12
+	ANDL          $0x03030303, R12
+	SHLL          $0x04, R12
+	MOVL          R10, R13
+	ANDL          $0x0f0f0f0f, R13
+	ORL           R13, R11
+	SHRL          $0x04, R10
+	ANDL          $0x0f0f0f0f, R10
+	ORL           R10, R12
+	ANDL          $0x3f3f3f3f, R8
+	ANDL          $0x3f3f3f3f, R9
+	SHLQ          $0x20, R11
+	ORQ           R11, R8
+	SHLQ          $0x20, R12
+	ORQ           R12, R9
+	VMOVQ         R8, X12
+	VPMOVZXBW     X12, X12
+	VMOVDQU       X12, 16(SP)
+	VMOVQ         R9, X12
+	VPXORD        Z4, Z4, Z4
+	VPXORD        Z5, Z5, Z5
+	VPXORD        Z6, Z6, Z6
+	VPXORD        Z7, Z7, Z7
+	VPXORD        Z8, Z8, Z8
+	VPXORD        Z9, Z9, Z9
+	VPXORD        Z10, Z10, Z10
+	VPXORD        Z11, Z11, Z11
+	VPMOVZXBW     16(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  (SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  2(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      (DX), Z14, Z15
+	VPADDD        Z15, Z4, Z4
+	VPMADDWD      64(DX), Z14, Z14
+	VPADDD        Z14, Z5, Z5
+	VPMADDWD      128(DX), Z13, Z14
+	VPADDD        Z14, Z6, Z6
+	VPMADDWD      192(DX), Z13, Z13
+	VPADDD        Z13, Z7, Z7
+	VPMOVZXBW     16(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  16(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  18(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      (DX), Z14, Z15
+	VPADDD        Z15, Z8, Z8
+	VPMADDWD      64(DX), Z14, Z14
+	VPADDD        Z14, Z9, Z9
+	VPMADDWD      128(DX), Z13, Z14
+	VPADDD        Z14, Z10, Z10
+	VPMADDWD      192(DX), Z13, Z13
+	VPADDD        Z13, Z11, Z11
+	VPMOVZXBW     48(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  4(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  6(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      256(DX), Z14, Z15
+	VPADDD        Z15, Z4, Z4
+	VPMADDWD      320(DX), Z14, Z14
+	VPADDD        Z14, Z5, Z5
+	VPMADDWD      384(DX), Z13, Z14
+	VPADDD        Z14, Z6, Z6
+	VPMADDWD      448(DX), Z13, Z13
+	VPADDD        Z13, Z7, Z7
+	VPMOVZXBW     48(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  20(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  22(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      256(DX), Z14, Z15
+	VPADDD        Z15, Z8, Z8
+	VPMADDWD      320(DX), Z14, Z14
+	VPADDD        Z14, Z9, Z9
+	VPMADDWD      384(DX), Z13, Z14
+	VPADDD        Z14, Z10, Z10
+	VPMADDWD      448(DX), Z13, Z13
+	VPADDD        Z13, Z11, Z11
+	VPMOVZXBW     80(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  8(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  10(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      512(DX), Z14, Z15
+	VPADDD        Z15, Z4, Z4
+	VPMADDWD      576(DX), Z14, Z14
+	VPADDD        Z14, Z5, Z5
+	VPMADDWD      640(DX), Z13, Z14
+	VPADDD        Z14, Z6, Z6
+	VPMADDWD      704(DX), Z13, Z13
+	VPADDD        Z13, Z7, Z7
+	VPMOVZXBW     80(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  24(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  26(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      512(DX), Z14, Z15
+	VPADDD        Z15, Z8, Z8
+	VPMADDWD      576(DX), Z14, Z14
+	VPADDD        Z14, Z9, Z9
+	VPMADDWD      640(DX), Z13, Z14
+	VPADDD        Z14, Z10, Z10
+	VPMADDWD      704(DX), Z13, Z13
+	VPADDD        Z13, Z11, Z11
+	VPMOVZXBW     112(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  12(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  14(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      768(DX), Z14, Z15
+	VPADDD        Z15, Z4, Z4
+	VPMADDWD      832(DX), Z14, Z14
+	VPADDD        Z14, Z5, Z5
+	VPMADDWD      896(DX), Z13, Z14
+	VPADDD        Z14, Z6, Z6
+	VPMADDWD      960(DX), Z13, Z13
+	VPADDD        Z13, Z7, Z7
+	VPMOVZXBW     112(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  28(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  30(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPMADDWD      768(DX), Z14, Z15
+	VPADDD        Z15, Z8, Z8
+	VPMADDWD      832(DX), Z14, Z14
+	VPADDD        Z14, Z9, Z9
+	VPMADDWD      896(DX), Z13, Z14
+	VPADDD        Z14, Z10, Z10
+	VPMADDWD      960(DX), Z13, Z13
+	VPADDD        Z13, Z11, Z11
+	VPADDD        Z6, Z4, Z4
+	VPADDD        Z7, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z4, Y13
+	VPADDD        Y4, Y13, Y13
+	VEXTRACTI32X4 $0x01, Y13, X14
+	VPADDD        X13, X14, X14
+	VEXTRACTI64X4 $0x01, Z5, Y13
+	VPADDD        Y5, Y13, Y13
+	VEXTRACTI32X4 $0x01, Y13, X15
+	VPADDD        X13, X15, X15
+	VCVTDQ2PD     X14, Y13
+	VCVTDQ2PD     X15, Y14
+	VMULPD        f64_65536<>+0(SB), Y14, Y14
+	VADDPD        Y14, Y13, Y13
+	VPMOVZXBD     X3, Y3
+	VCVTDQ2PD     Y3, Z3
+	VMULPD        (BX), Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y14
+	VADDPD        Y3, Y14, Y14
+	VUNPCKHPD     Y14, Y13, Y3
+	VUNPCKLPD     Y14, Y13, Y13
+	VADDPD        Y3, Y13, Y13
+	VEXTRACTF64X2 $0x01, Y13, X3
+	VADDPD        X13, X3, X3
+	VMOVD         (AX), X13
+	VCVTPH2PS     X13, X13
+	VCVTPS2PD     X13, X13
+	VMULPD        X13, X3, X3
+	VPERMILPD     $0x01, X3, X13
+	VSUBSD        X13, X3, X3
+	VMULSD        (SI), X3, X3
+	VADDSD        X3, X1, X1
+	VPADDD        Z10, Z8, Z8
+	VPADDD        Z11, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z8, Y3
+	VPADDD        Y8, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X13
+	VPADDD        X3, X13, X13
+	VEXTRACTI64X4 $0x01, Z9, Y3
+	VPADDD        Y9, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X14
+	VPADDD        X3, X14, X14
+	VCVTDQ2PD     X13, Y3
+	VCVTDQ2PD     X14, Y13
+	VMULPD        f64_65536<>+0(SB), Y13, Y13
+	VADDPD        Y13, Y3, Y3
+	VPMOVZXBD     X12, Y12
+	VCVTDQ2PD     Y12, Z12
+	VMULPD        (BX), Z12, Z12
+	VEXTRACTF64X4 $0x01, Z12, Y13
+	VADDPD        Y12, Y13, Y13
+	VUNPCKHPD     Y13, Y3, Y12
+	VUNPCKLPD     Y13, Y3, Y3
+	VADDPD        Y12, Y3, Y3
+	VEXTRACTF64X2 $0x01, Y3, X12
+	VADDPD        X3, X12, X12
+	VMOVD         (CX), X3
+	VCVTPH2PS     X3, X3
+	VCVTPS2PD     X3, X3
+	VMULPD        X3, X12, X12
+	VPERMILPD     $0x01, X12, X3
+	VSUBSD        X3, X12, X12
+	VMULSD        (SI), X12, X12
+	VADDSD        X12, X2, X2
+	ADDQ          $0x00000090, AX
+	ADDQ          $0x00000090, CX
+	ADDQ          $0x00000400, DX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x08, SI
+	DECQ          DI
+	JMP           block
+
+done:
+	LEAQ      ret_0+120(FP), AX
+	VCVTSD2SS X1, X1, X1
+	VMOVSS    X1, (AX)
+	VCVTSD2SS X2, X2, X2
+	VMOVSS    X2, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4KDot2AVX512VNNI(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q4KDot2AVX512VNNI(SB), NOSPLIT, $32-128
+	MOVQ         w0_base+0(FP), AX
+	MOVQ         w1_base+24(FP), CX
+	MOVQ         digits_base+48(FP), DX
+	MOVQ         sums_base+72(FP), BX
+	MOVQ         scale_base+96(FP), SI
+	MOVQ         scale_len+104(FP), DI
+	VPBROADCASTD const983055<>+0(SB), Z0
+	VXORPD       X1, X1, X1
+	VXORPD       X2, X2, X2
+
+block:
+	TESTQ         DI, DI
+	JZ            done
+	MOVL          4(AX), R8
+	MOVL          8(AX), R9
+	MOVL          12(AX), R10
+	MOVL          R8, R11
+	SHRL          $0x06, R11
+	ANDL          $0x03030303, R11
+	SHLL          $0x04, R11
+	MOVL          R9, R12
+	SHRL          $0x06, R12
+	ANDL          $0x03030303, R12
+	SHLL          $0x04, R12
+	MOVL          R10, R13
+	ANDL          $0x0f0f0f0f, R13
+	ORL           R13, R11
+	SHRL          $0x04, R10
+	ANDL          $0x0f0f0f0f, R10
+	ORL           R10, R12
+	ANDL          $0x3f3f3f3f, R8
+	ANDL          $0x3f3f3f3f, R9
+	SHLQ          $0x20, R11
+	ORQ           R11, R8
+	SHLQ          $0x20, R12
+	ORQ           R12, R9
+	VMOVQ         R8, X3
+	VPMOVZXBW     X3, X3
+	VMOVDQU       X3, (SP)
+	VMOVQ         R9, X3
+	MOVL          4(CX), R8
+	MOVL          8(CX), R9
+	MOVL          12(CX), R10
+	MOVL          R8, R11
+	SHRL          $0x06, R11
+	ANDL          $0x03030303, R11
+	SHLL          $0x04, R11
+	MOVL          R9, R12
+	SHRL          $0x06, R12
+	ANDL          $0x03030303, R12
+	SHLL          $0x04, R12
+	MOVL          R10, R13
+	ANDL          $0x0f0f0f0f, R13
+	ORL           R13, R11
+	SHRL          $0x04, R10
+	ANDL          $0x0f0f0f0f, R10
+	ORL           R10, R12
+	ANDL          $0x3f3f3f3f, R8
+	ANDL          $0x3f3f3f3f, R9
+	SHLQ          $0x20, R11
+	ORQ           R11, R8
+	SHLQ          $0x20, R12
+	ORQ           R12, R9
+	VMOVQ         R8, X12
+	VPMOVZXBW     X12, X12
+	VMOVDQU       X12, 16(SP)
+	VMOVQ         R9, X12
+	VPXORD        Z4, Z4, Z4
+	VPXORD        Z5, Z5, Z5
+	VPXORD        Z6, Z6, Z6
+	VPXORD        Z7, Z7, Z7
+	VPXORD        Z8, Z8, Z8
+	VPXORD        Z9, Z9, Z9
+	VPXORD        Z10, Z10, Z10
+	VPXORD        Z11, Z11, Z11
+	VPMOVZXBW     16(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  (SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  2(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      (DX), Z14, Z4
+	VPDPWSSD      64(DX), Z14, Z5
+	VPDPWSSD      128(DX), Z13, Z6
+	VPDPWSSD      192(DX), Z13, Z7
+	VPMOVZXBW     16(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  16(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  18(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      (DX), Z14, Z8
+	VPDPWSSD      64(DX), Z14, Z9
+	VPDPWSSD      128(DX), Z13, Z10
+	VPDPWSSD      192(DX), Z13, Z11
+	VPMOVZXBW     48(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  4(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  6(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      256(DX), Z14, Z4
+	VPDPWSSD      320(DX), Z14, Z5
+	VPDPWSSD      384(DX), Z13, Z6
+	VPDPWSSD      448(DX), Z13, Z7
+	VPMOVZXBW     48(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  20(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  22(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      256(DX), Z14, Z8
+	VPDPWSSD      320(DX), Z14, Z9
+	VPDPWSSD      384(DX), Z13, Z10
+	VPDPWSSD      448(DX), Z13, Z11
+	VPMOVZXBW     80(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  8(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  10(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      512(DX), Z14, Z4
+	VPDPWSSD      576(DX), Z14, Z5
+	VPDPWSSD      640(DX), Z13, Z6
+	VPDPWSSD      704(DX), Z13, Z7
+	VPMOVZXBW     80(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  24(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  26(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      512(DX), Z14, Z8
+	VPDPWSSD      576(DX), Z14, Z9
+	VPDPWSSD      640(DX), Z13, Z10
+	VPDPWSSD      704(DX), Z13, Z11
+	VPMOVZXBW     112(AX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  12(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  14(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      768(DX), Z14, Z4
+	VPDPWSSD      832(DX), Z14, Z5
+	VPDPWSSD      896(DX), Z13, Z6
+	VPDPWSSD      960(DX), Z13, Z7
+	VPMOVZXBW     112(CX), Z13
+	VPANDD        Z0, Z13, Z14
+	VPSRLW        $0x04, Z13, Z13
+	VPBROADCASTW  28(SP), Z15
+	VPMULLW       Z15, Z14, Z14
+	VPBROADCASTW  30(SP), Z15
+	VPMULLW       Z15, Z13, Z13
+	VPDPWSSD      768(DX), Z14, Z8
+	VPDPWSSD      832(DX), Z14, Z9
+	VPDPWSSD      896(DX), Z13, Z10
+	VPDPWSSD      960(DX), Z13, Z11
+	VPADDD        Z6, Z4, Z4
+	VPADDD        Z7, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z4, Y13
+	VPADDD        Y4, Y13, Y13
+	VEXTRACTI32X4 $0x01, Y13, X14
+	VPADDD        X13, X14, X14
+	VEXTRACTI64X4 $0x01, Z5, Y13
+	VPADDD        Y5, Y13, Y13
+	VEXTRACTI32X4 $0x01, Y13, X15
+	VPADDD        X13, X15, X15
+	VCVTDQ2PD     X14, Y13
+	VCVTDQ2PD     X15, Y14
+	VMULPD        f64_65536<>+0(SB), Y14, Y14
+	VADDPD        Y14, Y13, Y13
+	VPMOVZXBD     X3, Y3
+	VCVTDQ2PD     Y3, Z3
+	VMULPD        (BX), Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y14
+	VADDPD        Y3, Y14, Y14
+	VUNPCKHPD     Y14, Y13, Y3
+	VUNPCKLPD     Y14, Y13, Y13
+	VADDPD        Y3, Y13, Y13
+	VEXTRACTF64X2 $0x01, Y13, X3
+	VADDPD        X13, X3, X3
+	VMOVD         (AX), X13
+	VCVTPH2PS     X13, X13
+	VCVTPS2PD     X13, X13
+	VMULPD        X13, X3, X3
+	VPERMILPD     $0x01, X3, X13
+	VSUBSD        X13, X3, X3
+	VMULSD        (SI), X3, X3
+	VADDSD        X3, X1, X1
+	VPADDD        Z10, Z8, Z8
+	VPADDD        Z11, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z8, Y3
+	VPADDD        Y8, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X13
+	VPADDD        X3, X13, X13
+	VEXTRACTI64X4 $0x01, Z9, Y3
+	VPADDD        Y9, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X14
+	VPADDD        X3, X14, X14
+	VCVTDQ2PD     X13, Y3
+	VCVTDQ2PD     X14, Y13
+	VMULPD        f64_65536<>+0(SB), Y13, Y13
+	VADDPD        Y13, Y3, Y3
+	VPMOVZXBD     X12, Y12
+	VCVTDQ2PD     Y12, Z12
+	VMULPD        (BX), Z12, Z12
+	VEXTRACTF64X4 $0x01, Z12, Y13
+	VADDPD        Y12, Y13, Y13
+	VUNPCKHPD     Y13, Y3, Y12
+	VUNPCKLPD     Y13, Y3, Y3
+	VADDPD        Y12, Y3, Y3
+	VEXTRACTF64X2 $0x01, Y3, X12
+	VADDPD        X3, X12, X12
+	VMOVD         (CX), X3
+	VCVTPH2PS     X3, X3
+	VCVTPS2PD     X3, X3
+	VMULPD        X3, X12, X12
+	VPERMILPD     $0x01, X12, X3
+	VSUBSD        X3, X12, X12
+	VMULSD        (SI), X12, X12
+	VADDSD        X12, X2, X2
+	ADDQ          $0x00000090, AX
+	ADDQ          $0x00000090, CX
+	ADDQ          $0x00000400, DX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x08, SI
+	DECQ          DI
+	JMP           block
+
+done:
+	LEAQ      ret_0+120(FP), AX
+	VCVTSD2SS X1, X1, X1
+	VMOVSS    X1, (AX)
+	VCVTSD2SS X2, X2, X2
+	VMOVSS    X2, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4KDot4AVX2(w []byte, in [12]*byte, nb int) [4]float32
+// Requires: AVX, AVX2, F16C
+TEXT ·q4KDot4AVX2(SB), NOSPLIT, $48-144
+	MOVQ         w_base+0(FP), AX
+	LEAQ         in_0+24(FP), CX
+	MOVQ         nb+120(FP), DX
+	XORQ         BX, BX
+	XORQ         SI, SI
+	XORQ         DI, DI
+	VPBROADCASTD const983055<>+0(SB), Y0
+	MOVQ         $0x00000000, 16(SP)
+	MOVQ         $0x00000000, 24(SP)
+	MOVQ         $0x00000000, 32(SP)
+	MOVQ         $0x00000000, 40(SP)
+
+block:
+	TESTQ        DX, DX
+	JZ           done
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R9, R12
+	SHRL         $0x06, R12
+	ANDL         $0x03030303, R12
+	SHLL         $0x04, R12
+	MOVL         R10, R13
+	ANDL         $0x0f0f0f0f, R13
+	ORL          R13, R11
+	SHRL         $0x04, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R10, R12
+	ANDL         $0x3f3f3f3f, R8
+	ANDL         $0x3f3f3f3f, R9
+	SHLQ         $0x20, R11
+	ORQ          R11, R8
+	SHLQ         $0x20, R12
+	ORQ          R12, R9
+	VMOVQ        R8, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, (SP)
+	VMOVQ        R9, X1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
-	VPBROADCASTD (SI), Y6
-	VPMOVZXBD    16(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      (BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    24(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      32(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    32(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      64(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    40(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      96(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VPBROADCASTD 4(SI), Y6
-	VPMOVZXBD    16(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      128(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    24(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      160(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    32(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      192(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    40(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      224(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VEXTRACTI128 $0x01, Y4, X6
-	VPMOVSXDQ    X6, Y6
-	VPADDQ       Y6, Y2, Y2
-	VPMOVSXDQ    X4, Y6
-	VPADDQ       Y6, Y2, Y2
-	VEXTRACTI128 $0x01, Y5, X4
-	VPMOVSXDQ    X4, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPMOVSXDQ    X5, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
-	VPBROADCASTD 8(SI), Y6
-	VPMOVZXBD    48(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      256(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    56(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      288(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    64(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      320(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    72(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      352(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VPBROADCASTD 12(SI), Y6
-	VPMOVZXBD    48(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      384(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    56(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      416(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    64(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      448(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    72(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      480(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VEXTRACTI128 $0x01, Y4, X6
-	VPMOVSXDQ    X6, Y6
-	VPADDQ       Y6, Y2, Y2
-	VPMOVSXDQ    X4, Y6
-	VPADDQ       Y6, Y2, Y2
-	VEXTRACTI128 $0x01, Y5, X4
-	VPMOVSXDQ    X4, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPMOVSXDQ    X5, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
-	VPBROADCASTD 16(SI), Y6
-	VPMOVZXBD    80(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      512(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    88(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      544(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    96(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      576(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    104(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      608(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VPBROADCASTD 20(SI), Y6
-	VPMOVZXBD    80(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      640(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    88(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      672(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    96(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      704(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    104(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      736(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VEXTRACTI128 $0x01, Y4, X6
-	VPMOVSXDQ    X6, Y6
-	VPADDQ       Y6, Y2, Y2
-	VPMOVSXDQ    X4, Y6
-	VPADDQ       Y6, Y2, Y2
-	VEXTRACTI128 $0x01, Y5, X4
-	VPMOVSXDQ    X4, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPMOVSXDQ    X5, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
-	VPBROADCASTD 24(SI), Y6
-	VPMOVZXBD    112(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      768(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    120(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      800(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    128(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      832(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    136(DX), Y7
-	VPAND        Y0, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      864(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VPBROADCASTD 28(SI), Y6
-	VPMOVZXBD    112(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      896(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    120(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      928(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    128(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      960(BX), Y8
-	VPAND        Y1, Y8, Y9
-	VPADDD       Y9, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPSLLD       $0x10, Y7, Y9
-	VPMADDWD     Y7, Y8, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y9, Y8, Y9
-	VPADDD       Y9, Y5, Y5
-	VPMOVZXBD    136(DX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPMULLD      Y6, Y7, Y7
-	VMOVUPS      992(BX), Y6
-	VPAND        Y1, Y6, Y8
-	VPADDD       Y8, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VPSLLD       $0x10, Y7, Y8
-	VPMADDWD     Y7, Y6, Y7
-	VPADDD       Y7, Y4, Y4
-	VPMADDWD     Y8, Y6, Y8
-	VPADDD       Y8, Y5, Y5
-	VEXTRACTI128 $0x01, Y4, X6
-	VPMOVSXDQ    X6, Y6
-	VPADDQ       Y6, Y2, Y2
-	VPMOVSXDQ    X4, Y6
-	VPADDQ       Y6, Y2, Y2
-	VEXTRACTI128 $0x01, Y5, X4
-	VPMOVSXDQ    X4, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPMOVSXDQ    X5, Y4
-	VPADDQ       Y4, Y3, Y3
-	VPSLLQ       $0x10, Y3, Y3
-	VPADDQ       Y3, Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPADDQ       X3, X2, X3
-	VPUNPCKHQDQ  X3, X3, X2
-	VPADDQ       X2, X3, X3
-	VMOVQ        X3, (AX)
-	ADDQ         $0x08, AX
-	ADDQ         $0x00000090, DX
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VPXOR        Y8, Y8, Y8
+	VPXOR        Y9, Y9, Y9
+	VPMOVZXBW    16(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW (SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 2(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     (R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     64(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     128(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     192(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     (R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     64(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     128(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     192(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     (R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     64(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     128(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     192(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     (R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     64(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     128(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     192(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVZXBW    32(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW (SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 2(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     32(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     96(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     160(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     224(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     32(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     96(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     160(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     224(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     32(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     96(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     160(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     224(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     32(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     96(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     160(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     224(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVZXBW    48(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW 4(SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 6(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     256(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     320(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     384(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     448(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     256(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     320(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     384(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     448(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     256(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     320(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     384(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     448(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     256(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     320(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     384(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     448(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVZXBW    64(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW 4(SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 6(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     288(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     352(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     416(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     480(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     288(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     352(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     416(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     480(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     288(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     352(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     416(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     480(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     288(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     352(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     416(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     480(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVZXBW    80(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW 8(SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 10(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     512(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     576(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     640(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     704(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     512(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     576(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     640(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     704(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     512(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     576(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     640(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     704(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     512(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     576(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     640(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     704(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVZXBW    96(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW 8(SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 10(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     544(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     608(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     672(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     736(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     544(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     608(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     672(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     736(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     544(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     608(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     672(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     736(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     544(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     608(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     672(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     736(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVZXBW    112(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW 12(SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 14(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     768(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     832(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     896(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     960(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     768(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     832(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     896(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     960(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     768(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     832(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     896(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     960(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     768(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     832(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     896(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     960(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVZXBW    128(AX), Y10
+	VPAND        Y0, Y10, Y11
+	VPSRLW       $0x04, Y10, Y10
+	VPBROADCASTW 12(SP), Y12
+	VPMULLW      Y12, Y11, Y11
+	VPBROADCASTW 14(SP), Y12
+	VPMULLW      Y12, Y10, Y10
+	MOVQ         (CX), R8
+	VPMADDWD     800(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     864(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDWD     928(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     992(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y3, Y3
+	MOVQ         8(CX), R8
+	VPMADDWD     800(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     864(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     928(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     992(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	MOVQ         16(CX), R8
+	VPMADDWD     800(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     864(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     928(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     992(R8)(BX*1), Y10, Y12
+	VPADDD       Y12, Y7, Y7
+	MOVQ         24(CX), R8
+	VPMADDWD     800(R8)(BX*1), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     864(R8)(BX*1), Y11, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     928(R8)(BX*1), Y10, Y11
+	VPADDD       Y11, Y8, Y8
+	VPMADDWD     992(R8)(BX*1), Y10, Y10
+	VPADDD       Y10, Y9, Y9
+	MOVQ         32(CX), R8
+	MOVQ         64(CX), R9
+	VEXTRACTI128 $0x01, Y2, X10
+	VPADDD       X2, X10, X10
+	VEXTRACTI128 $0x01, Y3, X2
+	VPADDD       X3, X2, X2
+	VCVTDQ2PD    X10, Y3
+	VCVTDQ2PD    X2, Y2
+	VMULPD       f64_65536<>+0(SB), Y2, Y2
+	VADDPD       Y2, Y3, Y3
+	VPMOVZXBD    X1, Y2
+	VCVTDQ2PD    X2, Y10
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTDQ2PD    X2, Y2
+	VMULPD       (R8)(SI*1), Y10, Y10
+	VMULPD       32(R8)(SI*1), Y2, Y2
+	VADDPD       Y2, Y10, Y10
+	VUNPCKHPD    Y10, Y3, Y2
+	VUNPCKLPD    Y10, Y3, Y3
+	VADDPD       Y2, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPD       X3, X2, X2
+	VMOVD        (AX), X3
+	VCVTPH2PS    X3, X3
+	VCVTPS2PD    X3, X3
+	VMULPD       X3, X2, X2
+	VPERMILPD    $0x01, X2, X3
+	VSUBSD       X3, X2, X2
+	VMULSD       (R9)(DI*1), X2, X2
+	VADDSD       16(SP), X2, X2
+	VMOVSD       X2, 16(SP)
+	MOVQ         40(CX), R8
+	MOVQ         72(CX), R9
+	VEXTRACTI128 $0x01, Y4, X2
+	VPADDD       X4, X2, X2
+	VEXTRACTI128 $0x01, Y5, X3
+	VPADDD       X5, X3, X3
+	VCVTDQ2PD    X2, Y2
+	VCVTDQ2PD    X3, Y3
+	VMULPD       f64_65536<>+0(SB), Y3, Y3
+	VADDPD       Y3, Y2, Y2
+	VPMOVZXBD    X1, Y3
+	VCVTDQ2PD    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X3
+	VCVTDQ2PD    X3, Y3
+	VMULPD       (R8)(SI*1), Y4, Y4
+	VMULPD       32(R8)(SI*1), Y3, Y3
+	VADDPD       Y3, Y4, Y4
+	VUNPCKHPD    Y4, Y2, Y3
+	VUNPCKLPD    Y4, Y2, Y2
+	VADDPD       Y3, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPD       X2, X3, X3
+	VMOVD        (AX), X2
+	VCVTPH2PS    X2, X2
+	VCVTPS2PD    X2, X2
+	VMULPD       X2, X3, X3
+	VPERMILPD    $0x01, X3, X2
+	VSUBSD       X2, X3, X3
+	VMULSD       (R9)(DI*1), X3, X3
+	VADDSD       24(SP), X3, X3
+	VMOVSD       X3, 24(SP)
+	MOVQ         48(CX), R8
+	MOVQ         80(CX), R9
+	VEXTRACTI128 $0x01, Y6, X2
+	VPADDD       X6, X2, X2
+	VEXTRACTI128 $0x01, Y7, X3
+	VPADDD       X7, X3, X3
+	VCVTDQ2PD    X2, Y2
+	VCVTDQ2PD    X3, Y3
+	VMULPD       f64_65536<>+0(SB), Y3, Y3
+	VADDPD       Y3, Y2, Y2
+	VPMOVZXBD    X1, Y3
+	VCVTDQ2PD    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X3
+	VCVTDQ2PD    X3, Y3
+	VMULPD       (R8)(SI*1), Y4, Y4
+	VMULPD       32(R8)(SI*1), Y3, Y3
+	VADDPD       Y3, Y4, Y4
+	VUNPCKHPD    Y4, Y2, Y3
+	VUNPCKLPD    Y4, Y2, Y2
+	VADDPD       Y3, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPD       X2, X3, X3
+	VMOVD        (AX), X2
+	VCVTPH2PS    X2, X2
+	VCVTPS2PD    X2, X2
+	VMULPD       X2, X3, X3
+	VPERMILPD    $0x01, X3, X2
+	VSUBSD       X2, X3, X3
+	VMULSD       (R9)(DI*1), X3, X3
+	VADDSD       32(SP), X3, X3
+	VMOVSD       X3, 32(SP)
+	MOVQ         56(CX), R8
+	MOVQ         88(CX), R9
+	VEXTRACTI128 $0x01, Y8, X2
+	VPADDD       X8, X2, X2
+	VEXTRACTI128 $0x01, Y9, X3
+	VPADDD       X9, X3, X3
+	VCVTDQ2PD    X2, Y2
+	VCVTDQ2PD    X3, Y3
+	VMULPD       f64_65536<>+0(SB), Y3, Y3
+	VADDPD       Y3, Y2, Y2
+	VPMOVZXBD    X1, Y1
+	VCVTDQ2PD    X1, Y3
+	VEXTRACTI128 $0x01, Y1, X1
+	VCVTDQ2PD    X1, Y1
+	VMULPD       (R8)(SI*1), Y3, Y3
+	VMULPD       32(R8)(SI*1), Y1, Y1
+	VADDPD       Y1, Y3, Y3
+	VUNPCKHPD    Y3, Y2, Y1
+	VUNPCKLPD    Y3, Y2, Y2
+	VADDPD       Y1, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPD       X2, X1, X1
+	VMOVD        (AX), X2
+	VCVTPH2PS    X2, X2
+	VCVTPS2PD    X2, X2
+	VMULPD       X2, X1, X1
+	VPERMILPD    $0x01, X1, X2
+	VSUBSD       X2, X1, X1
+	VMULSD       (R9)(DI*1), X1, X1
+	VADDSD       40(SP), X1, X1
+	VMOVSD       X1, 40(SP)
+	ADDQ         $0x00000090, AX
 	ADDQ         $0x00000400, BX
-	ADDQ         $0x20, SI
-	DECQ         CX
+	ADDQ         $0x00000040, SI
+	ADDQ         $0x08, DI
+	DECQ         DX
 	JMP          block
 
 done:
+	LEAQ      ret_0+128(FP), AX
+	VMOVSD    16(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, (AX)
+	VMOVSD    24(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 4(AX)
+	VMOVSD    32(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 8(AX)
+	VMOVSD    40(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 12(AX)
 	VZEROUPPER
 	RET
 
-// func q4KBlocksAVX512(t []int64, w []byte, x []int32, sc []uint32)
-// Requires: AVX, AVX2, AVX512BW, AVX512F
-TEXT ·q4KBlocksAVX512(SB), NOSPLIT, $0-96
-	MOVQ         t_base+0(FP), AX
-	MOVQ         t_len+8(FP), CX
-	MOVQ         w_base+24(FP), DX
-	MOVQ         x_base+48(FP), BX
-	MOVQ         sc_base+72(FP), SI
-	VPBROADCASTD const15<>+0(SB), Z0
-	VPBROADCASTD const32768<>+0(SB), Z1
+// func q4KDot4AVX512(w []byte, in [12]*byte, nb int) [4]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C
+TEXT ·q4KDot4AVX512(SB), NOSPLIT, $48-144
+	MOVQ         w_base+0(FP), AX
+	LEAQ         in_0+24(FP), CX
+	MOVQ         nb+120(FP), DX
+	XORQ         BX, BX
+	XORQ         SI, SI
+	XORQ         DI, DI
+	VPBROADCASTD const983055<>+0(SB), Z0
+	MOVQ         $0x00000000, 16(SP)
+	MOVQ         $0x00000000, 24(SP)
+	MOVQ         $0x00000000, 32(SP)
+	MOVQ         $0x00000000, 40(SP)
 
 block:
-	TESTQ         CX, CX
+	TESTQ         DX, DX
 	JZ            done
+	MOVL          4(AX), R8
+	MOVL          8(AX), R9
+	MOVL          12(AX), R10
+	MOVL          R8, R11
+	SHRL          $0x06, R11
+	ANDL          $0x03030303, R11
+	SHLL          $0x04, R11
+	MOVL          R9, R12
+	SHRL          $0x06, R12
+	ANDL          $0x03030303, R12
+	SHLL          $0x04, R12
+	MOVL          R10, R13
+	ANDL          $0x0f0f0f0f, R13
+	ORL           R13, R11
+	SHRL          $0x04, R10
+	ANDL          $0x0f0f0f0f, R10
+	ORL           R10, R12
+	ANDL          $0x3f3f3f3f, R8
+	ANDL          $0x3f3f3f3f, R9
+	SHLQ          $0x20, R11
+	ORQ           R11, R8
+	SHLQ          $0x20, R12
+	ORQ           R12, R9
+	VMOVQ         R8, X1
+	VPMOVZXBW     X1, X1
+	VMOVDQU       X1, (SP)
+	VMOVQ         R9, X1
 	VPXORD        Z2, Z2, Z2
 	VPXORD        Z3, Z3, Z3
 	VPXORD        Z4, Z4, Z4
 	VPXORD        Z5, Z5, Z5
-	VPBROADCASTD  (SI), Z6
-	VPMOVZXBD     16(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       (BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z4, Z4
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z5, Z5
-	VPMOVZXBD     32(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       64(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z4, Z4
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z5, Z5
-	VPBROADCASTD  4(SI), Z6
-	VPMOVZXBD     16(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       128(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z4, Z4
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z5, Z5
-	VPMOVZXBD     32(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       192(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z4, Z4
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z5, Z5
-	VEXTRACTI64X4 $0x01, Z4, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y4, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z5, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y5, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPXORD        Z10, Z10, Z10
-	VPXORD        Z11, Z11, Z11
-	VPBROADCASTD  8(SI), Z6
-	VPMOVZXBD     48(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       256(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z10, Z10
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z11, Z11
-	VPMOVZXBD     64(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       320(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z10, Z10
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z11, Z11
-	VPBROADCASTD  12(SI), Z6
-	VPMOVZXBD     48(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       384(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z10, Z10
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z11, Z11
-	VPMOVZXBD     64(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       448(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z10, Z10
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z11, Z11
-	VEXTRACTI64X4 $0x01, Z10, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y10, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z11, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y11, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPXORD        Z12, Z12, Z12
-	VPXORD        Z13, Z13, Z13
-	VPBROADCASTD  16(SI), Z6
-	VPMOVZXBD     80(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       512(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z12, Z12
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z13, Z13
-	VPMOVZXBD     96(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       576(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z12, Z12
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z13, Z13
-	VPBROADCASTD  20(SI), Z6
-	VPMOVZXBD     80(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       640(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z12, Z12
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z13, Z13
-	VPMOVZXBD     96(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       704(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z12, Z12
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z13, Z13
-	VEXTRACTI64X4 $0x01, Z12, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y12, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z13, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y13, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPXORD        Z14, Z14, Z14
-	VPXORD        Z15, Z15, Z15
-	VPBROADCASTD  24(SI), Z6
-	VPMOVZXBD     112(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       768(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z14, Z14
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z15, Z15
-	VPMOVZXBD     128(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       832(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z14, Z14
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z15, Z15
-	VPBROADCASTD  28(SI), Z6
-	VPMOVZXBD     112(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       896(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPMADDWD      Z7, Z8, Z7
-	VPADDD        Z7, Z14, Z14
-	VPMADDWD      Z9, Z8, Z9
-	VPADDD        Z9, Z15, Z15
-	VPMOVZXBD     128(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       960(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPMADDWD      Z7, Z6, Z7
-	VPADDD        Z7, Z14, Z14
-	VPMADDWD      Z8, Z6, Z8
-	VPADDD        Z8, Z15, Z15
-	VEXTRACTI64X4 $0x01, Z14, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y14, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z15, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y15, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPSLLQ        $0x10, Z3, Z3
-	VPADDQ        Z3, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z2, Y6
-	VPADDQ        Y6, Y2, Y6
-	VEXTRACTI128  $0x01, Y6, X7
-	VPADDQ        X7, X6, X7
-	VPUNPCKHQDQ   X7, X7, X6
-	VPADDQ        X6, X7, X7
-	VMOVQ         X7, (AX)
-	ADDQ          $0x08, AX
-	ADDQ          $0x00000090, DX
+	VPXORD        Z6, Z6, Z6
+	VPXORD        Z7, Z7, Z7
+	VPXORD        Z8, Z8, Z8
+	VPXORD        Z9, Z9, Z9
+	VPMOVZXBW     16(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  (SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  2(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPMADDWD      (R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      64(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z3, Z3
+	VPMADDWD      128(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      192(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z3, Z3
+	MOVQ          8(CX), R8
+	VPMADDWD      (R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      64(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z5, Z5
+	VPMADDWD      128(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      192(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z5, Z5
+	MOVQ          16(CX), R8
+	VPMADDWD      (R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      64(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z7, Z7
+	VPMADDWD      128(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      192(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z7, Z7
+	MOVQ          24(CX), R8
+	VPMADDWD      (R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z8, Z8
+	VPMADDWD      64(R8)(BX*1), Z11, Z11
+	VPADDD        Z11, Z9, Z9
+	VPMADDWD      128(R8)(BX*1), Z10, Z11
+	VPADDD        Z11, Z8, Z8
+	VPMADDWD      192(R8)(BX*1), Z10, Z10
+	VPADDD        Z10, Z9, Z9
+	VPMOVZXBW     48(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  4(SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  6(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPMADDWD      256(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      320(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z3, Z3
+	VPMADDWD      384(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      448(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z3, Z3
+	MOVQ          8(CX), R8
+	VPMADDWD      256(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      320(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z5, Z5
+	VPMADDWD      384(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      448(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z5, Z5
+	MOVQ          16(CX), R8
+	VPMADDWD      256(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      320(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z7, Z7
+	VPMADDWD      384(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      448(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z7, Z7
+	MOVQ          24(CX), R8
+	VPMADDWD      256(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z8, Z8
+	VPMADDWD      320(R8)(BX*1), Z11, Z11
+	VPADDD        Z11, Z9, Z9
+	VPMADDWD      384(R8)(BX*1), Z10, Z11
+	VPADDD        Z11, Z8, Z8
+	VPMADDWD      448(R8)(BX*1), Z10, Z10
+	VPADDD        Z10, Z9, Z9
+	VPMOVZXBW     80(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  8(SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  10(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPMADDWD      512(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      576(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z3, Z3
+	VPMADDWD      640(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      704(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z3, Z3
+	MOVQ          8(CX), R8
+	VPMADDWD      512(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      576(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z5, Z5
+	VPMADDWD      640(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      704(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z5, Z5
+	MOVQ          16(CX), R8
+	VPMADDWD      512(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      576(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z7, Z7
+	VPMADDWD      640(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      704(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z7, Z7
+	MOVQ          24(CX), R8
+	VPMADDWD      512(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z8, Z8
+	VPMADDWD      576(R8)(BX*1), Z11, Z11
+	VPADDD        Z11, Z9, Z9
+	VPMADDWD      640(R8)(BX*1), Z10, Z11
+	VPADDD        Z11, Z8, Z8
+	VPMADDWD      704(R8)(BX*1), Z10, Z10
+	VPADDD        Z10, Z9, Z9
+	VPMOVZXBW     112(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  12(SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  14(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPMADDWD      768(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      832(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z3, Z3
+	VPMADDWD      896(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z2, Z2
+	VPMADDWD      960(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z3, Z3
+	MOVQ          8(CX), R8
+	VPMADDWD      768(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      832(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z5, Z5
+	VPMADDWD      896(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z4, Z4
+	VPMADDWD      960(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z5, Z5
+	MOVQ          16(CX), R8
+	VPMADDWD      768(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      832(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z7, Z7
+	VPMADDWD      896(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z6, Z6
+	VPMADDWD      960(R8)(BX*1), Z10, Z12
+	VPADDD        Z12, Z7, Z7
+	MOVQ          24(CX), R8
+	VPMADDWD      768(R8)(BX*1), Z11, Z12
+	VPADDD        Z12, Z8, Z8
+	VPMADDWD      832(R8)(BX*1), Z11, Z11
+	VPADDD        Z11, Z9, Z9
+	VPMADDWD      896(R8)(BX*1), Z10, Z11
+	VPADDD        Z11, Z8, Z8
+	VPMADDWD      960(R8)(BX*1), Z10, Z10
+	VPADDD        Z10, Z9, Z9
+	MOVQ          32(CX), R8
+	MOVQ          64(CX), R9
+	VEXTRACTI64X4 $0x01, Z2, Y10
+	VPADDD        Y2, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z3, Y10
+	VPADDD        Y3, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y11
+	VCVTDQ2PD     Y11, Z11
+	VMULPD        (R8)(SI*1), Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPD        Y11, Y12, Y12
+	VUNPCKHPD     Y12, Y10, Y11
+	VUNPCKLPD     Y12, Y10, Y10
+	VADDPD        Y11, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X11
+	VADDPD        X10, X11, X11
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X11, X11
+	VPERMILPD     $0x01, X11, X10
+	VSUBSD        X10, X11, X11
+	VMULSD        (R9)(DI*1), X11, X11
+	VADDSD        16(SP), X11, X11
+	VMOVSD        X11, 16(SP)
+	MOVQ          40(CX), R8
+	MOVQ          72(CX), R9
+	VEXTRACTI64X4 $0x01, Z4, Y10
+	VPADDD        Y4, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z5, Y10
+	VPADDD        Y5, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y11
+	VCVTDQ2PD     Y11, Z11
+	VMULPD        (R8)(SI*1), Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPD        Y11, Y12, Y12
+	VUNPCKHPD     Y12, Y10, Y11
+	VUNPCKLPD     Y12, Y10, Y10
+	VADDPD        Y11, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X11
+	VADDPD        X10, X11, X11
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X11, X11
+	VPERMILPD     $0x01, X11, X10
+	VSUBSD        X10, X11, X11
+	VMULSD        (R9)(DI*1), X11, X11
+	VADDSD        24(SP), X11, X11
+	VMOVSD        X11, 24(SP)
+	MOVQ          48(CX), R8
+	MOVQ          80(CX), R9
+	VEXTRACTI64X4 $0x01, Z6, Y10
+	VPADDD        Y6, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z7, Y10
+	VPADDD        Y7, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y11
+	VCVTDQ2PD     Y11, Z11
+	VMULPD        (R8)(SI*1), Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPD        Y11, Y12, Y12
+	VUNPCKHPD     Y12, Y10, Y11
+	VUNPCKLPD     Y12, Y10, Y10
+	VADDPD        Y11, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X11
+	VADDPD        X10, X11, X11
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X11, X11
+	VPERMILPD     $0x01, X11, X10
+	VSUBSD        X10, X11, X11
+	VMULSD        (R9)(DI*1), X11, X11
+	VADDSD        32(SP), X11, X11
+	VMOVSD        X11, 32(SP)
+	MOVQ          56(CX), R8
+	MOVQ          88(CX), R9
+	VEXTRACTI64X4 $0x01, Z8, Y10
+	VPADDD        Y8, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z9, Y10
+	VPADDD        Y9, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y1
+	VCVTDQ2PD     Y1, Z1
+	VMULPD        (R8)(SI*1), Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y11
+	VADDPD        Y1, Y11, Y11
+	VUNPCKHPD     Y11, Y10, Y1
+	VUNPCKLPD     Y11, Y10, Y10
+	VADDPD        Y1, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X1
+	VADDPD        X10, X1, X1
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X1, X1
+	VPERMILPD     $0x01, X1, X10
+	VSUBSD        X10, X1, X1
+	VMULSD        (R9)(DI*1), X1, X1
+	VADDSD        40(SP), X1, X1
+	VMOVSD        X1, 40(SP)
+	ADDQ          $0x00000090, AX
 	ADDQ          $0x00000400, BX
-	ADDQ          $0x20, SI
-	DECQ          CX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x08, DI
+	DECQ          DX
 	JMP           block
+
+done:
+	LEAQ      ret_0+128(FP), AX
+	VMOVSD    16(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, (AX)
+	VMOVSD    24(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 4(AX)
+	VMOVSD    32(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 8(AX)
+	VMOVSD    40(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4KDot4AVX512VNNI(w []byte, in [12]*byte, nb int) [4]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q4KDot4AVX512VNNI(SB), NOSPLIT, $48-144
+	MOVQ         w_base+0(FP), AX
+	LEAQ         in_0+24(FP), CX
+	MOVQ         nb+120(FP), DX
+	XORQ         BX, BX
+	XORQ         SI, SI
+	XORQ         DI, DI
+	VPBROADCASTD const983055<>+0(SB), Z0
+	MOVQ         $0x00000000, 16(SP)
+	MOVQ         $0x00000000, 24(SP)
+	MOVQ         $0x00000000, 32(SP)
+	MOVQ         $0x00000000, 40(SP)
+
+block:
+	TESTQ         DX, DX
+	JZ            done
+	MOVL          4(AX), R8
+	MOVL          8(AX), R9
+	MOVL          12(AX), R10
+	MOVL          R8, R11
+	SHRL          $0x06, R11
+	ANDL          $0x03030303, R11
+	SHLL          $0x04, R11
+	MOVL          R9, R12
+	SHRL          $0x06, R12
+	ANDL          $0x03030303, R12
+	SHLL          $0x04, R12
+	MOVL          R10, R13
+	ANDL          $0x0f0f0f0f, R13
+	ORL           R13, R11
+	SHRL          $0x04, R10
+	ANDL          $0x0f0f0f0f, R10
+	ORL           R10, R12
+	ANDL          $0x3f3f3f3f, R8
+	ANDL          $0x3f3f3f3f, R9
+	SHLQ          $0x20, R11
+	ORQ           R11, R8
+	SHLQ          $0x20, R12
+	ORQ           R12, R9
+	VMOVQ         R8, X1
+	VPMOVZXBW     X1, X1
+	VMOVDQU       X1, (SP)
+	VMOVQ         R9, X1
+	VPXORD        Z2, Z2, Z2
+	VPXORD        Z3, Z3, Z3
+	VPXORD        Z4, Z4, Z4
+	VPXORD        Z5, Z5, Z5
+	VPXORD        Z6, Z6, Z6
+	VPXORD        Z7, Z7, Z7
+	VPXORD        Z8, Z8, Z8
+	VPXORD        Z9, Z9, Z9
+	VPMOVZXBW     16(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  (SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  2(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPDPWSSD      (R8)(BX*1), Z11, Z2
+	VPDPWSSD      64(R8)(BX*1), Z11, Z3
+	VPDPWSSD      128(R8)(BX*1), Z10, Z2
+	VPDPWSSD      192(R8)(BX*1), Z10, Z3
+	MOVQ          8(CX), R8
+	VPDPWSSD      (R8)(BX*1), Z11, Z4
+	VPDPWSSD      64(R8)(BX*1), Z11, Z5
+	VPDPWSSD      128(R8)(BX*1), Z10, Z4
+	VPDPWSSD      192(R8)(BX*1), Z10, Z5
+	MOVQ          16(CX), R8
+	VPDPWSSD      (R8)(BX*1), Z11, Z6
+	VPDPWSSD      64(R8)(BX*1), Z11, Z7
+	VPDPWSSD      128(R8)(BX*1), Z10, Z6
+	VPDPWSSD      192(R8)(BX*1), Z10, Z7
+	MOVQ          24(CX), R8
+	VPDPWSSD      (R8)(BX*1), Z11, Z8
+	VPDPWSSD      64(R8)(BX*1), Z11, Z9
+	VPDPWSSD      128(R8)(BX*1), Z10, Z8
+	VPDPWSSD      192(R8)(BX*1), Z10, Z9
+	VPMOVZXBW     48(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  4(SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  6(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPDPWSSD      256(R8)(BX*1), Z11, Z2
+	VPDPWSSD      320(R8)(BX*1), Z11, Z3
+	VPDPWSSD      384(R8)(BX*1), Z10, Z2
+	VPDPWSSD      448(R8)(BX*1), Z10, Z3
+	MOVQ          8(CX), R8
+	VPDPWSSD      256(R8)(BX*1), Z11, Z4
+	VPDPWSSD      320(R8)(BX*1), Z11, Z5
+	VPDPWSSD      384(R8)(BX*1), Z10, Z4
+	VPDPWSSD      448(R8)(BX*1), Z10, Z5
+	MOVQ          16(CX), R8
+	VPDPWSSD      256(R8)(BX*1), Z11, Z6
+	VPDPWSSD      320(R8)(BX*1), Z11, Z7
+	VPDPWSSD      384(R8)(BX*1), Z10, Z6
+	VPDPWSSD      448(R8)(BX*1), Z10, Z7
+	MOVQ          24(CX), R8
+	VPDPWSSD      256(R8)(BX*1), Z11, Z8
+	VPDPWSSD      320(R8)(BX*1), Z11, Z9
+	VPDPWSSD      384(R8)(BX*1), Z10, Z8
+	VPDPWSSD      448(R8)(BX*1), Z10, Z9
+	VPMOVZXBW     80(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  8(SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  10(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPDPWSSD      512(R8)(BX*1), Z11, Z2
+	VPDPWSSD      576(R8)(BX*1), Z11, Z3
+	VPDPWSSD      640(R8)(BX*1), Z10, Z2
+	VPDPWSSD      704(R8)(BX*1), Z10, Z3
+	MOVQ          8(CX), R8
+	VPDPWSSD      512(R8)(BX*1), Z11, Z4
+	VPDPWSSD      576(R8)(BX*1), Z11, Z5
+	VPDPWSSD      640(R8)(BX*1), Z10, Z4
+	VPDPWSSD      704(R8)(BX*1), Z10, Z5
+	MOVQ          16(CX), R8
+	VPDPWSSD      512(R8)(BX*1), Z11, Z6
+	VPDPWSSD      576(R8)(BX*1), Z11, Z7
+	VPDPWSSD      640(R8)(BX*1), Z10, Z6
+	VPDPWSSD      704(R8)(BX*1), Z10, Z7
+	MOVQ          24(CX), R8
+	VPDPWSSD      512(R8)(BX*1), Z11, Z8
+	VPDPWSSD      576(R8)(BX*1), Z11, Z9
+	VPDPWSSD      640(R8)(BX*1), Z10, Z8
+	VPDPWSSD      704(R8)(BX*1), Z10, Z9
+	VPMOVZXBW     112(AX), Z10
+	VPANDD        Z0, Z10, Z11
+	VPSRLW        $0x04, Z10, Z10
+	VPBROADCASTW  12(SP), Z12
+	VPMULLW       Z12, Z11, Z11
+	VPBROADCASTW  14(SP), Z12
+	VPMULLW       Z12, Z10, Z10
+	MOVQ          (CX), R8
+	VPDPWSSD      768(R8)(BX*1), Z11, Z2
+	VPDPWSSD      832(R8)(BX*1), Z11, Z3
+	VPDPWSSD      896(R8)(BX*1), Z10, Z2
+	VPDPWSSD      960(R8)(BX*1), Z10, Z3
+	MOVQ          8(CX), R8
+	VPDPWSSD      768(R8)(BX*1), Z11, Z4
+	VPDPWSSD      832(R8)(BX*1), Z11, Z5
+	VPDPWSSD      896(R8)(BX*1), Z10, Z4
+	VPDPWSSD      960(R8)(BX*1), Z10, Z5
+	MOVQ          16(CX), R8
+	VPDPWSSD      768(R8)(BX*1), Z11, Z6
+	VPDPWSSD      832(R8)(BX*1), Z11, Z7
+	VPDPWSSD      896(R8)(BX*1), Z10, Z6
+	VPDPWSSD      960(R8)(BX*1), Z10, Z7
+	MOVQ          24(CX), R8
+	VPDPWSSD      768(R8)(BX*1), Z11, Z8
+	VPDPWSSD      832(R8)(BX*1), Z11, Z9
+	VPDPWSSD      896(R8)(BX*1), Z10, Z8
+	VPDPWSSD      960(R8)(BX*1), Z10, Z9
+	MOVQ          32(CX), R8
+	MOVQ          64(CX), R9
+	VEXTRACTI64X4 $0x01, Z2, Y10
+	VPADDD        Y2, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z3, Y10
+	VPADDD        Y3, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y11
+	VCVTDQ2PD     Y11, Z11
+	VMULPD        (R8)(SI*1), Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPD        Y11, Y12, Y12
+	VUNPCKHPD     Y12, Y10, Y11
+	VUNPCKLPD     Y12, Y10, Y10
+	VADDPD        Y11, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X11
+	VADDPD        X10, X11, X11
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X11, X11
+	VPERMILPD     $0x01, X11, X10
+	VSUBSD        X10, X11, X11
+	VMULSD        (R9)(DI*1), X11, X11
+	VADDSD        16(SP), X11, X11
+	VMOVSD        X11, 16(SP)
+	MOVQ          40(CX), R8
+	MOVQ          72(CX), R9
+	VEXTRACTI64X4 $0x01, Z4, Y10
+	VPADDD        Y4, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z5, Y10
+	VPADDD        Y5, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y11
+	VCVTDQ2PD     Y11, Z11
+	VMULPD        (R8)(SI*1), Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPD        Y11, Y12, Y12
+	VUNPCKHPD     Y12, Y10, Y11
+	VUNPCKLPD     Y12, Y10, Y10
+	VADDPD        Y11, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X11
+	VADDPD        X10, X11, X11
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X11, X11
+	VPERMILPD     $0x01, X11, X10
+	VSUBSD        X10, X11, X11
+	VMULSD        (R9)(DI*1), X11, X11
+	VADDSD        24(SP), X11, X11
+	VMOVSD        X11, 24(SP)
+	MOVQ          48(CX), R8
+	MOVQ          80(CX), R9
+	VEXTRACTI64X4 $0x01, Z6, Y10
+	VPADDD        Y6, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z7, Y10
+	VPADDD        Y7, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y11
+	VCVTDQ2PD     Y11, Z11
+	VMULPD        (R8)(SI*1), Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPD        Y11, Y12, Y12
+	VUNPCKHPD     Y12, Y10, Y11
+	VUNPCKLPD     Y12, Y10, Y10
+	VADDPD        Y11, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X11
+	VADDPD        X10, X11, X11
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X11, X11
+	VPERMILPD     $0x01, X11, X10
+	VSUBSD        X10, X11, X11
+	VMULSD        (R9)(DI*1), X11, X11
+	VADDSD        32(SP), X11, X11
+	VMOVSD        X11, 32(SP)
+	MOVQ          56(CX), R8
+	MOVQ          88(CX), R9
+	VEXTRACTI64X4 $0x01, Z8, Y10
+	VPADDD        Y8, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X11
+	VPADDD        X10, X11, X11
+	VEXTRACTI64X4 $0x01, Z9, Y10
+	VPADDD        Y9, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X12
+	VPADDD        X10, X12, X12
+	VCVTDQ2PD     X11, Y10
+	VCVTDQ2PD     X12, Y11
+	VMULPD        f64_65536<>+0(SB), Y11, Y11
+	VADDPD        Y11, Y10, Y10
+	VPMOVZXBD     X1, Y1
+	VCVTDQ2PD     Y1, Z1
+	VMULPD        (R8)(SI*1), Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y11
+	VADDPD        Y1, Y11, Y11
+	VUNPCKHPD     Y11, Y10, Y1
+	VUNPCKLPD     Y11, Y10, Y10
+	VADDPD        Y1, Y10, Y10
+	VEXTRACTF64X2 $0x01, Y10, X1
+	VADDPD        X10, X1, X1
+	VMOVD         (AX), X10
+	VCVTPH2PS     X10, X10
+	VCVTPS2PD     X10, X10
+	VMULPD        X10, X1, X1
+	VPERMILPD     $0x01, X1, X10
+	VSUBSD        X10, X1, X1
+	VMULSD        (R9)(DI*1), X1, X1
+	VADDSD        40(SP), X1, X1
+	VMOVSD        X1, 40(SP)
+	ADDQ          $0x00000090, AX
+	ADDQ          $0x00000400, BX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x08, DI
+	DECQ          DX
+	JMP           block
+
+done:
+	LEAQ      ret_0+128(FP), AX
+	VMOVSD    16(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, (AX)
+	VMOVSD    24(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 4(AX)
+	VMOVSD    32(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 8(AX)
+	VMOVSD    40(SP), X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func expShiftAVX2(dst []float32, src []float32, shift float32, tab *[80]float64) int
+// Requires: AVX, AVX2, SSE
+TEXT ·expShiftAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+	MOVQ tab+56(FP), BX
+	SHRQ $0x03, DX
+	XORQ SI, SI
+
+group:
+	TESTQ        DX, DX
+	JZ           out
+	VMOVUPS      (CX)(SI*4), Y0
+	MOVSS        shift+48(FP), X1
+	VBROADCASTSS X1, Y1
+	VSUBPS       Y1, Y0, Y1
+	VBROADCASTSS 592(BX), Y0
+	VCMPPS       $0x1e, Y0, Y1, Y4
+	VBROADCASTSS 600(BX), Y0
+	VCMPPS       $0x11, Y0, Y1, Y5
+	VCMPPS       $0x07, Y1, Y1, Y6
+	VORPS        Y5, Y4, Y0
+	VANDNPS      Y6, Y0, Y6
+	VANDPS       Y6, Y1, Y0
+	VMOVAPS      X0, X1
+	VCVTPS2PD    X1, Y1
+	VBROADCASTSD 512(BX), Y7
+	VMULPD       Y1, Y7, Y7
+	VBROADCASTSD 520(BX), Y8
+	VADDPD       Y8, Y7, Y7
+	VPSUBQ       Y8, Y7, Y9
+	VSUBPD       Y8, Y7, Y7
+	VBROADCASTSD 528(BX), Y8
+	VMULPD       Y7, Y8, Y8
+	VSUBPD       Y8, Y1, Y1
+	VBROADCASTSD 536(BX), Y8
+	VMULPD       Y7, Y8, Y8
+	VSUBPD       Y8, Y1, Y1
+	VBROADCASTSD 544(BX), Y7
+	VMULPD       Y1, Y7, Y7
+	VBROADCASTSD 552(BX), Y8
+	VADDPD       Y8, Y7, Y7
+	VMULPD       Y1, Y7, Y7
+	VBROADCASTSD 560(BX), Y8
+	VADDPD       Y8, Y7, Y7
+	VMULPD       Y1, Y7, Y7
+	VBROADCASTSD 568(BX), Y8
+	VADDPD       Y8, Y7, Y7
+	VMULPD       Y1, Y1, Y8
+	VMULPD       Y7, Y8, Y8
+	VADDPD       Y1, Y8, Y8
+	VPCMPEQQ     Y1, Y1, Y1
+	VPSRLQ       $0x3a, Y1, Y1
+	VPAND        Y9, Y1, Y1
+	VPCMPEQQ     Y7, Y7, Y7
+	VXORPD       Y10, Y10, Y10
+	VGATHERQPD   Y7, (BX)(Y1*8), Y10
+	VMULPD       Y10, Y8, Y8
+	VADDPD       Y10, Y8, Y8
+	VPBROADCASTQ 608(BX), Y1
+	VPADDQ       Y1, Y9, Y9
+	VPSRLQ       $0x06, Y9, Y9
+	VPSLLQ       $0x34, Y9, Y9
+	VMULPD       Y9, Y8, Y8
+	VBROADCASTSD 576(BX), Y1
+	VMULPD       Y8, Y1, Y1
+	VCVTPD2PSY   Y1, X2
+	VBROADCASTSD 584(BX), Y1
+	VMULPD       Y8, Y1, Y1
+	VCVTPD2PSY   Y1, X1
+	VMOVAPS      X2, X2
+	VMOVAPS      X1, X3
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VBROADCASTSD 512(BX), Y1
+	VMULPD       Y0, Y1, Y1
+	VBROADCASTSD 520(BX), Y7
+	VADDPD       Y7, Y1, Y1
+	VPSUBQ       Y7, Y1, Y8
+	VSUBPD       Y7, Y1, Y1
+	VBROADCASTSD 528(BX), Y7
+	VMULPD       Y1, Y7, Y7
+	VSUBPD       Y7, Y0, Y0
+	VBROADCASTSD 536(BX), Y7
+	VMULPD       Y1, Y7, Y7
+	VSUBPD       Y7, Y0, Y0
+	VBROADCASTSD 544(BX), Y1
+	VMULPD       Y0, Y1, Y1
+	VBROADCASTSD 552(BX), Y7
+	VADDPD       Y7, Y1, Y1
+	VMULPD       Y0, Y1, Y1
+	VBROADCASTSD 560(BX), Y7
+	VADDPD       Y7, Y1, Y1
+	VMULPD       Y0, Y1, Y1
+	VBROADCASTSD 568(BX), Y7
+	VADDPD       Y7, Y1, Y1
+	VMULPD       Y0, Y0, Y7
+	VMULPD       Y1, Y7, Y7
+	VADDPD       Y0, Y7, Y7
+	VPCMPEQQ     Y0, Y0, Y0
+	VPSRLQ       $0x3a, Y0, Y0
+	VPAND        Y8, Y0, Y0
+	VPCMPEQQ     Y1, Y1, Y1
+	VXORPD       Y9, Y9, Y9
+	VGATHERQPD   Y1, (BX)(Y0*8), Y9
+	VMULPD       Y9, Y7, Y7
+	VADDPD       Y9, Y7, Y7
+	VPBROADCASTQ 608(BX), Y0
+	VPADDQ       Y0, Y8, Y8
+	VPSRLQ       $0x06, Y8, Y8
+	VPSLLQ       $0x34, Y8, Y8
+	VMULPD       Y8, Y7, Y7
+	VBROADCASTSD 576(BX), Y1
+	VMULPD       Y7, Y1, Y1
+	VCVTPD2PSY   Y1, X0
+	VBROADCASTSD 584(BX), Y1
+	VMULPD       Y7, Y1, Y1
+	VCVTPD2PSY   Y1, X1
+	VINSERTF128  $0x01, X0, Y2, Y2
+	VINSERTF128  $0x01, X1, Y3, Y3
+	VCMPPS       $0x00, Y3, Y2, Y0
+	VANDPS       Y6, Y0, Y0
+	VORPS        Y4, Y0, Y1
+	VORPS        Y5, Y1, Y1
+	VMOVMSKPS    Y1, DI
+	CMPL         DI, $0xff
+	JNE          out
+	VANDPS       Y0, Y2, Y0
+	VBROADCASTSS 616(BX), Y1
+	VANDPS       Y4, Y1, Y1
+	VORPS        Y1, Y0, Y0
+	VMOVUPS      Y0, (AX)(SI*4)
+	ADDQ         $0x08, SI
+	DECQ         DX
+	JMP          group
+
+out:
+	MOVQ SI, ret+64(FP)
+	VZEROUPPER
+	RET
+
+// func swiGLUAVX2(dst []float32, gate []float32, up []float32, tab *[80]float64) int
+// Requires: AVX, AVX2
+TEXT ·swiGLUAVX2(SB), NOSPLIT, $0-88
+	MOVQ dst_base+0(FP), AX
+	MOVQ gate_base+24(FP), CX
+	MOVQ gate_len+32(FP), DX
+	MOVQ up_base+48(FP), BX
+	MOVQ tab+72(FP), SI
+	SHRQ $0x03, DX
+	XORQ DI, DI
+
+group:
+	TESTQ        DX, DX
+	JZ           out
+	VMOVUPS      (CX)(DI*4), Y0
+	VBROADCASTSS 624(SI), Y1
+	VXORPS       Y0, Y1, Y1
+	VBROADCASTSS 592(SI), Y2
+	VCMPPS       $0x1e, Y2, Y1, Y3
+	VBROADCASTSS 600(SI), Y2
+	VCMPPS       $0x11, Y2, Y1, Y4
+	VCMPPS       $0x07, Y1, Y1, Y5
+	VORPS        Y4, Y3, Y2
+	VANDNPS      Y5, Y2, Y5
+	VANDPS       Y5, Y1, Y1
+	VMOVAPS      X1, X2
+	VCVTPS2PD    X2, Y2
+	VBROADCASTSD 512(SI), Y8
+	VMULPD       Y2, Y8, Y8
+	VBROADCASTSD 520(SI), Y9
+	VADDPD       Y9, Y8, Y8
+	VPSUBQ       Y9, Y8, Y10
+	VSUBPD       Y9, Y8, Y8
+	VBROADCASTSD 528(SI), Y9
+	VMULPD       Y8, Y9, Y9
+	VSUBPD       Y9, Y2, Y2
+	VBROADCASTSD 536(SI), Y9
+	VMULPD       Y8, Y9, Y9
+	VSUBPD       Y9, Y2, Y2
+	VBROADCASTSD 544(SI), Y8
+	VMULPD       Y2, Y8, Y8
+	VBROADCASTSD 552(SI), Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y2, Y8, Y8
+	VBROADCASTSD 560(SI), Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y2, Y8, Y8
+	VBROADCASTSD 568(SI), Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y2, Y2, Y9
+	VMULPD       Y8, Y9, Y9
+	VADDPD       Y2, Y9, Y9
+	VPCMPEQQ     Y2, Y2, Y2
+	VPSRLQ       $0x3a, Y2, Y2
+	VPAND        Y10, Y2, Y2
+	VPCMPEQQ     Y8, Y8, Y8
+	VXORPD       Y11, Y11, Y11
+	VGATHERQPD   Y8, (SI)(Y2*8), Y11
+	VMULPD       Y11, Y9, Y9
+	VADDPD       Y11, Y9, Y9
+	VPBROADCASTQ 608(SI), Y2
+	VPADDQ       Y2, Y10, Y10
+	VPSRLQ       $0x06, Y10, Y10
+	VPSLLQ       $0x34, Y10, Y10
+	VMULPD       Y10, Y9, Y9
+	VBROADCASTSD 576(SI), Y2
+	VMULPD       Y9, Y2, Y2
+	VCVTPD2PSY   Y2, X6
+	VBROADCASTSD 584(SI), Y2
+	VMULPD       Y9, Y2, Y2
+	VCVTPD2PSY   Y2, X2
+	VMOVAPS      X6, X6
+	VMOVAPS      X2, X7
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VBROADCASTSD 512(SI), Y2
+	VMULPD       Y1, Y2, Y2
+	VBROADCASTSD 520(SI), Y8
+	VADDPD       Y8, Y2, Y2
+	VPSUBQ       Y8, Y2, Y9
+	VSUBPD       Y8, Y2, Y2
+	VBROADCASTSD 528(SI), Y8
+	VMULPD       Y2, Y8, Y8
+	VSUBPD       Y8, Y1, Y1
+	VBROADCASTSD 536(SI), Y8
+	VMULPD       Y2, Y8, Y8
+	VSUBPD       Y8, Y1, Y1
+	VBROADCASTSD 544(SI), Y2
+	VMULPD       Y1, Y2, Y2
+	VBROADCASTSD 552(SI), Y8
+	VADDPD       Y8, Y2, Y2
+	VMULPD       Y1, Y2, Y2
+	VBROADCASTSD 560(SI), Y8
+	VADDPD       Y8, Y2, Y2
+	VMULPD       Y1, Y2, Y2
+	VBROADCASTSD 568(SI), Y8
+	VADDPD       Y8, Y2, Y2
+	VMULPD       Y1, Y1, Y8
+	VMULPD       Y2, Y8, Y8
+	VADDPD       Y1, Y8, Y8
+	VPCMPEQQ     Y1, Y1, Y1
+	VPSRLQ       $0x3a, Y1, Y1
+	VPAND        Y9, Y1, Y1
+	VPCMPEQQ     Y2, Y2, Y2
+	VXORPD       Y10, Y10, Y10
+	VGATHERQPD   Y2, (SI)(Y1*8), Y10
+	VMULPD       Y10, Y8, Y8
+	VADDPD       Y10, Y8, Y8
+	VPBROADCASTQ 608(SI), Y1
+	VPADDQ       Y1, Y9, Y9
+	VPSRLQ       $0x06, Y9, Y9
+	VPSLLQ       $0x34, Y9, Y9
+	VMULPD       Y9, Y8, Y8
+	VBROADCASTSD 576(SI), Y2
+	VMULPD       Y8, Y2, Y2
+	VCVTPD2PSY   Y2, X1
+	VBROADCASTSD 584(SI), Y2
+	VMULPD       Y8, Y2, Y2
+	VCVTPD2PSY   Y2, X2
+	VINSERTF128  $0x01, X1, Y6, Y6
+	VINSERTF128  $0x01, X2, Y7, Y7
+	VCMPPS       $0x00, Y7, Y6, Y1
+	VANDPS       Y5, Y1, Y1
+	VORPS        Y3, Y1, Y2
+	VORPS        Y4, Y2, Y2
+	VMOVMSKPS    Y2, R8
+	CMPL         R8, $0xff
+	JNE          out
+	VANDPS       Y1, Y6, Y1
+	VBROADCASTSS 616(SI), Y2
+	VANDPS       Y3, Y2, Y2
+	VORPS        Y2, Y1, Y1
+	VBROADCASTSS 632(SI), Y2
+	VADDPS       Y2, Y1, Y1
+	VDIVPS       Y1, Y0, Y1
+	VMULPS       (BX)(DI*4), Y1, Y1
+	VMOVUPS      Y1, (AX)(DI*4)
+	ADDQ         $0x08, DI
+	DECQ         DX
+	JMP          group
+
+out:
+	MOVQ DI, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func attendValuesAVX2(out []float32, values []float32, a []float32, stride int)
+// Requires: AVX, AVX2
+TEXT ·attendValuesAVX2(SB), NOSPLIT, $256-80
+	MOVQ out_base+0(FP), AX
+	MOVQ out_len+8(FP), CX
+	MOVQ values_base+24(FP), DX
+	MOVQ a_base+48(FP), BX
+	MOVQ a_len+56(FP), SI
+	MOVQ stride+72(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DI, R8
+	SHLQ $0x04, R8
+
+block:
+	CMPQ  CX, $0x00000008
+	JB    done
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	LEAQ  (BX), R9
+	MOVQ  DX, R10
+	MOVQ  SI, R11
+	SUBQ  $0x00000000, R11
+
+pos0:
+	MOVQ         R10, R12
+	CMPQ         R11, $0x00000000
+	JLE          lanesDone0
+	VBROADCASTSS (R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000001
+	JLE          lanesDone0
+	VBROADCASTSS 4(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000002
+	JLE          lanesDone0
+	VBROADCASTSS 8(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000003
+	JLE          lanesDone0
+	VBROADCASTSS 12(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y3, Y3
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000004
+	JLE          lanesDone0
+	VBROADCASTSS 16(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000005
+	JLE          lanesDone0
+	VBROADCASTSS 20(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000006
+	JLE          lanesDone0
+	VBROADCASTSS 24(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000007
+	JLE          lanesDone0
+	VBROADCASTSS 28(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x40, R9
+	ADDQ         R8, R10
+	SUBQ         $0x10, R11
+	JMP          pos0
+
+lanesDone0:
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y1, 32(SP)
+	VMOVUPS Y2, 64(SP)
+	VMOVUPS Y3, 96(SP)
+	VMOVUPS Y4, 128(SP)
+	VMOVUPS Y5, 160(SP)
+	VMOVUPS Y6, 192(SP)
+	VMOVUPS Y7, 224(SP)
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	LEAQ    32(BX), R9
+	MOVQ    DX, R10
+	ADDQ    DI, R10
+	ADDQ    DI, R10
+	ADDQ    DI, R10
+	ADDQ    DI, R10
+	ADDQ    DI, R10
+	ADDQ    DI, R10
+	ADDQ    DI, R10
+	ADDQ    DI, R10
+	MOVQ    SI, R11
+	SUBQ    $0x00000008, R11
+
+pos1:
+	MOVQ         R10, R12
+	CMPQ         R11, $0x00000000
+	JLE          lanesDone1
+	VBROADCASTSS (R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000001
+	JLE          lanesDone1
+	VBROADCASTSS 4(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000002
+	JLE          lanesDone1
+	VBROADCASTSS 8(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000003
+	JLE          lanesDone1
+	VBROADCASTSS 12(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y3, Y3
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000004
+	JLE          lanesDone1
+	VBROADCASTSS 16(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000005
+	JLE          lanesDone1
+	VBROADCASTSS 20(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000006
+	JLE          lanesDone1
+	VBROADCASTSS 24(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000007
+	JLE          lanesDone1
+	VBROADCASTSS 28(R9), Y8
+	VMULPS       (R12), Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x40, R9
+	ADDQ         R8, R10
+	SUBQ         $0x10, R11
+	JMP          pos1
+
+lanesDone1:
+	VADDPS  Y1, Y0, Y0
+	VADDPS  Y3, Y2, Y2
+	VADDPS  Y5, Y4, Y4
+	VADDPS  Y7, Y6, Y6
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y6, Y4, Y4
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS (SP), Y1
+	VMOVUPS 32(SP), Y2
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 64(SP), Y2
+	VMOVUPS 96(SP), Y3
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 128(SP), Y3
+	VMOVUPS 160(SP), Y4
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS 192(SP), Y4
+	VMOVUPS 224(SP), Y5
+	VADDPS  Y5, Y4, Y4
+	VADDPS  Y2, Y1, Y1
+	VADDPS  Y4, Y3, Y3
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y0, Y1, Y1
+	VMOVUPS Y1, (AX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     block
 
 done:
 	VZEROUPPER
 	RET
 
-// func q4KBlocksAVX512VNNI(t []int64, w []byte, x []int32, sc []uint32)
-// Requires: AVX, AVX2, AVX512F, AVX512_VNNI
-TEXT ·q4KBlocksAVX512VNNI(SB), NOSPLIT, $0-96
-	MOVQ         t_base+0(FP), AX
-	MOVQ         t_len+8(FP), CX
-	MOVQ         w_base+24(FP), DX
-	MOVQ         x_base+48(FP), BX
-	MOVQ         sc_base+72(FP), SI
-	VPBROADCASTD const15<>+0(SB), Z0
-	VPBROADCASTD const32768<>+0(SB), Z1
+// func attendValuesAVX512(out []float32, values []float32, a []float32, stride int)
+// Requires: AVX, AVX512F
+TEXT ·attendValuesAVX512(SB), NOSPLIT, $512-80
+	MOVQ out_base+0(FP), AX
+	MOVQ out_len+8(FP), CX
+	MOVQ values_base+24(FP), DX
+	MOVQ a_base+48(FP), BX
+	MOVQ a_len+56(FP), SI
+	MOVQ stride+72(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DI, R8
+	SHLQ $0x04, R8
 
 block:
-	TESTQ         CX, CX
-	JZ            done
-	VPXORD        Z2, Z2, Z2
-	VPXORD        Z3, Z3, Z3
-	VPXORD        Z4, Z4, Z4
-	VPXORD        Z5, Z5, Z5
-	VPBROADCASTD  (SI), Z6
-	VPMOVZXBD     16(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       (BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z4
-	VPDPWSSD      Z9, Z8, Z5
-	VPMOVZXBD     32(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       64(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z4
-	VPDPWSSD      Z8, Z6, Z5
-	VPBROADCASTD  4(SI), Z6
-	VPMOVZXBD     16(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       128(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z4
-	VPDPWSSD      Z9, Z8, Z5
-	VPMOVZXBD     32(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       192(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z4
-	VPDPWSSD      Z8, Z6, Z5
-	VEXTRACTI64X4 $0x01, Z4, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y4, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z5, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y5, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPXORD        Z10, Z10, Z10
-	VPXORD        Z11, Z11, Z11
-	VPBROADCASTD  8(SI), Z6
-	VPMOVZXBD     48(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       256(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z10
-	VPDPWSSD      Z9, Z8, Z11
-	VPMOVZXBD     64(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       320(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z10
-	VPDPWSSD      Z8, Z6, Z11
-	VPBROADCASTD  12(SI), Z6
-	VPMOVZXBD     48(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       384(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z10
-	VPDPWSSD      Z9, Z8, Z11
-	VPMOVZXBD     64(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       448(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z10
-	VPDPWSSD      Z8, Z6, Z11
-	VEXTRACTI64X4 $0x01, Z10, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y10, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z11, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y11, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPXORD        Z12, Z12, Z12
-	VPXORD        Z13, Z13, Z13
-	VPBROADCASTD  16(SI), Z6
-	VPMOVZXBD     80(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       512(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z12
-	VPDPWSSD      Z9, Z8, Z13
-	VPMOVZXBD     96(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       576(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z12
-	VPDPWSSD      Z8, Z6, Z13
-	VPBROADCASTD  20(SI), Z6
-	VPMOVZXBD     80(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       640(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z12
-	VPDPWSSD      Z9, Z8, Z13
-	VPMOVZXBD     96(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       704(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z12
-	VPDPWSSD      Z8, Z6, Z13
-	VEXTRACTI64X4 $0x01, Z12, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y12, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z13, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y13, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPXORD        Z14, Z14, Z14
-	VPXORD        Z15, Z15, Z15
-	VPBROADCASTD  24(SI), Z6
-	VPMOVZXBD     112(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       768(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z14
-	VPDPWSSD      Z9, Z8, Z15
-	VPMOVZXBD     128(DX), Z7
-	VPANDD        Z0, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       832(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z14
-	VPDPWSSD      Z8, Z6, Z15
-	VPBROADCASTD  28(SI), Z6
-	VPMOVZXBD     112(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       896(BX), Z8
-	VPANDD        Z1, Z8, Z9
-	VPADDD        Z9, Z9, Z9
-	VPADDD        Z9, Z8, Z8
-	VPSLLD        $0x10, Z7, Z9
-	VPDPWSSD      Z7, Z8, Z14
-	VPDPWSSD      Z9, Z8, Z15
-	VPMOVZXBD     128(DX), Z7
-	VPSRLD        $0x04, Z7, Z7
-	VPMULLD       Z6, Z7, Z7
-	VMOVUPS       960(BX), Z6
-	VPANDD        Z1, Z6, Z8
-	VPADDD        Z8, Z8, Z8
-	VPADDD        Z8, Z6, Z6
-	VPSLLD        $0x10, Z7, Z8
-	VPDPWSSD      Z7, Z6, Z14
-	VPDPWSSD      Z8, Z6, Z15
-	VEXTRACTI64X4 $0x01, Z14, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z2, Z2
-	VPMOVSXDQ     Y14, Z6
-	VPADDQ        Z6, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z15, Y6
-	VPMOVSXDQ     Y6, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPMOVSXDQ     Y15, Z6
-	VPADDQ        Z6, Z3, Z3
-	VPSLLQ        $0x10, Z3, Z3
-	VPADDQ        Z3, Z2, Z2
-	VEXTRACTI64X4 $0x01, Z2, Y6
-	VPADDQ        Y6, Y2, Y6
-	VEXTRACTI128  $0x01, Y6, X7
-	VPADDQ        X7, X6, X7
-	VPUNPCKHQDQ   X7, X7, X6
-	VPADDQ        X6, X7, X7
-	VMOVQ         X7, (AX)
-	ADDQ          $0x08, AX
-	ADDQ          $0x00000090, DX
-	ADDQ          $0x00000400, BX
-	ADDQ          $0x20, SI
-	DECQ          CX
-	JMP           block
+	CMPQ   CX, $0x00000010
+	JB     done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	LEAQ   (BX), R9
+	MOVQ   DX, R10
+	MOVQ   SI, R11
+	SUBQ   $0x00000000, R11
+
+pos0:
+	MOVQ         R10, R12
+	CMPQ         R11, $0x00000000
+	JLE          lanesDone0
+	VBROADCASTSS (R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z0, Z0
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000001
+	JLE          lanesDone0
+	VBROADCASTSS 4(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z1, Z1
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000002
+	JLE          lanesDone0
+	VBROADCASTSS 8(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z2, Z2
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000003
+	JLE          lanesDone0
+	VBROADCASTSS 12(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z3, Z3
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000004
+	JLE          lanesDone0
+	VBROADCASTSS 16(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z4, Z4
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000005
+	JLE          lanesDone0
+	VBROADCASTSS 20(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z5, Z5
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000006
+	JLE          lanesDone0
+	VBROADCASTSS 24(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z6, Z6
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000007
+	JLE          lanesDone0
+	VBROADCASTSS 28(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z7, Z7
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000008
+	JLE          lanesDone0
+	VBROADCASTSS 32(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z8, Z8
+	ADDQ         DI, R12
+	CMPQ         R11, $0x00000009
+	JLE          lanesDone0
+	VBROADCASTSS 36(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z9, Z9
+	ADDQ         DI, R12
+	CMPQ         R11, $0x0000000a
+	JLE          lanesDone0
+	VBROADCASTSS 40(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z10, Z10
+	ADDQ         DI, R12
+	CMPQ         R11, $0x0000000b
+	JLE          lanesDone0
+	VBROADCASTSS 44(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z11, Z11
+	ADDQ         DI, R12
+	CMPQ         R11, $0x0000000c
+	JLE          lanesDone0
+	VBROADCASTSS 48(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z12, Z12
+	ADDQ         DI, R12
+	CMPQ         R11, $0x0000000d
+	JLE          lanesDone0
+	VBROADCASTSS 52(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z13, Z13
+	ADDQ         DI, R12
+	CMPQ         R11, $0x0000000e
+	JLE          lanesDone0
+	VBROADCASTSS 56(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z14, Z14
+	ADDQ         DI, R12
+	CMPQ         R11, $0x0000000f
+	JLE          lanesDone0
+	VBROADCASTSS 60(R9), Z16
+	VMULPS       (R12), Z16, Z16
+	VADDPS       Z16, Z15, Z15
+	ADDQ         $0x40, R9
+	ADDQ         R8, R10
+	SUBQ         $0x10, R11
+	JMP          pos0
+
+lanesDone0:
+	VADDPS  Z9, Z8, Z8
+	VADDPS  Z11, Z10, Z10
+	VADDPS  Z13, Z12, Z12
+	VADDPS  Z15, Z14, Z14
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z14, Z12, Z12
+	VADDPS  Z12, Z8, Z8
+	VADDPS  Z1, Z0, Z0
+	VADDPS  Z3, Z2, Z2
+	VADDPS  Z5, Z4, Z4
+	VADDPS  Z7, Z6, Z6
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z6, Z4, Z4
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z8, Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000010, CX
+	JMP     block
 
 done:
 	VZEROUPPER

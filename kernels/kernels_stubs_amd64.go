@@ -2,77 +2,212 @@
 
 package kernels
 
-// lanesF32AVX2 adds the products of the len(w)/64 whole units of w with x into the lanes l.
+// lanesF32AVX2 continues the lanes l with the products of the len(w)/64 whole units of w with x.
 //
 //go:noescape
-func lanesF32AVX2(l *[16]float32, w []byte, x []float32)
+func lanesF32AVX2(l [16]float32, w []byte, x []float32) [16]float32
 
-// lanesF16AVX2 adds the products of the len(w)/32 whole units of w with x into the lanes l.
+// lanes2F32AVX2 returns the lanes of the products of the len(w0)/64 whole units of w0 and of as many of w1 with x.
 //
 //go:noescape
-func lanesF16AVX2(l *[16]float32, w []byte, x []float32)
+func lanes2F32AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 
-// lanesBF16AVX2 adds the products of the len(w)/32 whole units of w with x into the lanes l.
+// lanes4F32AVX2 returns the lanes of the products of the len(w)/64 whole units of w with the rows x[t·stride:], t < 4.
 //
 //go:noescape
-func lanesBF16AVX2(l *[16]float32, w []byte, x []float32)
+func lanes4F32AVX2(w []byte, x []float32, stride int) [4][16]float32
 
-// lanesQ8_0AVX2 adds the products of the len(w)/34 whole units of w with x into the lanes l.
+// lanesF16AVX2 continues the lanes l with the products of the len(w)/32 whole units of w with x.
 //
 //go:noescape
-func lanesQ8_0AVX2(l *[16]float32, w []byte, x []float32)
+func lanesF16AVX2(l [16]float32, w []byte, x []float32) [16]float32
 
-// lanesQ6KAVX2 adds the products of the len(w)/210 whole units of w with x into the lanes l.
+// lanes2F16AVX2 returns the lanes of the products of the len(w0)/32 whole units of w0 and of as many of w1 with x.
 //
 //go:noescape
-func lanesQ6KAVX2(l *[16]float32, w []byte, x []float32)
+func lanes2F16AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 
-// sumLanesAVX2 adds the len(v)/16 whole groups of v into the lanes l.
+// lanes4F16AVX2 returns the lanes of the products of the len(w)/32 whole units of w with the rows x[t·stride:], t < 4.
 //
 //go:noescape
-func sumLanesAVX2(l *[16]float32, v []float32)
+func lanes4F16AVX2(w []byte, x []float32, stride int) [4][16]float32
 
-// lanesF32AVX512 adds the products of the len(w)/64 whole units of w with x into the lanes l.
+// lanesBF16AVX2 continues the lanes l with the products of the len(w)/32 whole units of w with x.
 //
 //go:noescape
-func lanesF32AVX512(l *[16]float32, w []byte, x []float32)
+func lanesBF16AVX2(l [16]float32, w []byte, x []float32) [16]float32
 
-// lanesF16AVX512 adds the products of the len(w)/32 whole units of w with x into the lanes l.
+// lanes2BF16AVX2 returns the lanes of the products of the len(w0)/32 whole units of w0 and of as many of w1 with x.
 //
 //go:noescape
-func lanesF16AVX512(l *[16]float32, w []byte, x []float32)
+func lanes2BF16AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 
-// lanesBF16AVX512 adds the products of the len(w)/32 whole units of w with x into the lanes l.
+// lanes4BF16AVX2 returns the lanes of the products of the len(w)/32 whole units of w with the rows x[t·stride:], t < 4.
 //
 //go:noescape
-func lanesBF16AVX512(l *[16]float32, w []byte, x []float32)
+func lanes4BF16AVX2(w []byte, x []float32, stride int) [4][16]float32
 
-// lanesQ8_0AVX512 adds the products of the len(w)/34 whole units of w with x into the lanes l.
+// lanesQ8_0AVX2 continues the lanes l with the products of the len(w)/34 whole units of w with x.
 //
 //go:noescape
-func lanesQ8_0AVX512(l *[16]float32, w []byte, x []float32)
+func lanesQ8_0AVX2(l [16]float32, w []byte, x []float32) [16]float32
 
-// lanesQ6KAVX512 adds the products of the len(w)/210 whole units of w with x into the lanes l.
+// lanes2Q8_0AVX2 returns the lanes of the products of the len(w0)/34 whole units of w0 and of as many of w1 with x.
 //
 //go:noescape
-func lanesQ6KAVX512(l *[16]float32, w []byte, x []float32)
+func lanes2Q8_0AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 
-// sumLanesAVX512 adds the len(v)/16 whole groups of v into the lanes l.
+// lanes4Q8_0AVX2 returns the lanes of the products of the len(w)/34 whole units of w with the rows x[t·stride:], t < 4.
 //
 //go:noescape
-func sumLanesAVX512(l *[16]float32, v []float32)
+func lanes4Q8_0AVX2(w []byte, x []float32, stride int) [4][16]float32
 
-// q4KBlocksAVX2 writes the exact integer weighted sums T of the len(t) Q4_K blocks of w against x.
+// lanesQ6KAVX2 continues the lanes l with the products of the len(w)/210 whole units of w with x.
 //
 //go:noescape
-func q4KBlocksAVX2(t []int64, w []byte, x []int32, sc []uint32)
+func lanesQ6KAVX2(l [16]float32, w []byte, x []float32) [16]float32
 
-// q4KBlocksAVX512 writes the exact integer weighted sums T of the len(t) Q4_K blocks of w against x.
+// lanes2Q6KAVX2 returns the lanes of the products of the len(w0)/210 whole units of w0 and of as many of w1 with x.
 //
 //go:noescape
-func q4KBlocksAVX512(t []int64, w []byte, x []int32, sc []uint32)
+func lanes2Q6KAVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 
-// q4KBlocksAVX512VNNI writes the exact integer weighted sums T of the len(t) Q4_K blocks of w against x.
+// lanes4Q6KAVX2 returns the lanes of the products of the len(w)/210 whole units of w with the rows x[t·stride:], t < 4.
 //
 //go:noescape
-func q4KBlocksAVX512VNNI(t []int64, w []byte, x []int32, sc []uint32)
+func lanes4Q6KAVX2(w []byte, x []float32, stride int) [4][16]float32
+
+// sumLanesAVX2 continues the lanes l with the len(v)/16 whole groups of v.
+//
+//go:noescape
+func sumLanesAVX2(l [16]float32, v []float32) [16]float32
+
+// lanesF32AVX512 continues the lanes l with the products of the len(w)/64 whole units of w with x.
+//
+//go:noescape
+func lanesF32AVX512(l [16]float32, w []byte, x []float32) [16]float32
+
+// lanes2F32AVX512 returns the lanes of the products of the len(w0)/64 whole units of w0 and of as many of w1 with x.
+//
+//go:noescape
+func lanes2F32AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+
+// lanes4F32AVX512 returns the lanes of the products of the len(w)/64 whole units of w with the rows x[t·stride:], t < 4.
+//
+//go:noescape
+func lanes4F32AVX512(w []byte, x []float32, stride int) [4][16]float32
+
+// lanesF16AVX512 continues the lanes l with the products of the len(w)/32 whole units of w with x.
+//
+//go:noescape
+func lanesF16AVX512(l [16]float32, w []byte, x []float32) [16]float32
+
+// lanes2F16AVX512 returns the lanes of the products of the len(w0)/32 whole units of w0 and of as many of w1 with x.
+//
+//go:noescape
+func lanes2F16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+
+// lanes4F16AVX512 returns the lanes of the products of the len(w)/32 whole units of w with the rows x[t·stride:], t < 4.
+//
+//go:noescape
+func lanes4F16AVX512(w []byte, x []float32, stride int) [4][16]float32
+
+// lanesBF16AVX512 continues the lanes l with the products of the len(w)/32 whole units of w with x.
+//
+//go:noescape
+func lanesBF16AVX512(l [16]float32, w []byte, x []float32) [16]float32
+
+// lanes2BF16AVX512 returns the lanes of the products of the len(w0)/32 whole units of w0 and of as many of w1 with x.
+//
+//go:noescape
+func lanes2BF16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+
+// lanes4BF16AVX512 returns the lanes of the products of the len(w)/32 whole units of w with the rows x[t·stride:], t < 4.
+//
+//go:noescape
+func lanes4BF16AVX512(w []byte, x []float32, stride int) [4][16]float32
+
+// lanesQ8_0AVX512 continues the lanes l with the products of the len(w)/34 whole units of w with x.
+//
+//go:noescape
+func lanesQ8_0AVX512(l [16]float32, w []byte, x []float32) [16]float32
+
+// lanes2Q8_0AVX512 returns the lanes of the products of the len(w0)/34 whole units of w0 and of as many of w1 with x.
+//
+//go:noescape
+func lanes2Q8_0AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+
+// lanes4Q8_0AVX512 returns the lanes of the products of the len(w)/34 whole units of w with the rows x[t·stride:], t < 4.
+//
+//go:noescape
+func lanes4Q8_0AVX512(w []byte, x []float32, stride int) [4][16]float32
+
+// lanesQ6KAVX512 continues the lanes l with the products of the len(w)/210 whole units of w with x.
+//
+//go:noescape
+func lanesQ6KAVX512(l [16]float32, w []byte, x []float32) [16]float32
+
+// lanes2Q6KAVX512 returns the lanes of the products of the len(w0)/210 whole units of w0 and of as many of w1 with x.
+//
+//go:noescape
+func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+
+// lanes4Q6KAVX512 returns the lanes of the products of the len(w)/210 whole units of w with the rows x[t·stride:], t < 4.
+//
+//go:noescape
+func lanes4Q6KAVX512(w []byte, x []float32, stride int) [4][16]float32
+
+// sumLanesAVX512 continues the lanes l with the len(v)/16 whole groups of v.
+//
+//go:noescape
+func sumLanesAVX512(l [16]float32, v []float32) [16]float32
+
+// q4KDot2AVX2 returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.
+//
+//go:noescape
+func q4KDot2AVX2(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
+
+// q4KDot2AVX512 returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.
+//
+//go:noescape
+func q4KDot2AVX512(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
+
+// q4KDot2AVX512VNNI returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.
+//
+//go:noescape
+func q4KDot2AVX512VNNI(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
+
+// q4KDot4AVX2 returns DotQ4K of the Q4_K row w against four prepared inputs.
+//
+//go:noescape
+func q4KDot4AVX2(w []byte, in [12]*byte, nb int) [4]float32
+
+// q4KDot4AVX512 returns DotQ4K of the Q4_K row w against four prepared inputs.
+//
+//go:noescape
+func q4KDot4AVX512(w []byte, in [12]*byte, nb int) [4]float32
+
+// q4KDot4AVX512VNNI returns DotQ4K of the Q4_K row w against four prepared inputs.
+//
+//go:noescape
+func q4KDot4AVX512VNNI(w []byte, in [12]*byte, nb int) [4]float32
+
+// expShiftAVX2 writes Exp(src[i] − shift) into dst for the whole groups of 8 of src up to the first it leaves to the scalar Exp, and returns how many it wrote.
+//
+//go:noescape
+func expShiftAVX2(dst []float32, src []float32, shift float32, tab *[80]float64) int
+
+// swiGLUAVX2 writes SiLU(gate[i])·up[i] into dst for the whole groups of 8 of gate up to the first it leaves to the scalar code, and returns how many it wrote.
+//
+//go:noescape
+func swiGLUAVX2(dst []float32, gate []float32, up []float32, tab *[80]float64) int
+
+// attendValuesAVX2 writes the 16-lane weighted sums over positions of the whole register-wide blocks of out.
+//
+//go:noescape
+func attendValuesAVX2(out []float32, values []float32, a []float32, stride int)
+
+// attendValuesAVX512 writes the 16-lane weighted sums over positions of the whole register-wide blocks of out.
+//
+//go:noescape
+func attendValuesAVX512(out []float32, values []float32, a []float32, stride int)

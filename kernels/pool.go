@@ -38,6 +38,14 @@ type Pool struct {
 	caller  parker // the caller waiting for the last worker
 	workers []workerSlot
 	exited  sync.WaitGroup
+
+	// spinYield is how many polls a waiting goroutine makes between runtime.Gosched calls.
+	// Yielding rarely (every 4096 polls) was measured against every 64 on a 16-CPU VM and was
+	// not better (2026-11-30, docs/MEASUREMENTS.md), so 64 stays the default.
+	spinYield int
+
+	// pin, when set, binds worker id's OS thread to a physical core (see coreBinder).
+	pin func(id int)
 }
 
 // parker lets a goroutine sleep until another wakes it, without a lost wake-up: the sleeper
@@ -46,7 +54,8 @@ type Pool struct {
 type parker struct {
 	asleep atomic.Bool
 	wake   chan struct{}
-	_      [48]byte // keep each slot on its own cache line
+	yield  int      // polls between runtime.Gosched calls; a power of two
+	_      [40]byte // keep each slot on its own cache line
 }
 
 type workerSlot struct{ parker }
@@ -67,10 +76,30 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
-	p := &Pool{threads: threads, workers: make([]workerSlot, threads)}
+	return newPool(threads, poolOptions{})
+}
+
+// poolOptions are the pool's speed choices, kept apart so benchmarks can put them side by
+// side; none changes a result.
+type poolOptions struct {
+	pin       bool // bind each worker's OS thread to its own physical core (Linux); off by default
+	spinYield int  // polls between Gosched calls (a power of two); 0 means 64
+}
+
+// newPool starts a pool of threads threads (> 0).
+func newPool(threads int, o poolOptions) *Pool {
+	p := &Pool{threads: threads, workers: make([]workerSlot, threads), spinYield: o.spinYield}
+	if p.spinYield == 0 {
+		p.spinYield = 64
+	}
+	if o.pin {
+		p.pin = coreBinder()
+	}
 	p.caller.wake = make(chan struct{}, 1)
+	p.caller.yield = p.spinYield
 	for i := 1; i < threads; i++ {
 		p.workers[i].wake = make(chan struct{}, 1)
+		p.workers[i].yield = p.spinYield
 		p.exited.Add(1)
 		go p.work(i)
 	}
@@ -124,6 +153,11 @@ func (p *Pool) Close() {
 
 func (p *Pool) work(id int) {
 	defer p.exited.Done()
+	if p.pin != nil {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p.pin(id)
+	}
 	slot := &p.workers[id].parker
 	// Generation 0 is the pool's start; reading p.gen here instead could skip a job published
 	// before this goroutine first ran.
@@ -150,12 +184,14 @@ func (p *Pool) work(id int) {
 // finish by polling), so every wake-up is followed by a fresh look at ready().
 func (k *parker) waitFor(ready func() bool) {
 	start := time.Now()
-	for i := 0; !ready(); i++ {
-		if i&63 != 63 {
+	for i := 1; !ready(); i++ {
+		if i&63 != 0 {
 			continue
 		}
 		if time.Since(start) < spinFor {
-			runtime.Gosched()
+			if i&(k.yield-1) == 0 {
+				runtime.Gosched()
+			}
 			continue
 		}
 		k.asleep.Store(true)

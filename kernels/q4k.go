@@ -20,6 +20,8 @@ type Q4KInput struct {
 	x     []int32   // X_k
 	sums  []int64   // sum of X over each 32-element sub-block
 	scale []float64 // 2^-sh per block; NaN for a block holding a NaN or an infinity
+
+	wide q4KWide // the same numbers laid out for the SIMD tiers (see q4KWide)
 }
 
 // Len returns the number of elements of the prepared row.
@@ -41,6 +43,7 @@ func PrepareQ4K(dst *Q4KInput, x []float32) error {
 	for b := range n / kElems {
 		prepareQ4KBlock(dst, b, x[b*kElems:(b+1)*kElems])
 	}
+	dst.wide.prepare(dst)
 	return nil
 }
 

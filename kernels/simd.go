@@ -1,6 +1,9 @@
 package kernels
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // The Go halves of the SIMD tiers: each function here is its scalar namesake with the whole
 // groups (or blocks) handed to a vector kernel, the ragged tail added as the scalar code adds it,
@@ -16,7 +19,7 @@ func (a *asmKernels) dotF32(w, x []float32) float32 {
 	var l Lanes
 	x = x[:len(w)]
 	whole := len(w) &^ 15
-	a.f32((*[16]float32)(&l), floatBytes(w[:whole]), x[:whole])
+	l = a.f32(l, floatBytes(w[:whole]), x[:whole])
 	l.AddProducts(w[whole:], x[whole:]) // the tail, into the lanes its indices name
 	return l.Sum()
 }
@@ -24,22 +27,27 @@ func (a *asmKernels) dotF32(w, x []float32) float32 {
 func (a *asmKernels) sumF32(v []float32) float32 {
 	var l Lanes
 	whole := len(v) &^ 15
-	a.sum((*[16]float32)(&l), v[:whole])
+	l = a.sum(l, v[:whole])
 	l.AddValues(v[whole:])
 	return l.Sum()
 }
 
-// dotRowHalves is the row dot of 2-byte weights (F16, BF16): whole groups by lanes, the tail
-// decoded by decode.
-func (a *asmKernels) dotRowHalves(lanes func(*[16]float32, []byte, []float32), decode func([]float32, []byte), row []byte, x []float32) float32 {
+// dotRowHalves is the row dot of 2-byte weights (F16, or BF16 when bf16 is set): whole groups
+// by lanes, the tail decoded here. (The decoder is chosen by a flag, not passed as a func
+// value, so the tail's array stays on the stack.)
+func (a *asmKernels) dotRowHalves(lanes func([16]float32, []byte, []float32) [16]float32, bf16 bool, row []byte, x []float32) float32 {
 	var l Lanes
 	n := len(row) / 2
 	x = x[:n]
 	whole := n &^ 15
-	lanes((*[16]float32)(&l), row[:2*whole], x[:whole])
+	l = lanes(l, row[:2*whole], x[:whole])
 	if whole < n {
 		var w [16]float32
-		decode(w[:n-whole], row[2*whole:])
+		if bf16 {
+			decodeBF16(w[:n-whole], row[2*whole:])
+		} else {
+			decodeF16(w[:n-whole], row[2*whole:])
+		}
 		l.AddProducts(w[:n-whole], x[whole:])
 	}
 	return l.Sum()
@@ -50,7 +58,7 @@ func (a *asmKernels) dotRowF32(row []byte, x []float32) float32 {
 	n := len(row) / 4
 	x = x[:n]
 	whole := n &^ 15
-	a.f32((*[16]float32)(&l), row[:4*whole], x[:whole])
+	l = a.f32(l, row[:4*whole], x[:whole])
 	if whole < n {
 		var w [16]float32
 		decodeF32(w[:n-whole], row[4*whole:])
@@ -60,73 +68,166 @@ func (a *asmKernels) dotRowF32(row []byte, x []float32) float32 {
 }
 
 func (a *asmKernels) dotRowF16(row []byte, x []float32) float32 {
-	return a.dotRowHalves(a.f16, decodeF16, row, x)
+	return a.dotRowHalves(a.f16, false, row, x)
 }
 
 func (a *asmKernels) dotRowBF16(row []byte, x []float32) float32 {
-	return a.dotRowHalves(a.bf16, decodeBF16, row, x)
+	return a.dotRowHalves(a.bf16, true, row, x)
 }
 
 func (a *asmKernels) dotRowQ8_0(row []byte, x []float32) float32 {
 	var l Lanes
-	a.q8_0((*[16]float32)(&l), row, x[:len(row)/q8_0Bytes*q8_0Elems])
+	l = a.q8_0(l, row, x[:len(row)/q8_0Bytes*q8_0Elems])
 	return l.Sum()
 }
 
 func (a *asmKernels) dotRowQ6K(row []byte, x []float32) float32 {
 	var l Lanes
-	a.q6K((*[16]float32)(&l), row, x[:len(row)/q6KBytes*kElems])
+	l = a.q6K(l, row, x[:len(row)/q6KBytes*kElems])
 	return l.Sum()
 }
 
 // dotRowQ5K decodes each block in Go (the scalar decodeQ5K) and runs the products through the
-// float lanes kernel.
+// float lanes kernel. The decoded block escapes to the heap (it goes to a func value as a
+// slice): one 1 KiB allocation a row, to remove when Q5_K gets a kernel of its own.
 func (a *asmKernels) dotRowQ5K(row []byte, x []float32) float32 {
 	var l Lanes
 	var w [kElems]float32
 	for b, k := 0, 0; b+q5KBytes <= len(row); b, k = b+q5KBytes, k+kElems {
 		decodeQ5K(&w, row[b:])
-		a.f32((*[16]float32)(&l), floatBytes(w[:]), x[k:k+kElems])
+		l = a.f32(l, floatBytes(w[:]), x[k:k+kElems])
 	}
 	return l.Sum()
 }
 
-// q4KChunk is how many Q4_K blocks dotQ4K hands the vector kernel at once.
-const q4KChunk = 16
+// q4KWide is a prepared Q4_K input laid out for the vector kernels. Each X is split into two
+// signed 16-bit digits, X = lo + 65536·hi with lo the sign-extended low half (|hi| <= 31831
+// since |X| <= q4kXMax), so a word multiply-add (VPMADDWD, VPDPWSSD) takes 32 of them a
+// register; per 32-element sub-block, digits holds its 32 lo words and then its 32 hi words.
+// sums holds the sub-block sums of X as float64 (exact: below 2^37), so the kernel forms M with
+// exact float64 products and additions.
+type q4KWide struct {
+	digits []int16
+	sums   []float64
+}
 
-// dotQ4K is DotQ4K with each block's exact integer T computed by the vector kernel; the mins,
-// the float64 steps and the order of blocks are the scalar ones.
-func (a *asmKernels) dotQ4K(row []byte, in *Q4KInput) float32 {
-	nb := in.n / kElems
-	row = row[:nb*q4KBytes]
-	var (
-		y  float64
-		t  [q4KChunk]int64
-		sc [q4KChunk * 8]uint32
-	)
-	for b0 := 0; b0 < nb; b0 += q4KChunk {
-		m := min(q4KChunk, nb-b0)
-		for b := range m {
-			scales := row[(b0+b)*q4KBytes+4 : (b0+b)*q4KBytes+16]
-			for j := range 8 {
-				s, _ := scaleMinK4(j, scales)
-				sc[8*b+j] = uint32(s)
-			}
+// prepare fills w from the prepared row in.
+func (w *q4KWide) prepare(in *Q4KInput) {
+	n := in.n
+	if cap(w.digits) < 2*n || cap(w.sums) < n/32 {
+		w.digits = make([]int16, 2*n)
+		w.sums = make([]float64, n/32)
+	}
+	w.digits, w.sums = w.digits[:2*n], w.sums[:n/32]
+	for g := range n / 32 {
+		x := in.x[32*g : 32*g+32]
+		d := w.digits[64*g : 64*g+64]
+		for i, v := range x {
+			lo := int16(v)
+			d[i] = lo
+			d[32+i] = int16((v - int32(lo)) >> 16)
 		}
-		a.q4K(t[:m], row[b0*q4KBytes:(b0+m)*q4KBytes], in.x[b0*kElems:(b0+m)*kElems], sc[:8*m])
-		for b := range m {
-			blk := row[(b0+b)*q4KBytes : (b0+b+1)*q4KBytes]
-			d, dmin := float64(half(blk[0:])), float64(half(blk[2:]))
-			var mins int64
-			for j := range 8 {
-				_, mj := scaleMinK4(j, blk[4:16])
-				mins += int64(mj) * in.sums[(b0+b)*8+j]
+		w.sums[g] = float64(in.sums[g])
+	}
+}
+
+// dotQ4K is DotQ4K of one row, through the two-row kernel.
+func (a *asmKernels) dotQ4K(row []byte, in *Q4KInput) float32 {
+	row = row[:in.n/kElems*q4KBytes]
+	return a.q4K(row, row, in.wide.digits, in.wide.sums, in.scale)[0]
+}
+
+// q4KRows is the Q4_K rows kernel of a tier. A batch of four tokens or more runs in tiles of
+// one weight row against four tokens (the nibbles widened and scaled once for the four),
+// tileRows rows at a time so they stay in cache across the token groups; the tokens left over,
+// and smaller batches, run two weight rows a call.
+func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
+	nb := in.Cols / kElems
+	tiled := in.Ntok &^ 3
+	for b0 := r0; b0 < r1 && tiled > 0; b0 += tileRows {
+		b1 := min(b0+tileRows, r1)
+		for t := 0; t < tiled; t += 4 {
+			var args [12]*byte
+			for i := range 4 {
+				x := &in.q4k[t+i]
+				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
+				args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.sums)))
+				args[8+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
 			}
-			v := float64(d*float64(t[b])) - float64(dmin*float64(mins))
-			y += float64(v * in.scale[b0+b])
+			for r := b0; r < b1; r++ {
+				y := a.q4K4(m.Row(r), args, nb)
+				for i := range 4 {
+					dst[(t+i)*m.Rows+r] = y[i]
+				}
+			}
 		}
 	}
-	return float32(y)
+	r := r0
+	for ; r+2 <= r1; r += 2 {
+		w0, w1 := m.Row(r), m.Row(r+1)
+		for t := tiled; t < in.Ntok; t++ {
+			x := &in.q4k[t]
+			y := a.q4K(w0, w1, x.wide.digits, x.wide.sums, x.scale)
+			dst[t*m.Rows+r], dst[t*m.Rows+r+1] = y[0], y[1]
+		}
+	}
+	if r < r1 {
+		w := m.Row(r)
+		for t := tiled; t < in.Ntok; t++ {
+			x := &in.q4k[t]
+			dst[t*m.Rows+r] = a.q4K(w, w, x.wide.digits, x.wide.sums, x.scale)[0]
+		}
+	}
+}
+
+// expTable returns the table of the vector Exp kernels: the 64 powers 2^(j/64) of Exp, then its
+// constants in the order the kernels read them (internal/asmgen names the slots); the float32
+// ones sit in the low half of their slot.
+func expTable() *[80]float64 {
+	f32 := func(v float32) float64 { return math.Float64frombits(uint64(math.Float32bits(v))) }
+	var t [80]float64
+	copy(t[:64], expPow2[:])
+	copy(t[64:], []float64{
+		64 / math.Ln2, 0x1.8p52, expLn2By64Hi, expLn2By64Lo,
+		1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5,
+		1 - expRoundMargin, 1 + expRoundMargin,
+		f32(expOverflow), f32(expUnderflow),
+		math.Float64frombits(1023 * 64),
+		f32(float32(math.Inf(1))), math.Float64frombits(1 << 31), f32(1),
+	})
+	return &t
+}
+
+// expShifted writes dst[i] = Exp(src[i] − shift) (the difference rounded to float32) through
+// the vector kernel, a group it leaves and the ragged tail by the scalar Exp. dst may be src.
+func (a *asmKernels) expShifted(dst, src []float32, shift float32) {
+	dst = dst[:len(src)]
+	whole := len(src) &^ 7
+	for i := 0; i < len(src); {
+		if i < whole {
+			i += a.expShift(dst[i:whole], src[i:whole], shift, a.expTab)
+		}
+		end := min(i+8, len(src))
+		for ; i < end; i++ {
+			dst[i] = Exp(src[i] - shift)
+		}
+	}
+}
+
+// swiGLUVec is SwiGLU through the vector kernel, a group it leaves and the ragged tail by the
+// scalar SiLU. dst may alias gate or up.
+func (a *asmKernels) swiGLUVec(dst, gate, up []float32) {
+	up, dst = up[:len(gate)], dst[:len(gate)]
+	whole := len(gate) &^ 7
+	for i := 0; i < len(gate); {
+		if i < whole {
+			i += a.swiGLU(dst[i:whole], gate[i:whole], up[i:whole], a.expTab)
+		}
+		end := min(i+8, len(gate))
+		for ; i < end; i++ {
+			dst[i] = SiLU(gate[i]) * up[i]
+		}
+	}
 }
 
 // rmsNorm is RMSNorm with the sum of squares through the tier's dot.
@@ -154,9 +255,7 @@ func (a *asmKernels) softmax(x []float32) {
 			m = v
 		}
 	}
-	for i, v := range x {
-		x[i] = Exp(v - m)
-	}
+	a.expShifted(x, x, m)
 	s := a.sumF32(x)
 	for i := range x {
 		x[i] /= s
@@ -170,5 +269,19 @@ func (a *asmKernels) attend(out, q, keys, values []float32, npos, stride int, sc
 		scores[t] = float32(a.dotF32(q, keys[t*stride:t*stride+len(q)]) * scale)
 	}
 	a.softmax(scores)
-	attendValues(out, values, scores, stride)
+	a.attendValues(out, values, scores, stride)
+}
+
+// attendValues is the package's attendValues with the whole blocks of a.attendW outputs
+// through the vector kernel and the ragged columns by the definition, one output at a time.
+func (a *asmKernels) attendValues(out, values, w []float32, stride int) {
+	whole := len(out) / a.attendW * a.attendW
+	a.attendV(out[:whole], values, w, stride)
+	for i := whole; i < len(out); i++ {
+		var l Lanes
+		for t, wt := range w {
+			l[t&15] += float32(wt * values[t*stride+i])
+		}
+		out[i] = l.Sum()
+	}
 }

@@ -8,15 +8,28 @@ func simdTiers() []*simdTier {
 	avx2 := asmKernels{
 		f32: lanesF32AVX2, f16: lanesF16AVX2, bf16: lanesBF16AVX2,
 		q8_0: lanesQ8_0AVX2, q6K: lanesQ6KAVX2,
-		sum: sumLanesAVX2, q4K: q4KBlocksAVX2,
+		sum: sumLanesAVX2, q4K: q4KDot2AVX2, q4K4: q4KDot4AVX2,
+		f32x2: lanes2F32AVX2, f16x2: lanes2F16AVX2, bf16x2: lanes2BF16AVX2,
+		q8_0x2: lanes2Q8_0AVX2, q6Kx2: lanes2Q6KAVX2,
+		f32x4: lanes4F32AVX2, f16x4: lanes4F16AVX2, bf16x4: lanes4BF16AVX2,
+		q8_0x4: lanes4Q8_0AVX2, q6Kx4: lanes4Q6KAVX2,
 	}
 	avx512 := asmKernels{
 		f32: lanesF32AVX512, f16: lanesF16AVX512, bf16: lanesBF16AVX512,
 		q8_0: lanesQ8_0AVX512, q6K: lanesQ6KAVX512,
-		sum: sumLanesAVX512, q4K: q4KBlocksAVX512,
+		sum: sumLanesAVX512, q4K: q4KDot2AVX512, q4K4: q4KDot4AVX512,
+		f32x2: lanes2F32AVX512, f16x2: lanes2F16AVX512, bf16x2: lanes2BF16AVX512,
+		q8_0x2: lanes2Q8_0AVX512, q6Kx2: lanes2Q6KAVX512,
+		f32x4: lanes4F32AVX512, f16x4: lanes4F16AVX512, bf16x4: lanes4BF16AVX512,
+		q8_0x4: lanes4Q8_0AVX512, q6Kx4: lanes4Q6KAVX512,
+	}
+	avx2.attendV, avx2.attendW = attendValuesAVX2, 8
+	avx512.attendV, avx512.attendW = attendValuesAVX512, 16
+	for _, a := range []*asmKernels{&avx2, &avx512} {
+		a.expShift, a.swiGLU, a.expTab = expShiftAVX2, swiGLUAVX2, expTable()
 	}
 	vnni := avx512
-	vnni.q4K = q4KBlocksAVX512VNNI
+	vnni.q4K, vnni.q4K4 = q4KDot2AVX512VNNI, q4KDot4AVX512VNNI
 	hasAVX2 := func() bool { return cpuid.CPU.Supports(cpuid.AVX2, cpuid.F16C) }
 	hasAVX512 := func() bool {
 		return hasAVX2() && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512DQ)

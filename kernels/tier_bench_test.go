@@ -85,3 +85,41 @@ func BenchmarkTierMatMul(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTierPairs puts one weight row a call (the single-row dots) beside two rows a call
+// (the tier's rows kernels) for one token on one thread, per SIMD tier, with the pair run twice
+// under two names as an A/A control: "one", "pair", "pair-again".
+func BenchmarkTierPairs(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := NewPool(1)
+	defer p.Close()
+	const rows, cols = 2048, 2048
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ6_K, gguf.TypeF32, gguf.TypeF16} {
+		m := randMatrix(rng, typ, rows, cols)
+		x := randFloats(rng, cols, false, false)
+		dst := make([]float32, rows)
+		for _, st := range usableSIMD() {
+			one := map[gguf.Type]func([]byte, []float32) float32{
+				gguf.TypeQ8_0: st.asm.dotRowQ8_0, gguf.TypeQ6_K: st.asm.dotRowQ6K,
+				gguf.TypeF32: st.asm.dotRowF32, gguf.TypeF16: st.asm.dotRowF16,
+			}[typ]
+			pair, err := st.tier().Kernel(typ)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, v := range []struct {
+				name string
+				k    RowsKernel
+			}{{"one", floatRows(one)}, {"pair", pair}, {"pair-again", pair}} {
+				b.Run(fmt.Sprintf("%v/%s/%s", typ, st.name, v.name), func(b *testing.B) {
+					in := Batch{X: x, Ntok: 1, Cols: cols}
+					b.SetBytes(int64(len(m.Data)))
+					for b.Loop() {
+						v.k(dst, m, &in, 0, rows)
+					}
+					report(b, len(m.Data), rows*cols)
+				})
+			}
+		}
+	}
+}

@@ -37,9 +37,13 @@ func checkTier(a *asmKernels) (checked, bad int, first string) {
 		}
 	}
 	add(checkQ4K(a.dotQ4K))
+	add(checkQ4KRows(a.q4KRows))
+	add(checkExpVec(a))
+	add(checkPairRows(a))
 	add(checkVectorOp(rmsNormOp(a.rmsNorm), refRMSNormOp))
 	add(checkVectorOp(softmaxOp(a.softmax), func(x []float32) []float32 { return refSoftmax(x) }))
 	add(checkAttend(a.attend))
+	add(checkAttendValues(a))
 	add(checkLongRows(a))
 	return checked, bad, first
 }
@@ -145,4 +149,133 @@ func TestTierMatMulMatrix(t *testing.T) {
 	if bad != 0 {
 		t.Errorf("%d of %d outputs differ", bad, checked)
 	}
+}
+
+// checkQ4KRows runs a Q4_K rows kernel (tiles of four tokens, two rows a call, an odd row
+// alone) over matrices of 1 to 9 rows against batches of 1 to 9 prepared inputs (special magnitudes, NaN and infinity
+// blocks, special scales) and compares every output with DotQ4K.
+func checkQ4KRows(k RowsKernel) (checked, bad int, first string) {
+	rng := rand.New(rand.NewPCG(13, 7))
+	for i := range 36 {
+		rows, ntok, blocks := 1+i%9, []int{1, 2, 3, 4, 5, 9}[i%6], 1+i%5
+		m := &Matrix{Type: gguf.TypeQ4_K, Rows: rows, Cols: blocks * kElems}
+		for range rows {
+			row, _ := randQ4KCase(rng, blocks, false, i%2 == 1)
+			m.Data = append(m.Data, row...)
+		}
+		var x []float32
+		for range ntok {
+			_, xt := randQ4KCase(rng, blocks, i%3 != 0, false)
+			x = append(x, xt...)
+		}
+		if i%6 == 5 {
+			x[rng.IntN(len(x))] = float32(math.Inf(1))
+		}
+		if i%8 == 7 { // the largest integer sums: every q 15, every scale and min 63, |X| at its bound
+			for b := 0; b < len(m.Data); b += q4KBytes {
+				for k := 4; k < q4KBytes; k++ {
+					m.Data[b+k] = 0xff
+				}
+			}
+			for k := range x {
+				x[k] = float32(1-2*(k/kElems%2)) * 1.9427
+			}
+		}
+		var in Batch
+		if err := in.Set(x, ntok, m.Cols); err != nil {
+			return checked, bad + 1, err.Error()
+		}
+		if err := in.prepareAll(NewPool(1)); err != nil {
+			return checked, bad + 1, err.Error()
+		}
+		got := make([]float32, rows*ntok)
+		k(got, m, &in, 0, rows)
+		for t := range ntok {
+			for r := range rows {
+				want := DotQ4K(m.Row(r), &in.q4k[t])
+				checked++
+				if g := got[t*rows+r]; !sameBits(g, want) {
+					if bad == 0 {
+						first = fmt.Sprintf("Q4_K rows case %d, row %d of %d, token %d: got %g, DotQ4K %g", i, r, rows, t, g, want)
+					}
+					bad++
+				}
+			}
+		}
+	}
+	return checked, bad, first
+}
+
+// checkPairRows runs the rows kernels of the float and Q8_0/Q6_K types (tiles of four tokens,
+// two rows a call, an odd row alone, ragged float rows by one row) over matrices of 1 to 7
+// rows and batches of 1 to 9 tokens with special values, and compares every output with the
+// scalar row dot.
+func checkPairRows(a *asmKernels) (checked, bad int, first string) {
+	rng := rand.New(rand.NewPCG(17, 9))
+	tier := (&simdTier{asm: *a}).tier()
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ6_K} {
+		k, err := tier.Kernel(typ)
+		if err != nil {
+			return checked, bad + 1, err.Error()
+		}
+		for i := range 36 {
+			rows, ntok := 1+i%7, []int{1, 2, 3, 4, 5, 9}[i%6]
+			cols := 256 * (1 + i%4)
+			if typ.BlockElems() == 1 && i%3 == 2 {
+				cols += 16*(i%2) + 7 // a ragged tail
+			}
+			m := &Matrix{Type: typ, Rows: rows, Cols: cols}
+			for range rows {
+				m.Data = append(m.Data, randRow(rng, typ, cols, i%2 == 1)...)
+			}
+			x := randFloats(rng, ntok*cols, i%4 == 1, i%8 == 3)
+			if i%4 == 2 {
+				for j := range x {
+					x[j] *= 0x1p100
+				}
+			}
+			in := Batch{X: x, Ntok: ntok, Cols: cols}
+			got := make([]float32, rows*ntok)
+			k(got, m, &in, 0, rows)
+			for t := range ntok {
+				for r := range rows {
+					want := rowDots[typ](m.Row(r), x[t*cols:(t+1)*cols])
+					checked++
+					if g := got[t*rows+r]; !sameBits(g, want) {
+						if bad == 0 {
+							first = fmt.Sprintf("%v rows case %d, row %d of %d, token %d: got %g, scalar %g", typ, i, r, rows, t, g, want)
+						}
+						bad++
+					}
+				}
+			}
+		}
+	}
+	return checked, bad, first
+}
+
+// checkAttendValues compares the tier's weighted value sums with attendValues, every output of
+// heads of 1 to 300 positions and 1 to 160 outputs, weights and values with special values.
+func checkAttendValues(a *asmKernels) (checked, bad int, first string) {
+	rng := rand.New(rand.NewPCG(19, 3))
+	for _, npos := range []int{1, 7, 16, 17, 33, 300} {
+		for _, dim := range []int{1, 8, 16, 24, 128, 160} {
+			stride := dim + npos%5
+			w := randFloats(rng, npos, npos == 33, false)
+			values := randFloats(rng, npos*stride, dim == 24, dim == 160)
+			got, want := make([]float32, dim), make([]float32, dim)
+			a.attendValues(got, values, w, stride)
+			attendValues(want, values, w, stride)
+			for i := range got {
+				checked++
+				if !sameBits(got[i], want[i]) {
+					if bad == 0 {
+						first = fmt.Sprintf("attention values, %d positions, %d outputs, output %d: got %g, want %g", npos, dim, i, got[i], want[i])
+					}
+					bad++
+				}
+			}
+		}
+	}
+	return checked, bad, first
 }

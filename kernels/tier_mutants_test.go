@@ -11,57 +11,98 @@ import (
 
 // mutantLanesF32FMA fuses each product with its lane's addition (one rounding, in float64 and
 // then to float32, which is what an FMA-like shortcut gives).
-func mutantLanesF32FMA(l *[16]float32, w []byte, x []float32) {
+func mutantLanesF32FMA(l [16]float32, w []byte, x []float32) [16]float32 {
 	n := len(w) / 64 * 16
 	ws := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), n)
 	for k := range n {
 		l[k%16] = float32(math.FMA(float64(ws[k]), float64(x[k]), float64(l[k%16])))
 	}
+	return l
 }
 
 // mutantLanesSwapped returns a kernel that runs k with lanes 3 and 12 exchanged.
-func mutantLanesSwapped(k func(*[16]float32, []byte, []float32)) func(*[16]float32, []byte, []float32) {
-	return func(l *[16]float32, w []byte, x []float32) {
+func mutantLanesSwapped(k func([16]float32, []byte, []float32) [16]float32) func([16]float32, []byte, []float32) [16]float32 {
+	return func(l [16]float32, w []byte, x []float32) [16]float32 {
 		l[3], l[12] = l[12], l[3]
-		k(l, w, x)
+		l = k(l, w, x)
 		l[3], l[12] = l[12], l[3]
+		return l
+	}
+}
+
+// mutantLanes2Swapped returns a two-row kernel that runs k with lanes 3 and 12 of the second
+// row exchanged.
+func mutantLanes2Swapped(k func([]byte, []byte, []float32) [2][16]float32) func([]byte, []byte, []float32) [2][16]float32 {
+	return func(w0, w1 []byte, x []float32) [2][16]float32 {
+		l := k(w0, w1, x)
+		l[1][3], l[1][12] = l[1][12], l[1][3]
+		return l
+	}
+}
+
+// mutantLanes4Swapped returns a four-token kernel that runs k with lanes 3 and 12 of the third
+// token exchanged.
+func mutantLanes4Swapped(k func([]byte, []float32, int) [4][16]float32) func([]byte, []float32, int) [4][16]float32 {
+	return func(w []byte, x []float32, stride int) [4][16]float32 {
+		l := k(w, x, stride)
+		l[2][3], l[2][12] = l[2][12], l[2][3]
+		return l
 	}
 }
 
 // mutantLanesQ8_0Unscaled applies the block scale after the product: float32(d·float32(q·x)).
-func mutantLanesQ8_0Unscaled(l *[16]float32, w []byte, x []float32) {
+func mutantLanesQ8_0Unscaled(l [16]float32, w []byte, x []float32) [16]float32 {
 	for b, k := 0, 0; b+q8_0Bytes <= len(w); b, k = b+q8_0Bytes, k+q8_0Elems {
 		d := half(w[b:])
 		for i := range q8_0Elems {
 			l[i%16] += float32(d * float32(float32(int8(w[b+2+i]))*x[k+i]))
 		}
 	}
+	return l
 }
 
 // mutantSumEightLanes adds whole groups of 16 into 8 lanes.
-func mutantSumEightLanes(l *[16]float32, v []float32) {
+func mutantSumEightLanes(l [16]float32, v []float32) [16]float32 {
 	for k := range len(v) &^ 15 {
 		l[k%8] += v[k]
 	}
+	return l
 }
 
-// mutantQ4KInt32 sums each block's products in wrapping int32, as a kernel that forgot to
-// widen would.
-func mutantQ4KInt32(t []int64, w []byte, x []int32, sc []uint32) {
-	for b := range t {
-		var s int32
-		for j := range 8 {
-			q := w[b*q4KBytes+16+32*(j/2):]
-			for l := range 32 {
-				v := q[l] & 15
-				if j%2 == 1 {
-					v = q[l] >> 4
+// q4KDot2Go is the two-row Q4_K kernel written in Go from the same inputs as the assembly,
+// with hooks that make it wrong on purpose: wrap32 sums each block's T in wrapping int32 (a
+// kernel that forgot to widen), noMins leaves out M (the sub-block mins).
+func q4KDot2Go(w0, w1 []byte, digits []int16, sums, scale []float64, wrap32, noMins bool) (y [2]float32) {
+	for r, w := range [][]byte{w0, w1} {
+		var acc float64
+		for b := range scale {
+			blk := w[b*q4KBytes : (b+1)*q4KBytes]
+			var t, m int64
+			var t32 int32
+			for j := range 8 {
+				sc, mn := scaleMinK4(j, blk[4:16])
+				d := digits[b*512+64*j : b*512+64*j+64]
+				for l := range 32 {
+					q := blk[16+32*(j/2)+l] >> (4 * (j % 2)) & 15
+					x := int64(d[l]) + 65536*int64(d[32+l])
+					t += int64(sc) * int64(q) * x
+					t32 += int32(sc) * int32(q) * int32(x)
 				}
-				s += int32(sc[8*b+j]) * int32(v) * x[b*kElems+32*j+l]
+				m += int64(mn) * int64(sums[8*b+j])
 			}
+			if wrap32 {
+				t = int64(t32)
+			}
+			dd, dmin := float64(half(blk[0:])), float64(half(blk[2:]))
+			if noMins {
+				m = 0
+			}
+			v := float64(dd*float64(t)) - float64(dmin*float64(m))
+			acc += float64(v * scale[b])
 		}
-		t[b] = int64(s)
+		y[r] = float32(acc)
 	}
+	return y
 }
 
 func TestTierMutantsDetected(t *testing.T) {
@@ -70,6 +111,15 @@ func TestTierMutantsDetected(t *testing.T) {
 		t.Skip("no SIMD tier on this CPU: nothing to mutate")
 	}
 	base := tiers[len(tiers)-1].asm
+	q4K := func(wrap32, noMins, swap bool) func([]byte, []byte, []int16, []float64, []float64) [2]float32 {
+		return func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32 {
+			y := q4KDot2Go(w0, w1, digits, sums, scale, wrap32, noMins)
+			if swap {
+				y[0], y[1] = y[1], y[0]
+			}
+			return y
+		}
+	}
 	mutants := []struct {
 		name   string
 		mutate func(a *asmKernels)
@@ -80,14 +130,78 @@ func TestTierMutantsDetected(t *testing.T) {
 		{"BF16 lanes 3 and 12 swapped", func(a *asmKernels) { a.bf16 = mutantLanesSwapped(a.bf16) }},
 		{"Q6_K lanes 3 and 12 swapped", func(a *asmKernels) { a.q6K = mutantLanesSwapped(a.q6K) }},
 		{"Q8_0 scale applied after the product", func(a *asmKernels) { a.q8_0 = mutantLanesQ8_0Unscaled }},
+		{"F32 pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f32x2 = mutantLanes2Swapped(a.f32x2) }},
+		{"Q8_0 pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0x2 = mutantLanes2Swapped(a.q8_0x2) }},
+		{"Q6_K pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q6Kx2 = mutantLanes2Swapped(a.q6Kx2) }},
+		{"F16 pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f16x2 = mutantLanes2Swapped(a.f16x2) }},
+		{"F32 tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.f32x4 = mutantLanes4Swapped(a.f32x4) }},
+		{"Q8_0 tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0x4 = mutantLanes4Swapped(a.q8_0x4) }},
+		{"Q6_K tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.q6Kx4 = mutantLanes4Swapped(a.q6Kx4) }},
+		{"BF16 tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.bf16x4 = mutantLanes4Swapped(a.bf16x4) }},
+		{"vector Exp of the unrounded difference x − shift", func(a *asmKernels) {
+			k := a.expShift
+			a.expShift = func(dst, src []float32, shift float32, tab *[80]float64) int {
+				n := k(dst, src, shift, tab)
+				for i := range n {
+					if d := float64(src[i]) - float64(shift); d > -100 && d < 80 {
+						dst[i] = float32(math.Exp(d))
+					}
+				}
+				return n
+			}
+		}},
+		{"vector Exp underflowing from −100", func(a *asmKernels) {
+			k := a.expShift
+			a.expShift = func(dst, src []float32, shift float32, tab *[80]float64) int {
+				n := k(dst, src, shift, tab)
+				for i := range n {
+					if src[i]-shift < -100 {
+						dst[i] = 0
+					}
+				}
+				return n
+			}
+		}},
+		{"attention values summed serially over positions", func(a *asmKernels) {
+			a.attendV = func(out, values, w []float32, stride int) {
+				for i := range out {
+					var acc float32
+					for t, wt := range w {
+						acc += float32(wt * values[t*stride+i])
+					}
+					out[i] = acc
+				}
+			}
+		}},
 		{"sum in 8 lanes", func(a *asmKernels) { a.sum = mutantSumEightLanes }},
-		{"Q4_K block sums in int32", func(a *asmKernels) { a.q4K = mutantQ4KInt32 }},
+		{"Q4_K block sums in int32", func(a *asmKernels) { a.q4K = q4K(true, false, false) }},
+		{"Q4_K mins left out", func(a *asmKernels) { a.q4K = q4K(false, true, false) }},
+		{"Q4_K tile, second and fourth tokens swapped", func(a *asmKernels) {
+			k := a.q4K4
+			a.q4K4 = func(w []byte, in [12]*byte, nb int) [4]float32 {
+				y := k(w, in, nb)
+				y[1], y[3] = y[3], y[1]
+				return y
+			}
+		}},
+		{"Q4_K tile block sums in int32", func(a *asmKernels) {
+			a.q4K4 = func(w []byte, in [12]*byte, nb int) (y [4]float32) {
+				for t := range 4 {
+					digits := unsafe.Slice((*int16)(unsafe.Pointer(in[t])), nb*512)
+					sums := unsafe.Slice((*float64)(unsafe.Pointer(in[4+t])), nb*8)
+					scale := unsafe.Slice((*float64)(unsafe.Pointer(in[8+t])), nb)
+					y[t] = q4KDot2Go(w, w, digits, sums, scale, true, false)[0]
+				}
+				return y
+			}
+		}},
+		{"Q4_K two-row results swapped", func(a *asmKernels) { a.q4K = q4K(false, false, true) }},
 	}
 	for _, m := range mutants {
 		a := base
 		m.mutate(&a)
 		checked, bad, first := checkTier(&a)
-		t.Logf("mutant %-38s caught on %4d of %4d cases (first: %s)", m.name+":", bad, checked, first)
+		t.Logf("mutant %-48s caught on %4d of %4d cases (first: %s)", m.name+":", bad, checked, first)
 		if bad == 0 {
 			t.Errorf("mutant %q passes the tier checks: they cannot tell it from the definition", m.name)
 		}

@@ -74,8 +74,9 @@ func funcName(f any) string {
 
 // TestTierTableNotScalar: every vector kernel of every usable SIMD tier is that tier's own
 // assembly (its symbol ends in the tier's suffix), and every hot entry of the built table is a
-// different function from the scalar one. SwiGLU is not vectorized yet and is the one entry
-// allowed to stay scalar. The rows kernels are closures of one body whatever the tier, so
+// different function from the scalar one. The Exp kernels (expShift, swiGLU) are AVX2 code
+// shared by every tier, by design: they are gather-bound, and one body has one proof
+// (TestTierExpLong). The rows kernels are closures of one body whatever the tier, so
 // pointers cannot tell them apart: TestTierKernelsCount proves they run through the assembly.
 func TestTierTableNotScalar(t *testing.T) {
 	suffix := map[string]string{"avx2": "AVX2", "avx512": "AVX512", "avx512vnni": "AVX512"}
@@ -86,7 +87,9 @@ func TestTierTableNotScalar(t *testing.T) {
 	}
 	for _, st := range tiers {
 		a := st.asm
-		kernels := map[string]any{"f32": a.f32, "f16": a.f16, "bf16": a.bf16, "q8_0": a.q8_0, "q6K": a.q6K, "sum": a.sum, "q4K": a.q4K}
+		kernels := map[string]any{"attendV": a.attendV, "expShift": a.expShift, "swiGLU": a.swiGLU, "f32": a.f32, "f16": a.f16, "bf16": a.bf16, "q8_0": a.q8_0, "q6K": a.q6K, "sum": a.sum, "q4K": a.q4K,
+			"f32x2": a.f32x2, "f16x2": a.f16x2, "bf16x2": a.bf16x2, "q8_0x2": a.q8_0x2, "q6Kx2": a.q6Kx2,
+			"q4K4": a.q4K4, "f32x4": a.f32x4, "f16x4": a.f16x4, "bf16x4": a.bf16x4, "q8_0x4": a.q8_0x4, "q6Kx4": a.q6Kx4}
 		for entry, f := range kernels {
 			if reflect.ValueOf(f).IsNil() {
 				t.Errorf("%s: kernel %s is nil", st.name, entry)
@@ -94,7 +97,10 @@ func TestTierTableNotScalar(t *testing.T) {
 			}
 			name := funcName(f)
 			want := suffix[st.name]
-			if entry == "q4K" && st.name == "avx512vnni" {
+			if entry == "expShift" || entry == "swiGLU" {
+				want = "AVX2"
+			}
+			if (entry == "q4K" || entry == "q4K4") && st.name == "avx512vnni" {
 				want = "AVX512VNNI"
 			}
 			if !strings.HasSuffix(name, want) {
@@ -110,23 +116,24 @@ func TestTierTableNotScalar(t *testing.T) {
 			{"RMSNorm", tier.RMSNorm, scalar.RMSNorm},
 			{"Softmax", tier.Softmax, scalar.Softmax},
 			{"Attend", tier.Attend, scalar.Attend},
+			{"SwiGLU", tier.SwiGLU, scalar.SwiGLU},
 		}
 		for _, e := range entries {
 			if reflect.ValueOf(e.got).Pointer() == reflect.ValueOf(e.want).Pointer() {
 				t.Errorf("%s: %s is the scalar %s", st.name, e.name, funcName(e.want))
 			}
 		}
-		t.Logf("%s: 7 vector kernels are the tier's own, 4 table entries differ from scalar", st.name)
+		t.Logf("%s: %d vector kernels are the tier's own, %d table entries differ from scalar", st.name, len(kernels), len(entries))
 	}
 }
 
 // countingKernels wraps every vector kernel of a so that n counts the products (or added
 // values) the assembly computed.
 func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
-	lanes := func(k func(*[16]float32, []byte, []float32), unitBytes, unitElems int) func(*[16]float32, []byte, []float32) {
-		return func(l *[16]float32, w []byte, x []float32) {
+	lanes := func(k func([16]float32, []byte, []float32) [16]float32, unitBytes, unitElems int) func([16]float32, []byte, []float32) [16]float32 {
+		return func(l [16]float32, w []byte, x []float32) [16]float32 {
 			n.Add(int64(len(w) / unitBytes * unitElems))
-			k(l, w, x)
+			return k(l, w, x)
 		}
 	}
 	c := asmKernels{
@@ -136,13 +143,59 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 		q8_0: lanes(a.q8_0, q8_0Bytes, q8_0Elems),
 		q6K:  lanes(a.q6K, q6KBytes, kElems),
 	}
-	c.sum = func(l *[16]float32, v []float32) {
-		n.Add(int64(len(v) &^ 15))
-		a.sum(l, v)
+	lanes2 := func(k func([]byte, []byte, []float32) [2][16]float32, unitBytes, unitElems int) func([]byte, []byte, []float32) [2][16]float32 {
+		return func(w0, w1 []byte, x []float32) [2][16]float32 {
+			n.Add(2 * int64(len(w0)/unitBytes*unitElems))
+			return k(w0, w1, x)
+		}
 	}
-	c.q4K = func(t []int64, w []byte, x []int32, sc []uint32) {
-		n.Add(int64(len(t) * kElems))
-		a.q4K(t, w, x, sc)
+	c.f32x2 = lanes2(a.f32x2, 64, 16)
+	c.f16x2 = lanes2(a.f16x2, 32, 16)
+	c.bf16x2 = lanes2(a.bf16x2, 32, 16)
+	c.q8_0x2 = lanes2(a.q8_0x2, q8_0Bytes, q8_0Elems)
+	c.q6Kx2 = lanes2(a.q6Kx2, q6KBytes, kElems)
+	lanes4 := func(k func([]byte, []float32, int) [4][16]float32, unitBytes, unitElems int) func([]byte, []float32, int) [4][16]float32 {
+		return func(w []byte, x []float32, stride int) [4][16]float32 {
+			n.Add(4 * int64(len(w)/unitBytes*unitElems))
+			return k(w, x, stride)
+		}
+	}
+	c.f32x4 = lanes4(a.f32x4, 64, 16)
+	c.f16x4 = lanes4(a.f16x4, 32, 16)
+	c.bf16x4 = lanes4(a.bf16x4, 32, 16)
+	c.q8_0x4 = lanes4(a.q8_0x4, q8_0Bytes, q8_0Elems)
+	c.q6Kx4 = lanes4(a.q6Kx4, q6KBytes, kElems)
+	c.q4K4 = func(w []byte, in [12]*byte, nb int) [4]float32 {
+		n.Add(4 * int64(nb*kElems))
+		return a.q4K4(w, in, nb)
+	}
+	c.expTab = a.expTab
+	c.attendW = a.attendW
+	c.attendV = func(out, values, w []float32, stride int) {
+		n.Add(int64(len(out) / a.attendW * a.attendW * len(w)))
+		a.attendV(out, values, w, stride)
+	}
+	c.expShift = func(dst, src []float32, shift float32, tab *[80]float64) int {
+		k := a.expShift(dst, src, shift, tab)
+		n.Add(int64(k))
+		return k
+	}
+	c.swiGLU = func(dst, gate, up []float32, tab *[80]float64) int {
+		k := a.swiGLU(dst, gate, up, tab)
+		n.Add(int64(k))
+		return k
+	}
+	c.sum = func(l [16]float32, v []float32) [16]float32 {
+		n.Add(int64(len(v) &^ 15))
+		return a.sum(l, v)
+	}
+	c.q4K = func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32 {
+		rows := int64(2)
+		if &w0[0] == &w1[0] { // one row, passed twice
+			rows = 1
+		}
+		n.Add(rows * int64(len(scale)*kElems))
+		return a.q4K(w0, w1, digits, sums, scale)
 	}
 	return c
 }
@@ -152,7 +205,7 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 // computed must equal those the shapes imply (any road around the assembly leaves the count
 // short), and every output must equal the scalar tier's.
 func TestTierKernelsCount(t *testing.T) {
-	const rows, cols, ntok = 7, 512, 3
+	const rows, cols, ntok = 7, 512, 6
 	rng := rand.New(rand.NewPCG(21, 2))
 	p := NewPool(2)
 	defer p.Close()
@@ -196,11 +249,12 @@ func TestTierKernelsCount(t *testing.T) {
 		}{
 			{"DotF32", func() { tier.DotF32(v, v) }, cols},
 			{"RMSNorm", func() { tier.RMSNorm(make([]float32, cols), v, v, 1e-6) }, cols},
-			{"Softmax", func() { tier.Softmax(append([]float32(nil), v...)) }, cols},
+			{"Softmax", func() { tier.Softmax(append([]float32(nil), v...)) }, 2 * cols}, // exp and sum
+			{"SwiGLU", func() { tier.SwiGLU(make([]float32, cols), v, x[cols:2*cols]) }, cols},
 			{"Attend", func() {
 				const npos, dim = 16, 64
 				tier.Attend(make([]float32, dim), v[:dim], x, x, npos, dim, 0.125, make([]float32, npos))
-			}, 16*64 + 16},
+			}, 16*64 + 2*16 + 16*64},
 		}
 		for _, op := range ops {
 			n.Store(0)
@@ -209,6 +263,6 @@ func TestTierKernelsCount(t *testing.T) {
 				t.Errorf("%s %s: the assembly computed %d terms, want %d", st.name, op.name, n.Load(), op.want)
 			}
 		}
-		t.Logf("%s: 7 types × %d×%d × %d tokens and 4 vector ops: every product counted in the assembly", st.name, rows, cols, ntok)
+		t.Logf("%s: 7 types × %d×%d × %d tokens and 5 vector ops: every product counted in the assembly", st.name, rows, cols, ntok)
 	}
 }

@@ -27,6 +27,10 @@ type Options struct {
 	// FreeSpace, when set, replaces the operating system's free-disk figure for downloads
 	// (tests play a full disk with it).
 	FreeSpace func(dir string) (uint64, error)
+	// Post hands a function to the UI goroutine; nil means fyne.Do. Fyne's test driver runs
+	// fyne.Do on the calling goroutine, so headless tests pass a Post that does nothing and
+	// apply results on their own goroutine with Wait (or flush), as the real driver would.
+	Post func(func())
 }
 
 // UI is the window app: the Models, Chat and Machine screens over a Backend.
@@ -72,6 +76,9 @@ func New(app fyne.App, be Backend, dirs catalog.Dirs, opts Options) *UI {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Post == nil {
+		opts.Post = fyne.Do
+	}
 	u := &UI{app: app, be: be, dirs: dirs, opts: opts}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	u.win = app.NewWindow("Trochilus")
@@ -115,7 +122,7 @@ func (u *UI) later(fn func()) {
 	u.mu.Lock()
 	u.pending = append(u.pending, fn)
 	u.mu.Unlock()
-	fyne.Do(u.flush)
+	u.opts.Post(u.flush)
 }
 
 // flush runs the queued functions, on the UI goroutine.
@@ -135,9 +142,19 @@ func (u *UI) flush() {
 }
 
 // Wait blocks until every background job has ended and its results are applied (for tests).
+// Results applied may start further jobs (a finished download refreshes the model list), so it
+// repeats until nothing is left to wait for.
 func (u *UI) Wait() {
-	u.jobs.Wait()
-	u.flush()
+	for {
+		u.jobs.Wait()
+		u.mu.Lock()
+		n := len(u.pending)
+		u.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		u.flush()
+	}
 }
 
 // measure asks the backend for the machine report, once at start or again on request.

@@ -166,6 +166,12 @@ func startUI(t *testing.T, be Backend, dirs catalog.Dirs, opts Options) *UI {
 			return clock
 		}
 	}
+	if opts.Post == nil {
+		// Results reach the widgets only when this goroutine flushes them (Wait, or the
+		// waitFor loops below): the test driver would otherwise apply them on the job's
+		// goroutine, racing with the test's own widget calls.
+		opts.Post = func(func()) {}
+	}
 	u := New(fyne.CurrentApp(), be, dirs, opts)
 	t.Cleanup(u.Close)
 	u.Wait()
@@ -373,10 +379,10 @@ func TestStopKeepsThePartialAnswer(t *testing.T) {
 	}
 	// The answer streams into the view as it comes, the last piece before a pause included.
 	label := u.chat.streaming
-	waitFor(t, func() bool { return label.Text == "one " })
+	waitFor(t, func() bool { u.flush(); return label.Text == "one " })
 	m.release <- struct{}{}
 	waitPieces(t, m, 1)
-	waitFor(t, func() bool { return label.Text == "one two " })
+	waitFor(t, func() bool { u.flush(); return label.Text == "one two " })
 	test.Tap(u.chat.stopBtn)
 	u.Wait()
 	msgs := u.chat.conv.Messages
