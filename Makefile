@@ -9,7 +9,7 @@ TINY := testdata/gen/tiny-q8_0.gguf
 # Packages that make up the engine side (everything but the cgo window app).
 ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
 
-.PHONY: all deps deps-run build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui package
+.PHONY: oracle-report all deps deps-run build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui package
 
 all: build
 
@@ -35,7 +35,7 @@ run: deps-run cli
 # make test: the whole gate.
 test: deps gate
 
-gate: fmt-check vet unit check-long test-ui
+gate: fmt-check vet unit oracle-report check-long test-ui
 	@echo "gate: all green"
 
 fmt-check:
@@ -53,6 +53,11 @@ vet:
 unit:
 	TROCHILUS_REQUIRE_ORACLES=1 GOAMD64=v1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m $(ENGINE_PKGS)
 	TROCHILUS_REQUIRE_ORACLES=1 GOAMD64=v3 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m $(ENGINE_PKGS)
+
+# The engine against the PyTorch reference, with the measured maximum logit difference per model
+# printed (a passing test's log is otherwise hidden).
+oracle-report:
+	@set -o pipefail; TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=0 $(GO) test -count=1 -v -run 'TestOracleOLMoE$$' ./engine | grep -E 'max \|diff\||^(--- |ok|FAIL)'
 
 # Long checks (the exhaustive exp test and the like); part of the gate.
 check-long:
