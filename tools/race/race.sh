@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# race.sh: Trochilus against llama.cpp on the same full-size OLMoE-shaped GGUF files, same
+# prompt ids, same thread counts. For each file and thread count it runs, one process a run,
+#   T T L T L T L ...   (T = trochilus generate, L = llama.cpp through node-llama-cpp)
+# so the engines alternate and the first two T runs, back to back, are an A/A control that shows
+# the noise. Each run: pp512 (512 random ids from a fixed seed, one pass) then tg128 (128
+# single-token greedy passes after the prompt, depth 512..639). Prints a table of medians with
+# min/max and writes every run and the summary as JSON.
+#
+# usage: tools/race/race.sh            (from anywhere; env below overrides the defaults)
+#   RACE_TYPES="q4_k_m q8_0"  RACE_THREADS="2 1"  RACE_REPS=3  RACE_MODELS=/tmp/race-models
+#   RACE_OUT=/tmp/race-out  RACE_MODEL_FILE=path (race one given file, e.g. the tiny one)
+#   RACE_PROMPT=512  RACE_GEN=128
+# The generated GGUF files are large (4.2 and 7.4 GB): delete RACE_MODELS when done.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+types=${RACE_TYPES:-"q4_k_m q8_0"}
+threads_list=${RACE_THREADS:-"2 1"}
+reps=${RACE_REPS:-3}
+models=${RACE_MODELS:-/tmp/race-models}
+out=${RACE_OUT:-/tmp/race-out}
+nprompt=${RACE_PROMPT:-512}
+ngen=${RACE_GEN:-128}
+nlc="$root/.deps/race"
+bin="$out/bin"
+mkdir -p "$models" "$out" "$bin"
+
+# llama.cpp: the prebuilt CPU libraries inside node-llama-cpp's npm package.
+if [ ! -d "$nlc/node_modules/node-llama-cpp" ] || [ ! -d "$nlc/node_modules/@node-llama-cpp/linux-x64" ]; then
+	echo "race: installing node-llama-cpp@3.22.1 into $nlc" >&2
+	mkdir -p "$nlc"
+	[ -f "$nlc/package.json" ] || echo '{"private": true}' >"$nlc/package.json"
+	(cd "$nlc" && npm install --no-audit --no-fund --omit=optional --ignore-scripts \
+		node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1)
+fi
+
+echo "race: building trochilus and the probes into $bin" >&2
+(cd "$root" && CGO_ENABLED=0 go build -o "$bin/" ./app/trochilus ./tools/race/bandwidth ./tools/race/tokenbytes)
+
+files=()
+if [ -n "${RACE_MODEL_FILE:-}" ]; then
+	files=("$RACE_MODEL_FILE")
+else
+	for t in $types; do
+		f="$models/olmoe-full-$t.gguf"
+		if [ ! -f "$f" ]; then
+			echo "race: generating $f" >&2
+			"$bin/trochilus" gen -o "$f.part" -preset full -type "$t"
+			mv "$f.part" "$f"
+		fi
+		files+=("$f")
+	done
+fi
+
+prompt="$out/prompt.txt"
+node "$here/llama_bench.mjs" prompt "$nprompt" >"$prompt"
+runs="$out/runs.jsonl"
+: >"$runs"
+
+bytes="$out/tokenbytes.jsonl"
+"$bin/tokenbytes" -json "${files[@]}" >"$bytes"
+"$bin/tokenbytes" "${files[@]}" >&2
+bw="$out/bandwidth.txt"
+"$bin/bandwidth" -mib 2048 -g 2 -rounds 5 | tee "$bw" >&2
+
+# run_trochilus FILE THREADS REP ROLE appends one JSON line to $runs.
+run_trochilus() {
+	local f=$1 t=$2 rep=$3 role=$4 log="$out/trochilus.log"
+	# -n ngen+1: the first new token comes from the prompt pass, the other ngen from one-token passes.
+	"$bin/trochilus" generate -m "$f" --tokens "$(cat "$prompt")" -n $((ngen + 1)) -t "$t" -b 512 -c 1024 \
+		--ignore-eos >/dev/null 2>"$log" || { cat "$log" >&2; return 1; }
+	local pr gr
+	pr=$(sed -n 's/^prompt: .* \([0-9.]*\) tok\/s$/\1/p' "$log")
+	gr=$(sed -n 's/^generation: .* \([0-9.]*\) tok\/s$/\1/p' "$log")
+	[ -n "$pr" ] && [ -n "$gr" ] || { echo "race: cannot read the rates in:" >&2; cat "$log" >&2; return 1; }
+	printf '{"engine":"trochilus","model":"%s","threads":%d,"rep":%d,"role":"%s","promptRate":%s,"genRate":%s}\n' \
+		"$(basename "$f")" "$t" "$rep" "$role" "$pr" "$gr" | tee -a "$runs"
+}
+
+# run_llama FILE THREADS REP appends one JSON line to $runs.
+run_llama() {
+	local f=$1 t=$2 rep=$3 log="$out/llama.log"
+	NLC_DIR="$nlc" node "$here/llama_bench.mjs" run "$f" "$t" "$prompt" "$ngen" >"$log" 2>&1 ||
+		{ cat "$log" >&2; return 1; }
+	sed -n 's/^RESULT {\(.*\)}$/{"rep":'"$rep"',"role":"race",\1}/p' "$log" | tee -a "$runs"
+}
+
+for f in "${files[@]}"; do
+	for t in $threads_list; do
+		echo "race: $(basename "$f"), $t threads: T T L T L ..., $reps reps each after the A/A run" >&2
+		run_trochilus "$f" "$t" 0 aa
+		for ((r = 1; r <= reps; r++)); do
+			run_trochilus "$f" "$t" "$r" race
+			run_llama "$f" "$t" "$r"
+		done
+	done
+done
+
+node "$here/summarize.mjs" "$runs" "$bytes" "$bw" "$out/race.json"
