@@ -49,8 +49,9 @@ type typeInfo struct {
 }
 
 // typeTable follows ggml's type_traits (ggml.c) and gguf-py's GGML_QUANT_SIZES; ids 4, 5 and
-// 31-33, 36-38 were removed from ggml and are unknown here.
-var typeTable = map[Type]typeInfo{
+// 31-33, 36-38 were removed from ggml and are unknown here. It is an array, not a map, because
+// the kernels ask for block sizes on every weight row.
+var typeTable = [...]typeInfo{
 	TypeF32:     {"F32", 1, 4},
 	TypeF16:     {"F16", 1, 2},
 	TypeQ4_0:    {"Q4_0", 32, 18},
@@ -85,27 +86,35 @@ var typeTable = map[Type]typeInfo{
 	TypeMXFP4:   {"MXFP4", 32, 17},
 }
 
+// info returns t's entry of typeTable and whether t is known.
+func (t Type) info() (typeInfo, bool) {
+	if uint64(t) >= uint64(len(typeTable)) || typeTable[t].name == "" {
+		return typeInfo{}, false
+	}
+	return typeTable[t], true
+}
+
 // Known reports whether t is a ggml type this package has sizes for.
-func (t Type) Known() bool { _, ok := typeTable[t]; return ok }
+func (t Type) Known() bool { _, ok := t.info(); return ok }
 
 // String returns ggml's name for t, or "type(N)" for an unknown id.
 func (t Type) String() string {
-	if ti, ok := typeTable[t]; ok {
+	if ti, ok := t.info(); ok {
 		return ti.name
 	}
 	return fmt.Sprintf("type(%d)", uint32(t))
 }
 
 // BlockElems returns how many elements one block of t holds (0 for an unknown type).
-func (t Type) BlockElems() int { return typeTable[t].blockElems }
+func (t Type) BlockElems() int { ti, _ := t.info(); return ti.blockElems }
 
 // BlockBytes returns the size of one block of t in bytes (0 for an unknown type).
-func (t Type) BlockBytes() int { return typeTable[t].blockBytes }
+func (t Type) BlockBytes() int { ti, _ := t.info(); return ti.blockBytes }
 
 // RowBytes returns the bytes taken by n consecutive elements of t. n must be a multiple of the
 // block size; an unknown type, a ragged n or an overflow is an error.
 func (t Type) RowBytes(n int64) (int64, error) {
-	ti, ok := typeTable[t]
+	ti, ok := t.info()
 	if !ok {
 		return 0, fmt.Errorf("unknown ggml type %d", uint32(t))
 	}
@@ -122,8 +131,8 @@ func (t Type) RowBytes(n int64) (int64, error) {
 // TypeByName returns the type ggml calls name (case-sensitive, as in String), if there is one.
 func TypeByName(name string) (Type, bool) {
 	for t, ti := range typeTable {
-		if ti.name == name {
-			return t, true
+		if ti.name != "" && ti.name == name {
+			return Type(t), true
 		}
 	}
 	return 0, false

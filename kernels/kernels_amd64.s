@@ -127,7 +127,7 @@ done:
 	RET
 
 // func lanes2F32AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·lanes2F32AVX2(SB), NOSPLIT, $0-200
 	MOVQ  w0_base+0(FP), AX
 	MOVQ  w1_base+24(FP), CX
@@ -139,25 +139,27 @@ TEXT ·lanes2F32AVX2(SB), NOSPLIT, $0-200
 	VPXOR Y3, Y3, Y3
 
 loop:
-	CMPQ    DX, $0x00000040
-	JB      done
-	VMOVUPS (AX), Y4
-	VMULPS  (BX), Y4, Y4
-	VADDPS  Y4, Y0, Y0
-	VMOVUPS 32(AX), Y4
-	VMULPS  32(BX), Y4, Y4
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS (CX), Y4
-	VMULPS  (BX), Y4, Y4
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS 32(CX), Y4
-	VMULPS  32(BX), Y4, Y4
-	VADDPS  Y4, Y3, Y3
-	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000040, CX
-	ADDQ    $0x00000040, BX
-	SUBQ    $0x00000040, DX
-	JMP     loop
+	CMPQ       DX, $0x00000040
+	JB         done
+	PREFETCHT0 4096(AX)
+	VMOVUPS    (AX), Y4
+	VMULPS     (BX), Y4, Y4
+	VADDPS     Y4, Y0, Y0
+	VMOVUPS    32(AX), Y4
+	VMULPS     32(BX), Y4, Y4
+	VADDPS     Y4, Y1, Y1
+	PREFETCHT0 4096(CX)
+	VMOVUPS    (CX), Y4
+	VMULPS     (BX), Y4, Y4
+	VADDPS     Y4, Y2, Y2
+	VMOVUPS    32(CX), Y4
+	VMULPS     32(BX), Y4, Y4
+	VADDPS     Y4, Y3, Y3
+	ADDQ       $0x00000040, AX
+	ADDQ       $0x00000040, CX
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, DX
+	JMP        loop
 
 done:
 	LEAQ    ret_0_0+72(FP), AX
@@ -262,7 +264,7 @@ done:
 	RET
 
 // func lanes2F16AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2, F16C
+// Requires: AVX, AVX2, F16C, MMX+
 TEXT ·lanes2F16AVX2(SB), NOSPLIT, $0-200
 	MOVQ  w0_base+0(FP), AX
 	MOVQ  w1_base+24(FP), CX
@@ -274,25 +276,27 @@ TEXT ·lanes2F16AVX2(SB), NOSPLIT, $0-200
 	VPXOR Y3, Y3, Y3
 
 loop:
-	CMPQ      DX, $0x00000020
-	JB        done
-	VCVTPH2PS (AX), Y4
-	VMULPS    (BX), Y4, Y4
-	VADDPS    Y4, Y0, Y0
-	VCVTPH2PS 16(AX), Y4
-	VMULPS    32(BX), Y4, Y4
-	VADDPS    Y4, Y1, Y1
-	VCVTPH2PS (CX), Y4
-	VMULPS    (BX), Y4, Y4
-	VADDPS    Y4, Y2, Y2
-	VCVTPH2PS 16(CX), Y4
-	VMULPS    32(BX), Y4, Y4
-	VADDPS    Y4, Y3, Y3
-	ADDQ      $0x00000020, AX
-	ADDQ      $0x00000020, CX
-	ADDQ      $0x00000040, BX
-	SUBQ      $0x00000020, DX
-	JMP       loop
+	CMPQ       DX, $0x00000020
+	JB         done
+	PREFETCHT0 4096(AX)
+	VCVTPH2PS  (AX), Y4
+	VMULPS     (BX), Y4, Y4
+	VADDPS     Y4, Y0, Y0
+	VCVTPH2PS  16(AX), Y4
+	VMULPS     32(BX), Y4, Y4
+	VADDPS     Y4, Y1, Y1
+	PREFETCHT0 4096(CX)
+	VCVTPH2PS  (CX), Y4
+	VMULPS     (BX), Y4, Y4
+	VADDPS     Y4, Y2, Y2
+	VCVTPH2PS  16(CX), Y4
+	VMULPS     32(BX), Y4, Y4
+	VADDPS     Y4, Y3, Y3
+	ADDQ       $0x00000020, AX
+	ADDQ       $0x00000020, CX
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000020, DX
+	JMP        loop
 
 done:
 	LEAQ    ret_0_0+72(FP), AX
@@ -399,7 +403,7 @@ done:
 	RET
 
 // func lanes2BF16AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·lanes2BF16AVX2(SB), NOSPLIT, $0-200
 	MOVQ  w0_base+0(FP), AX
 	MOVQ  w1_base+24(FP), CX
@@ -411,29 +415,31 @@ TEXT ·lanes2BF16AVX2(SB), NOSPLIT, $0-200
 	VPXOR Y3, Y3, Y3
 
 loop:
-	CMPQ      DX, $0x00000020
-	JB        done
-	VPMOVZXWD (AX), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    (BX), Y4, Y4
-	VADDPS    Y4, Y0, Y0
-	VPMOVZXWD 16(AX), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    32(BX), Y4, Y4
-	VADDPS    Y4, Y1, Y1
-	VPMOVZXWD (CX), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    (BX), Y4, Y4
-	VADDPS    Y4, Y2, Y2
-	VPMOVZXWD 16(CX), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    32(BX), Y4, Y4
-	VADDPS    Y4, Y3, Y3
-	ADDQ      $0x00000020, AX
-	ADDQ      $0x00000020, CX
-	ADDQ      $0x00000040, BX
-	SUBQ      $0x00000020, DX
-	JMP       loop
+	CMPQ       DX, $0x00000020
+	JB         done
+	PREFETCHT0 4096(AX)
+	VPMOVZXWD  (AX), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     (BX), Y4, Y4
+	VADDPS     Y4, Y0, Y0
+	VPMOVZXWD  16(AX), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     32(BX), Y4, Y4
+	VADDPS     Y4, Y1, Y1
+	PREFETCHT0 4096(CX)
+	VPMOVZXWD  (CX), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     (BX), Y4, Y4
+	VADDPS     Y4, Y2, Y2
+	VPMOVZXWD  16(CX), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     32(BX), Y4, Y4
+	VADDPS     Y4, Y3, Y3
+	ADDQ       $0x00000020, AX
+	ADDQ       $0x00000020, CX
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000020, DX
+	JMP        loop
 
 done:
 	LEAQ    ret_0_0+72(FP), AX
@@ -557,7 +563,7 @@ done:
 	RET
 
 // func lanes2Q8_0AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2, F16C
+// Requires: AVX, AVX2, F16C, MMX+
 TEXT ·lanes2Q8_0AVX2(SB), NOSPLIT, $0-200
 	MOVQ  w0_base+0(FP), AX
 	MOVQ  w1_base+24(FP), CX
@@ -571,6 +577,7 @@ TEXT ·lanes2Q8_0AVX2(SB), NOSPLIT, $0-200
 loop:
 	CMPQ         DX, $0x00000022
 	JB           done
+	PREFETCHT0   4096(AX)
 	VPBROADCASTW (AX), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS X4, Y4
@@ -594,6 +601,7 @@ loop:
 	VMULPS       Y4, Y5, Y5
 	VMULPS       96(BX), Y5, Y4
 	VADDPS       Y4, Y1, Y1
+	PREFETCHT0   4096(CX)
 	VPBROADCASTW (CX), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS X4, Y4
@@ -1187,7 +1195,7 @@ done:
 	RET
 
 // func lanes2Q6KAVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2, F16C
+// Requires: AVX, AVX2, F16C, MMX+
 TEXT ·lanes2Q6KAVX2(SB), NOSPLIT, $128-200
 	MOVQ  w0_base+0(FP), AX
 	MOVQ  w1_base+24(FP), CX
@@ -1201,6 +1209,10 @@ TEXT ·lanes2Q6KAVX2(SB), NOSPLIT, $128-200
 loop:
 	CMPQ         DX, $0x000000d2
 	JB           done
+	PREFETCHT0   4096(AX)
+	PREFETCHT0   4160(AX)
+	PREFETCHT0   4224(AX)
+	PREFETCHT0   4288(AX)
 	VPBROADCASTW 208(AX), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS X4, Y4
@@ -1639,6 +1651,10 @@ loop:
 	VMULPS       Y4, Y7, Y7
 	VMULPS       992(BX), Y7, Y4
 	VADDPS       Y4, Y1, Y1
+	PREFETCHT0   4096(CX)
+	PREFETCHT0   4160(CX)
+	PREFETCHT0   4224(CX)
+	PREFETCHT0   4288(CX)
 	VPBROADCASTW 208(CX), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS X4, Y4
@@ -2819,7 +2835,7 @@ done:
 	RET
 
 // func lanes2F32AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·lanes2F32AVX512(SB), NOSPLIT, $0-200
 	MOVQ   w0_base+0(FP), AX
 	MOVQ   w1_base+24(FP), CX
@@ -2829,19 +2845,21 @@ TEXT ·lanes2F32AVX512(SB), NOSPLIT, $0-200
 	VPXORD Z1, Z1, Z1
 
 loop:
-	CMPQ    DX, $0x00000040
-	JB      done
-	VMOVUPS (AX), Z2
-	VMULPS  (BX), Z2, Z2
-	VADDPS  Z2, Z0, Z0
-	VMOVUPS (CX), Z2
-	VMULPS  (BX), Z2, Z2
-	VADDPS  Z2, Z1, Z1
-	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000040, CX
-	ADDQ    $0x00000040, BX
-	SUBQ    $0x00000040, DX
-	JMP     loop
+	CMPQ       DX, $0x00000040
+	JB         done
+	PREFETCHT0 4096(AX)
+	VMOVUPS    (AX), Z2
+	VMULPS     (BX), Z2, Z2
+	VADDPS     Z2, Z0, Z0
+	PREFETCHT0 4096(CX)
+	VMOVUPS    (CX), Z2
+	VMULPS     (BX), Z2, Z2
+	VADDPS     Z2, Z1, Z1
+	ADDQ       $0x00000040, AX
+	ADDQ       $0x00000040, CX
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, DX
+	JMP        loop
 
 done:
 	LEAQ    ret_0_0+72(FP), AX
@@ -2922,7 +2940,7 @@ done:
 	RET
 
 // func lanes2F16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·lanes2F16AVX512(SB), NOSPLIT, $0-200
 	MOVQ   w0_base+0(FP), AX
 	MOVQ   w1_base+24(FP), CX
@@ -2932,19 +2950,21 @@ TEXT ·lanes2F16AVX512(SB), NOSPLIT, $0-200
 	VPXORD Z1, Z1, Z1
 
 loop:
-	CMPQ      DX, $0x00000020
-	JB        done
-	VCVTPH2PS (AX), Z2
-	VMULPS    (BX), Z2, Z2
-	VADDPS    Z2, Z0, Z0
-	VCVTPH2PS (CX), Z2
-	VMULPS    (BX), Z2, Z2
-	VADDPS    Z2, Z1, Z1
-	ADDQ      $0x00000020, AX
-	ADDQ      $0x00000020, CX
-	ADDQ      $0x00000040, BX
-	SUBQ      $0x00000020, DX
-	JMP       loop
+	CMPQ       DX, $0x00000020
+	JB         done
+	PREFETCHT0 4096(AX)
+	VCVTPH2PS  (AX), Z2
+	VMULPS     (BX), Z2, Z2
+	VADDPS     Z2, Z0, Z0
+	PREFETCHT0 4096(CX)
+	VCVTPH2PS  (CX), Z2
+	VMULPS     (BX), Z2, Z2
+	VADDPS     Z2, Z1, Z1
+	ADDQ       $0x00000020, AX
+	ADDQ       $0x00000020, CX
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000020, DX
+	JMP        loop
 
 done:
 	LEAQ    ret_0_0+72(FP), AX
@@ -3026,7 +3046,7 @@ done:
 	RET
 
 // func lanes2BF16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·lanes2BF16AVX512(SB), NOSPLIT, $0-200
 	MOVQ   w0_base+0(FP), AX
 	MOVQ   w1_base+24(FP), CX
@@ -3036,21 +3056,23 @@ TEXT ·lanes2BF16AVX512(SB), NOSPLIT, $0-200
 	VPXORD Z1, Z1, Z1
 
 loop:
-	CMPQ      DX, $0x00000020
-	JB        done
-	VPMOVZXWD (AX), Z2
-	VPSLLD    $0x10, Z2, Z2
-	VMULPS    (BX), Z2, Z2
-	VADDPS    Z2, Z0, Z0
-	VPMOVZXWD (CX), Z2
-	VPSLLD    $0x10, Z2, Z2
-	VMULPS    (BX), Z2, Z2
-	VADDPS    Z2, Z1, Z1
-	ADDQ      $0x00000020, AX
-	ADDQ      $0x00000020, CX
-	ADDQ      $0x00000040, BX
-	SUBQ      $0x00000020, DX
-	JMP       loop
+	CMPQ       DX, $0x00000020
+	JB         done
+	PREFETCHT0 4096(AX)
+	VPMOVZXWD  (AX), Z2
+	VPSLLD     $0x10, Z2, Z2
+	VMULPS     (BX), Z2, Z2
+	VADDPS     Z2, Z0, Z0
+	PREFETCHT0 4096(CX)
+	VPMOVZXWD  (CX), Z2
+	VPSLLD     $0x10, Z2, Z2
+	VMULPS     (BX), Z2, Z2
+	VADDPS     Z2, Z1, Z1
+	ADDQ       $0x00000020, AX
+	ADDQ       $0x00000020, CX
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000020, DX
+	JMP        loop
 
 done:
 	LEAQ    ret_0_0+72(FP), AX
@@ -3142,7 +3164,7 @@ done:
 	RET
 
 // func lanes2Q8_0AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2, AVX512F, F16C
+// Requires: AVX, AVX2, AVX512F, F16C, MMX+
 TEXT ·lanes2Q8_0AVX512(SB), NOSPLIT, $0-200
 	MOVQ   w0_base+0(FP), AX
 	MOVQ   w1_base+24(FP), CX
@@ -3154,6 +3176,7 @@ TEXT ·lanes2Q8_0AVX512(SB), NOSPLIT, $0-200
 loop:
 	CMPQ         DX, $0x00000022
 	JB           done
+	PREFETCHT0   4096(AX)
 	VPBROADCASTW (AX), X2
 	VCVTPH2PS    X2, X2
 	VBROADCASTSS X2, Z2
@@ -3167,6 +3190,7 @@ loop:
 	VMULPS       Z2, Z3, Z3
 	VMULPS       64(BX), Z3, Z2
 	VADDPS       Z2, Z0, Z0
+	PREFETCHT0   4096(CX)
 	VPBROADCASTW (CX), X2
 	VCVTPH2PS    X2, X2
 	VBROADCASTSS X2, Z2
@@ -3426,7 +3450,7 @@ done:
 	RET
 
 // func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
 TEXT ·lanes2Q6KAVX512(SB), NOSPLIT, $128-200
 	MOVQ   w0_base+0(FP), AX
 	MOVQ   w1_base+24(FP), CX
@@ -3438,6 +3462,10 @@ TEXT ·lanes2Q6KAVX512(SB), NOSPLIT, $128-200
 loop:
 	CMPQ            DX, $0x000000d2
 	JB              done
+	PREFETCHT0      4096(AX)
+	PREFETCHT0      4160(AX)
+	PREFETCHT0      4224(AX)
+	PREFETCHT0      4288(AX)
 	VPBROADCASTW    208(AX), X2
 	VCVTPH2PS       X2, X2
 	VBROADCASTSS    X2, Z2
@@ -3586,6 +3614,10 @@ loop:
 	VMULPS          Z3, Z2, Z2
 	VMULPS          960(BX), Z2, Z2
 	VADDPS          Z2, Z0, Z0
+	PREFETCHT0      4096(CX)
+	PREFETCHT0      4160(CX)
+	PREFETCHT0      4224(CX)
+	PREFETCHT0      4288(CX)
 	VPBROADCASTW    208(CX), X2
 	VCVTPH2PS       X2, X2
 	VBROADCASTSS    X2, Z2
@@ -4051,7 +4083,7 @@ done:
 	RET
 
 // func q4KDot2AVX2(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
-// Requires: AVX, AVX2, F16C
+// Requires: AVX, AVX2, F16C, MMX+
 TEXT ·q4KDot2AVX2(SB), NOSPLIT, $32-128
 	MOVQ         w0_base+0(FP), AX
 	MOVQ         w1_base+24(FP), CX
@@ -4066,6 +4098,9 @@ TEXT ·q4KDot2AVX2(SB), NOSPLIT, $32-128
 block:
 	TESTQ        DI, DI
 	JZ           done
+	PREFETCHT0   4096(AX)
+	PREFETCHT0   4160(AX)
+	PREFETCHT0   4224(AX)
 	MOVL         4(AX), R8
 	MOVL         8(AX), R9
 	MOVL         12(AX), R10
@@ -4093,6 +4128,9 @@ block:
 	VPMOVZXBW    X3, X3
 	VMOVDQU      X3, (SP)
 	VMOVQ        R9, X3
+	PREFETCHT0   4096(CX)
+	PREFETCHT0   4160(CX)
+	PREFETCHT0   4224(CX)
 	MOVL         4(CX), R8
 	MOVL         8(CX), R9
 	MOVL         12(CX), R10
@@ -4446,7 +4484,7 @@ done:
 	RET
 
 // func q4KDot2AVX512(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, MMX+
 TEXT ·q4KDot2AVX512(SB), NOSPLIT, $32-128
 	MOVQ         w0_base+0(FP), AX
 	MOVQ         w1_base+24(FP), CX
@@ -4461,6 +4499,9 @@ TEXT ·q4KDot2AVX512(SB), NOSPLIT, $32-128
 block:
 	TESTQ         DI, DI
 	JZ            done
+	PREFETCHT0    4096(AX)
+	PREFETCHT0    4160(AX)
+	PREFETCHT0    4224(AX)
 	MOVL          4(AX), R8
 	MOVL          8(AX), R9
 	MOVL          12(AX), R10
@@ -4488,6 +4529,9 @@ block:
 	VPMOVZXBW     X3, X3
 	VMOVDQU       X3, (SP)
 	VMOVQ         R9, X3
+	PREFETCHT0    4096(CX)
+	PREFETCHT0    4160(CX)
+	PREFETCHT0    4224(CX)
 	MOVL          4(CX), R8
 	MOVL          8(CX), R9
 	MOVL          12(CX), R10
@@ -4725,7 +4769,7 @@ done:
 	RET
 
 // func q4KDot2AVX512VNNI(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512_VNNI, F16C
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
 TEXT ·q4KDot2AVX512VNNI(SB), NOSPLIT, $32-128
 	MOVQ         w0_base+0(FP), AX
 	MOVQ         w1_base+24(FP), CX
@@ -4740,6 +4784,9 @@ TEXT ·q4KDot2AVX512VNNI(SB), NOSPLIT, $32-128
 block:
 	TESTQ         DI, DI
 	JZ            done
+	PREFETCHT0    4096(AX)
+	PREFETCHT0    4160(AX)
+	PREFETCHT0    4224(AX)
 	MOVL          4(AX), R8
 	MOVL          8(AX), R9
 	MOVL          12(AX), R10
@@ -4767,6 +4814,9 @@ block:
 	VPMOVZXBW     X3, X3
 	VMOVDQU       X3, (SP)
 	VMOVQ         R9, X3
+	PREFETCHT0    4096(CX)
+	PREFETCHT0    4160(CX)
+	PREFETCHT0    4224(CX)
 	MOVL          4(CX), R8
 	MOVL          8(CX), R9
 	MOVL          12(CX), R10

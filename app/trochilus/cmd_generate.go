@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ type modelFlags struct {
 	threads *int
 	pass    *int
 	context *int
+	profile *string
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -26,11 +29,42 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		threads: fs.Int("t", 0, "worker threads (0: one per physical core)"),
 		pass:    fs.Int("b", engine.DefaultPassSize, "most tokens evaluated in one forward pass"),
 		context: fs.Int("c", 0, "positions the session holds (0: the model's context length)"),
+		profile: fs.String("cpuprofile", "", "write a CPU profile of the run (pprof format) to this file"),
 	}
 }
 
-// open loads the model and makes a session, reporting the load on stderr.
-func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*engine.Model, *engine.Session, error) {
+// open loads the model and makes a session, reporting the load on stderr, and starts the CPU
+// profile when one is asked for. The caller calls done when finished: it stops the profile and
+// closes the model.
+func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (m *engine.Model, s *engine.Session, done func(), err error) {
+	m, s, err = f.load(ctx, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if *f.profile == "" {
+		return m, s, func() { m.Close() }, nil
+	}
+	pf, err := os.Create(*f.profile)
+	if err == nil {
+		err = pprof.StartCPUProfile(pf)
+		if err != nil {
+			pf.Close()
+		}
+	}
+	if err != nil {
+		m.Close()
+		return nil, nil, nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return m, s, func() {
+		pprof.StopCPUProfile()
+		if err := pf.Close(); err != nil {
+			fmt.Fprintf(stderr, "cpu profile %s: %v\n", *f.profile, err)
+		}
+		m.Close()
+	}, nil
+}
+
+func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model, *engine.Session, error) {
 	if *f.path == "" {
 		return nil, nil, fmt.Errorf("%w: -m MODEL is required", errUsage)
 	}
@@ -105,11 +139,11 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *n < 1 {
 		return fmt.Errorf("%w: -n %d: want at least 1", errUsage, *n)
 	}
-	m, s, err := mf.open(ctx, stderr)
+	m, s, done, err := mf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer done()
 	opts := engine.GenerateOptions{MaxTokens: *n}
 	if eos, ok := m.EOS(); ok && !*ignoreEOS {
 		opts.Stop = []int32{eos}

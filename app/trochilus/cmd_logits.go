@@ -35,11 +35,11 @@ func runLogits(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
-	m, s, err := mf.open(ctx, stderr)
+	m, s, done, err := mf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer done()
 
 	var w io.Writer = stdout
 	if *out != "" {

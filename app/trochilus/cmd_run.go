@@ -44,11 +44,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		text = string(b)
 	}
-	m, s, err := mf.open(ctx, stderr)
+	m, s, done, err := mf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer done()
 	tok, err := tokenizer.FromGGUF(m.File())
 	if err != nil {
 		return fmt.Errorf("%s: %w", *mf.path, err)

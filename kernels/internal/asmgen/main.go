@@ -38,6 +38,8 @@ type isa struct {
 	f64Digit Mem // four float64 65536, the weight of a high digit
 }
 
+const prefetchAhead = 4096
+
 func (s isa) width() int { return 16 / s.parts } // floats per register
 
 func main() {
@@ -184,6 +186,9 @@ func lanes2Kernel(s isa, name string, unit int, body block) {
 	JB(LabelRef("done"))
 	var floats int
 	for r := range 2 {
+		for off := 0; off < unit; off += 64 {
+			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
+		}
 		floats = body(w[r], addInto(s, acc[r], x))
 	}
 	for r := range 2 {
@@ -514,6 +519,9 @@ func q4KKernel(s isa, vnni bool) {
 	JZ(LabelRef("done"))
 	mins := make([]reg.VecVirtual, 2)
 	for r := range 2 {
+		for off := 0; off < 144; off += 64 {
+			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
+		}
 		mins[r] = unpackScales(w[r], words.Offset(16*r))
 	}
 	type accs struct{ lo1, hi1, lo2, hi2 reg.VecVirtual } // digit (lo, hi) × nibble (low 1, high 2)
