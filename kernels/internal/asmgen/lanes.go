@@ -1,0 +1,332 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// lanesKernel emits
+//
+//	func lanes<name><suffix>(l [16]float32, w []byte, x []float32) [16]float32
+//
+// which continues the lanes l over the len(w)/unit whole units of w against x.
+func lanesKernel(s isa, name string, unit int, body block) {
+	TEXT("lanes"+name+s.suffix, NOSPLIT, "func(l [16]float32, w []byte, x []float32) [16]float32")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("lanes%s%s continues the lanes l with the products of the len(w)/%d whole units of w with x.", name, s.suffix, unit))
+	l := frameAddr(Param("l"))
+	w := Load(Param("w").Base(), GP64())
+	n := Load(Param("w").Len(), GP64())
+	x := Load(Param("x").Base(), GP64())
+	acc := loadLanes(s, l)
+	Label("loop") // n counts the bytes left; a partial unit is left alone
+	CMPQ(n, U32(unit))
+	JB(LabelRef("done"))
+	floats := body(w, addInto(s, acc, x))
+	ADDQ(U32(unit), w)
+	ADDQ(U32(4*floats), x)
+	SUBQ(U32(unit), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	storeLanes(frameAddr(ReturnIndex(0)), acc)
+	VZEROUPPER()
+	RET()
+}
+
+// lanes2Kernel emits
+//
+//	func lanes2<name><suffix>(w0, w1 []byte, x []float32) [2][16]float32
+//
+// which returns the lanes, from +0, of the len(w0)/unit whole units of w0 and of as many of w1,
+// both against x. The two rows' add chains are independent, so the core overlaps them:
+// one row's 16 lanes are one chain of dependent VADDPS (the contract fixes each lane's order).
+func lanes2Kernel(s isa, name string, unit int, body block) {
+	TEXT("lanes2"+name+s.suffix, NOSPLIT, "func(w0, w1 []byte, x []float32) [2][16]float32")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("lanes2%s%s returns the lanes of the products of the len(w0)/%d whole units of w0 and of as many of w1 with x.", name, s.suffix, unit))
+	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
+	n := Load(Param("w0").Len(), GP64())
+	x := Load(Param("x").Base(), GP64())
+	acc := make([][]reg.VecVirtual, 2)
+	for r := range acc {
+		for range s.parts {
+			v := s.vec()
+			s.xor(v, v, v)
+			acc[r] = append(acc[r], v)
+		}
+	}
+	Label("loop")
+	CMPQ(n, U32(unit))
+	JB(LabelRef("done"))
+	var floats int
+	for r := range 2 {
+		for off := 0; off < unit; off += 64 {
+			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
+		}
+		floats = body(w[r], addInto(s, acc[r], x))
+	}
+	for r := range 2 {
+		ADDQ(U32(unit), w[r])
+	}
+	ADDQ(U32(4*floats), x)
+	SUBQ(U32(unit), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	out := frameAddr(ReturnIndex(0))
+	storeLanes(out, acc[0])
+	for p, a := range acc[1] {
+		VMOVUPS(a, Mem{Base: out, Disp: 64 + 4*16/len(acc[1])*p})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// loader loads register p of a group of 16 weights (bytes per weight) from m into v.
+type loader func(v reg.VecVirtual, m Mem)
+
+func loadF32(v reg.VecVirtual, m Mem) { VMOVUPS(m, v) }
+
+// loadF16 widens halves exactly (F16C; subnormals included, the rounding mode plays no part).
+func loadF16(v reg.VecVirtual, m Mem) { VCVTPH2PS(m, v) }
+
+func loadBF16(v reg.VecVirtual, m Mem) {
+	VPMOVZXWD(m, v)
+	VPSLLD(U8(16), v, v)
+}
+
+// lanes4Kernel emits
+//
+//	func lanes4<name><suffix>(w []byte, x []float32, stride int) [4][16]float32
+//
+// which returns the lanes t, from +0, of the len(w)/unit whole units of w against the input row
+// t at x[t·stride:], for t < 4: each weight group is decoded once and used for four tokens, and
+// the four add chains are independent.
+func lanes4Kernel(s isa, name string, unit int, body block) {
+	TEXT("lanes4"+name+s.suffix, NOSPLIT, "func(w []byte, x []float32, stride int) [4][16]float32")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("lanes4%s%s returns the lanes of the products of the len(w)/%d whole units of w with the rows x[t·stride:], t < 4.", name, s.suffix, unit))
+	w := Load(Param("w").Base(), GP64())
+	n := Load(Param("w").Len(), GP64())
+	stride := Load(Param("stride"), GP64())
+	SHLQ(U8(2), stride)
+	x := []reg.Register{Load(Param("x").Base(), GP64())}
+	for t := 1; t < 4; t++ {
+		xt := GP64()
+		LEAQ(Mem{Base: x[t-1], Index: stride, Scale: 1}, xt)
+		x = append(x, xt)
+	}
+	acc := make([][]reg.VecVirtual, 4)
+	for t := range acc {
+		for range s.parts {
+			v := s.vec()
+			s.xor(v, v, v)
+			acc[t] = append(acc[t], v)
+		}
+	}
+	Label("loop")
+	CMPQ(n, U32(unit))
+	JB(LabelRef("done"))
+	floats := body(w, func(v reg.VecVirtual, p, elem int) {
+		for t := range 4 {
+			addInto(s, acc[t], x[t])(v, p, elem)
+		}
+	})
+	ADDQ(U32(unit), w)
+	for t := range 4 {
+		ADDQ(U32(4*floats), x[t])
+	}
+	SUBQ(U32(unit), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	out := frameAddr(ReturnIndex(0))
+	for t := range acc {
+		for p, a := range acc[t] {
+			VMOVUPS(a, Mem{Base: out, Disp: 64*t + 4*s.width()*p})
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// floatGroups is the body for a group of 16 weights stored size bytes each.
+func floatGroups(s isa, size int, load loader) block {
+	return func(w reg.Register, use func(v reg.VecVirtual, p, elem int)) int {
+		for p := range s.parts {
+			v := s.vec()
+			load(v, Mem{Base: w, Disp: size * s.width() * p})
+			use(v, p, s.width()*p)
+		}
+		return 16
+	}
+}
+
+// halfScale broadcasts the f16 at m, widened, to every float of a new register.
+func halfScale(s isa, m Mem) reg.VecVirtual {
+	h := XMM()
+	VPBROADCASTW(m, h)
+	VCVTPH2PS(h, h)
+	d := s.vec()
+	VBROADCASTSS(h, d)
+	return d
+}
+
+// q8_0Block: f16 d, then 32 int8 q; the weight is d·q (exact), then the contract product.
+func q8_0Block(s isa) block {
+	return func(w reg.Register, use func(v reg.VecVirtual, p, elem int)) int {
+		d := halfScale(s, Mem{Base: w})
+		for g := range 2 {
+			for p := range s.parts {
+				e := 16*g + s.width()*p
+				v := s.vec()
+				VPMOVSXBD(Mem{Base: w, Disp: 2 + e}, v)
+				VCVTDQ2PS(v, v)
+				VMULPS(d, v, v)
+				use(v, p, e)
+			}
+		}
+		return 32
+	}
+}
+
+// q6KShifts holds, as words, the right shifts that bring the high bit pairs of Q6_K's qh bytes
+// down for the four 32-element quarters of a 128-element half block: 0, 2 (the low nibbles of
+// the ql bytes), then 4, 6 (the high nibbles).
+var q6KShifts Mem
+
+// q6KBody is the Q6_K block body of a tier: the byte-wide decode where AVX-512 BW has it.
+func q6KBody(s isa) block {
+	if s.parts == 1 {
+		return q6KBlockBytes(s)
+	}
+	return q6KBlock(s)
+}
+
+// q6KBlockBytes is the AVX-512 Q6_K body. It assembles the 6-bit values 64 at a time as bytes:
+// the 64 ql bytes of a half block give the low nibbles of elements 0-63 (and), the high
+// nibbles of 64-127 (shift); the 32 qh bytes, broadcast to both 256-bit halves and shifted per
+// word by 0|2 or 4|6, give their high bit pairs. Each group of 16 bytes q−32 is then widened,
+// converted and scaled as q6KBlock does: the same values, the same products, the same order of
+// additions.
+func q6KBlockBytes(s isa) block {
+	return func(w reg.Register, use func(v reg.VecVirtual, p, elem int)) int {
+		ds := AllocLocal(64)
+		d := halfScale(s, Mem{Base: w, Disp: 208})
+		v := s.vec()
+		VPMOVSXBD(Mem{Base: w, Disp: 192}, v)
+		VCVTDQ2PS(v, v)
+		VMULPS(d, v, v)
+		VMOVUPS(v, ds)
+		m15, m3, c32 := broadcast(s, 0x0f0f0f0f), broadcast(s, 0x03030303), broadcast(s, 0x20202020)
+		for h := range 2 {
+			l := ZMM()
+			VMOVDQU64(Mem{Base: w, Disp: 64 * h}, l)
+			hb := ZMM()
+			VBROADCASTI64X4(Mem{Base: w, Disp: 128 + 32*h}, hb)
+			lowN, highN := ZMM(), ZMM()
+			VPANDD(m15, l, lowN)
+			VPSRLW(U8(4), l, highN)
+			VPANDD(m15, highN, highN)
+			for k, nib := range []reg.VecVirtual{lowN, highN} {
+				t := ZMM()
+				VPSRLVW(q6KShifts.Offset(64*k), hb, t)
+				VPANDD(m3, t, t)
+				VPSLLW(U8(4), t, t)
+				VPORD(t, nib, nib)
+				VPSUBB(c32, nib, nib)
+				for j := range 4 { // the four groups of 16 elements in nib
+					g := 8*h + 4*k + j
+					src := nib.AsX()
+					if j > 0 {
+						src = XMM()
+						VEXTRACTI32X4(U8(j), nib, src)
+					}
+					q := s.vec()
+					VPMOVSXBD(src, q)
+					VCVTDQ2PS(q, q)
+					sc := s.vec()
+					VBROADCASTSS(ds.Offset(4*g), sc)
+					VMULPS(sc, q, q)
+					use(q, 0, 16*g)
+				}
+			}
+		}
+		return 256
+	}
+}
+
+// q6KBlock: 128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales, f16 d. Element
+// i = 128h + 32c + l has q = (ql[64h+32(c&1)+l] >> 4(c>>1)) & 15 | ((qh[32h+l] >> 2c) & 3) << 4
+// and weight (d·sc[i/16])·(q−32), each product rounded (as decodeQ6K).
+func q6KBlock(s isa) block {
+	return func(w reg.Register, use func(v reg.VecVirtual, p, elem int)) int {
+		ds := AllocLocal(64)
+		d := halfScale(s, Mem{Base: w, Disp: 208})
+		for p := range s.parts {
+			v := s.vec()
+			VPMOVSXBD(Mem{Base: w, Disp: 192 + s.width()*p}, v)
+			VCVTDQ2PS(v, v)
+			VMULPS(d, v, v)
+			VMOVUPS(v, ds.Offset(4*s.width()*p))
+		}
+		mask15, mask3, c32 := broadcast(s, 15), broadcast(s, 3), broadcast(s, 32)
+		for h := range 2 {
+			for c := range 4 {
+				for g := range 2 {
+					for p := range s.parts {
+						e := 16*g + s.width()*p
+						q := s.vec()
+						VPMOVZXBD(Mem{Base: w, Disp: 64*h + 32*(c&1) + e}, q)
+						if c >= 2 {
+							VPSRLD(U8(4), q, q)
+						}
+						s.and(mask15, q, q)
+						hi := s.vec()
+						VPMOVZXBD(Mem{Base: w, Disp: 128 + 32*h + e}, hi)
+						if c > 0 {
+							VPSRLD(U8(2*c), hi, hi)
+						}
+						s.and(mask3, hi, hi)
+						VPSLLD(U8(4), hi, hi)
+						s.or(hi, q, q)
+						VPSUBD(c32, q, q)
+						VCVTDQ2PS(q, q)
+						sc := s.vec()
+						VBROADCASTSS(ds.Offset(4*(8*h+2*c+g)), sc)
+						VMULPS(sc, q, q)
+						use(q, p, 128*h+32*c+e)
+					}
+				}
+			}
+		}
+		return 256
+	}
+}
+
+// sumKernel emits func sumLanes<suffix>(l [16]float32, v []float32) [16]float32: v's whole
+// groups of 16 added into the lanes.
+func sumKernel(s isa) {
+	TEXT("sumLanes"+s.suffix, NOSPLIT, "func(l [16]float32, v []float32) [16]float32")
+	Pragma("noescape")
+	Doc("sumLanes" + s.suffix + " continues the lanes l with the len(v)/16 whole groups of v.")
+	l := frameAddr(Param("l"))
+	v := Load(Param("v").Base(), GP64())
+	n := Load(Param("v").Len(), GP64())
+	SHRQ(U8(4), n)
+	acc := loadLanes(s, l)
+	Label("loop")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	for p := range s.parts {
+		VADDPS(Mem{Base: v, Disp: 4 * s.width() * p}, acc[p], acc[p])
+	}
+	ADDQ(U8(64), v)
+	DECQ(n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	storeLanes(frameAddr(ReturnIndex(0)), acc)
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// vpdpwssd emits VPDPWSSD (AVX512_VNNI), which avo v0.5.0 does not list: acc += the sums of
+// the two signed word products in each dword of a (a register or memory) and b.
+func vpdpwssd(a Op, b, acc reg.VecVirtual) {
+	Instruction(&ir.Instruction{
+		Opcode:   "VPDPWSSD",
+		Operands: []Op{a, b, acc},
+		Inputs:   []Op{a, b, acc},
+		Outputs:  []Op{acc},
+		ISA:      []string{"AVX512_VNNI"},
+	})
+}
+
+// madd adds the products of the words of w and dig, pairwise, into the dwords of acc: one
+// VPDPWSSD with VNNI, VPMADDWD and VPADDD without.
+func madd(s isa, vnni bool, w reg.VecVirtual, dig Op, acc reg.VecVirtual) {
+	if vnni {
+		vpdpwssd(dig, w, acc)
+		return
+	}
+	t := s.vec()
+	VPMADDWD(dig, w, t)
+	VPADDD(t, acc, acc)
+}
+
+// q4KKernel emits
+//
+//	func q4KDot2<suffix>(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
+//
+// which computes DotQ4K of the two Q4_K rows w0 and w1 against one prepared input (its q4KWide
+// digits and sums and its len(scale) block scales), the whole definition:
+//
+//   - The 6-bit scales and mins of a block are unpacked in general registers (the bit moves of
+//     scaleMinK4, four bytes at a time) and the scales widened to words on the stack.
+//   - Each weight nibble q becomes the word sc·q (<= 945) and is multiplied pairwise with the
+//     digit words (VPDPWSSD or VPMADDWD), four dword accumulators a row: low digit and high
+//     digit for the low and the high nibbles. After a block the lanes are folded to four dwords
+//     per digit, each the sum of 64 products of at most 945·32768, so below 2^31: exact.
+//   - The four lanes go to float64 and T = Σlo + 65536·Σhi, M = Σ m_j·sums_j are formed with
+//     exact float64 products and sums (every value an integer below 2^53, so no rounding).
+//   - v = fl64(d·T) − fl64(dmin·M) and y = y + v·2^-sh in block order, as DotQ4K; then one
+//     rounding to float32.
+func q4KKernel(s isa, vnni bool) {
+	name := "q4KDot2" + s.suffix
+	if vnni {
+		name += "VNNI"
+	}
+	TEXT(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32")
+	Pragma("noescape")
+	Doc(name + " returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
+	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
+	dig := Load(Param("digits").Base(), GP64())
+	sums := Load(Param("sums").Base(), GP64())
+	scale := Load(Param("scale").Base(), GP64())
+	n := Load(Param("scale").Len(), GP64())
+	words := AllocLocal(32) // the 8 scales of each row as words
+	mask := broadcast(s, 0x000f000f)
+	y := []reg.VecVirtual{XMM(), XMM()}
+	for _, r := range y {
+		VXORPD(r, r, r)
+	}
+	Label("block")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	mins := make([]reg.VecVirtual, 2)
+	for r := range 2 {
+		for off := 0; off < 144; off += 64 {
+			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
+		}
+		mins[r] = unpackScales(w[r], words.Offset(16*r))
+	}
+	type accs struct{ lo1, hi1, lo2, hi2 reg.VecVirtual } // digit (lo, hi) × nibble (low 1, high 2)
+	acc := make([]accs, 2)
+	for r := range acc {
+		acc[r] = accs{s.vec(), s.vec(), s.vec(), s.vec()}
+		for _, a := range []reg.VecVirtual{acc[r].lo1, acc[r].hi1, acc[r].lo2, acc[r].hi2} {
+			s.xor(a, a, a)
+		}
+	}
+	wordsPerReg := 2 * s.width()
+	for c := range 4 {
+		for p := range s.parts {
+			e := wordsPerReg * p // first element of this register within the sub-block
+			// Digits of sub-blocks 2c (low nibbles) and 2c+1 (high nibbles).
+			dLo1 := Mem{Base: dig, Disp: 128*(2*c) + 2*e}
+			dHi1 := Mem{Base: dig, Disp: 128*(2*c) + 64 + 2*e}
+			dLo2 := Mem{Base: dig, Disp: 128*(2*c+1) + 2*e}
+			dHi2 := Mem{Base: dig, Disp: 128*(2*c+1) + 64 + 2*e}
+			for r := range 2 {
+				q := s.vec()
+				VPMOVZXBW(Mem{Base: w[r], Disp: 16 + 32*c + e}, q)
+				ql := s.vec()
+				s.and(mask, q, ql)
+				VPSRLW(U8(4), q, q)
+				sc := s.vec()
+				VPBROADCASTW(words.Offset(16*r+2*(2*c)), sc)
+				VPMULLW(sc, ql, ql)
+				VPBROADCASTW(words.Offset(16*r+2*(2*c+1)), sc)
+				VPMULLW(sc, q, q)
+				madd(s, vnni, ql, dLo1, acc[r].lo1)
+				madd(s, vnni, ql, dHi1, acc[r].hi1)
+				madd(s, vnni, q, dLo2, acc[r].lo2)
+				madd(s, vnni, q, dHi2, acc[r].hi2)
+			}
+		}
+	}
+	for r := range 2 {
+		a := acc[r]
+		VPADDD(a.lo2, a.lo1, a.lo1)
+		VPADDD(a.hi2, a.hi1, a.hi1)
+		v := q4KBlockEnd(s, a.lo1, a.hi1, mins[r], Mem{Base: sums}, Mem{Base: w[r]}, Mem{Base: scale})
+		VADDSD(v, y[r], y[r])
+	}
+	for r := range 2 {
+		ADDQ(U32(144), w[r])
+	}
+	ADDQ(U32(1024), dig)
+	ADDQ(U32(64), sums)
+	ADDQ(U8(8), scale)
+	DECQ(n)
+	JMP(LabelRef("block"))
+	Label("done")
+	out := frameAddr(ReturnIndex(0))
+	for r := range 2 {
+		VCVTSD2SS(y[r], y[r], y[r])
+		VMOVSS(y[r], Mem{Base: out, Disp: 4 * r})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// q4KBlockEnd finishes a Q4_K block of one row against one input: lo and hi hold the dword
+// partial sums of T's low and high digits, mins the block's 8 mins as bytes, sums the input's 8
+// sub-block sums, blk the block (its d and dmin), scale the input's 2^-sh; it returns v·2^-sh
+// (exact), to be added to the row's sum.
+func q4KBlockEnd(s isa, lo, hi, mins reg.VecVirtual, sums, blk, scale Mem) reg.VecVirtual {
+	l4, h4 := foldToFour(s, lo), foldToFour(s, hi)
+	t, h := YMM(), YMM()
+	VCVTDQ2PD(l4, t)
+	VCVTDQ2PD(h4, h)
+	VMULPD(s.f64Digit, h, h)
+	VADDPD(h, t, t) // four exact partial sums of T
+	m := minsTimesSums(s, mins, sums)
+	// (t0+t1, m0+m1, t2+t3, m2+m3), then (T, M): exact. (VHADDPD and VEXTRACTF128 have no
+	// EVEX form, and the AVX-512 kernels may be handed registers above 15.)
+	u := YMM()
+	VUNPCKHPD(m, t, u)
+	VUNPCKLPD(m, t, t)
+	VADDPD(u, t, t)
+	tm := XMM()
+	if s.parts == 1 {
+		VEXTRACTF64X2(U8(1), t, tm)
+	} else {
+		VEXTRACTF128(U8(1), t, tm)
+	}
+	VADDPD(t.AsX(), tm, tm)
+	dd := XMM()
+	VMOVD(blk, dd)
+	VCVTPH2PS(dd, dd)
+	VCVTPS2PD(dd, dd)
+	VMULPD(dd, tm, tm) // (fl64(d·T), fl64(dmin·M))
+	dm := XMM()
+	VPERMILPD(U8(1), tm, dm)
+	VSUBSD(dm, tm, tm)
+	VMULSD(scale, tm, tm)
+	return tm
+}
+
+// q4KTileKernel emits
+//
+//	func q4KDot4<suffix>(w []byte, in [12]*byte, nb int) [4]float32
+//
+// which computes DotQ4K of the Q4_K row w (nb blocks) against four prepared inputs, in[t] their
+// q4KWide digits, in[4+t] their sums and in[8+t] their block scales: the row's nibbles are
+// widened and scaled once for the four. It follows q4KKernel with two dword accumulators per
+// input (low and high digit): a lane still sums 16 products a block before the fold.
+func q4KTileKernel(s isa, vnni bool) {
+	name := "q4KDot4" + s.suffix
+	if vnni {
+		name += "VNNI"
+	}
+	TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")
+	Pragma("noescape")
+	Doc(name + " returns DotQ4K of the Q4_K row w against four prepared inputs.")
+	w := Load(Param("w").Base(), GP64())
+	args := frameAddr(Param("in"))
+	n := Load(Param("nb"), GP64())
+	dOff, sOff, scOff := GP64(), GP64(), GP64() // the block's offsets into digits, sums, scale
+	XORQ(dOff, dOff)
+	XORQ(sOff, sOff)
+	XORQ(scOff, scOff)
+	words := AllocLocal(16)
+	mask := broadcast(s, 0x000f000f)
+	y := AllocLocal(32) // the four sums, on the stack: AVX2 has no register to spare
+	for t := range 4 {
+		MOVQ(U32(0), y.Offset(8*t))
+	}
+	Label("block")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	mins := unpackScales(w, words)
+	lo, hi := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
+	for t := range 4 {
+		lo[t], hi[t] = s.vec(), s.vec()
+		s.xor(lo[t], lo[t], lo[t])
+		s.xor(hi[t], hi[t], hi[t])
+	}
+	wordsPerReg := 2 * s.width()
+	for c := range 4 {
+		for p := range s.parts {
+			e := wordsPerReg * p
+			q := s.vec()
+			VPMOVZXBW(Mem{Base: w, Disp: 16 + 32*c + e}, q)
+			ql := s.vec()
+			s.and(mask, q, ql)
+			VPSRLW(U8(4), q, q)
+			sc := s.vec()
+			VPBROADCASTW(words.Offset(2*(2*c)), sc)
+			VPMULLW(sc, ql, ql)
+			VPBROADCASTW(words.Offset(2*(2*c+1)), sc)
+			VPMULLW(sc, q, q)
+			for t := range 4 {
+				d := GP64()
+				MOVQ(Mem{Base: args, Disp: 8 * t}, d)
+				madd(s, vnni, ql, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c) + 2*e}, lo[t])
+				madd(s, vnni, ql, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c) + 64 + 2*e}, hi[t])
+				madd(s, vnni, q, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c+1) + 2*e}, lo[t])
+				madd(s, vnni, q, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c+1) + 64 + 2*e}, hi[t])
+			}
+		}
+	}
+	for t := range 4 {
+		sp, scp := GP64(), GP64()
+		MOVQ(Mem{Base: args, Disp: 8 * (4 + t)}, sp)
+		MOVQ(Mem{Base: args, Disp: 8 * (8 + t)}, scp)
+		v := q4KBlockEnd(s, lo[t], hi[t], mins, Mem{Base: sp, Index: sOff, Scale: 1}, Mem{Base: w}, Mem{Base: scp, Index: scOff, Scale: 1})
+		VADDSD(y.Offset(8*t), v, v)
+		VMOVSD(v, y.Offset(8*t))
+	}
+	ADDQ(U32(144), w)
+	ADDQ(U32(1024), dOff)
+	ADDQ(U32(64), sOff)
+	ADDQ(U8(8), scOff)
+	DECQ(n)
+	JMP(LabelRef("block"))
+	Label("done")
+	out := frameAddr(ReturnIndex(0))
+	for t := range 4 {
+		v := XMM()
+		VMOVSD(y.Offset(8*t), v)
+		VCVTSD2SS(v, v, v)
+		VMOVSS(v, Mem{Base: out, Disp: 4 * t})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// unpackScales unpacks the 12 scale bytes of the Q4_K block at w (scaleMinK4 four bytes at a
+// time), stores its 8 scales as words at st and returns its 8 mins as bytes in an xmm register.
+func unpackScales(w reg.Register, st Mem) reg.VecVirtual {
+	a0, a1, a2 := GP32(), GP32(), GP32()
+	MOVL(Mem{Base: w, Disp: 4}, a0)
+	MOVL(Mem{Base: w, Disp: 8}, a1)
+	MOVL(Mem{Base: w, Disp: 12}, a2)
+	// high parts: bits 4-5 of sc_j (j >= 4) come from bits 6-7 of s[j-4], of m_j from s[j].
+	highBits := func(src reg.GPVirtual) reg.GPVirtual {
+		t := GP32()
+		MOVL(src, t)
+		SHRL(U8(6), t)
+		ANDL(U32(0x03030303), t)
+		SHLL(U8(4), t)
+		return t
+	}
+	scHi, mHi := highBits(a0), highBits(a1)
+	t := GP32()
+	MOVL(a2, t)
+	ANDL(U32(0x0f0f0f0f), t)
+	ORL(t, scHi)
+	SHRL(U8(4), a2)
+	ANDL(U32(0x0f0f0f0f), a2)
+	ORL(a2, mHi)
+	ANDL(U32(0x3f3f3f3f), a0)
+	ANDL(U32(0x3f3f3f3f), a1)
+	sc, m := a0.As64(), a1.As64() // the 32-bit operations cleared the upper halves
+	SHLQ(U8(32), scHi.As64())
+	ORQ(scHi.As64(), sc)
+	SHLQ(U8(32), mHi.As64())
+	ORQ(mHi.As64(), m)
+	x := XMM()
+	VMOVQ(sc, x)
+	VPMOVZXBW(x, x)
+	VMOVDQU(x, st)
+	mins := XMM()
+	VMOVQ(m, mins)
+	return mins
+}
+
+// foldToFour adds the dword lanes of a down to four (an xmm register).
+func foldToFour(s isa, a reg.VecVirtual) reg.VecVirtual {
+	var y reg.VecVirtual
+	if s.parts == 1 {
+		y = YMM()
+		VEXTRACTI64X4(U8(1), a, y)
+		VPADDD(a.AsY(), y, y)
+	} else {
+		y = a
+	}
+	x := XMM()
+	if s.parts == 1 {
+		VEXTRACTI32X4(U8(1), y, x)
+	} else {
+		VEXTRACTI128(U8(1), y, x)
+	}
+	VPADDD(y.AsX(), x, x)
+	return x
+}
+
+// minsTimesSums returns the four exact float64 partial sums of M = Σ_j m_j·sums_j, the 8 min
+// bytes in mins and the 8 sums at sums.
+func minsTimesSums(s isa, mins reg.VecVirtual, sums Mem) reg.VecVirtual {
+	d := YMM()
+	VPMOVZXBD(mins, d)
+	if s.parts == 1 {
+		z := ZMM()
+		VCVTDQ2PD(d, z)
+		VMULPD(sums, z, z)
+		m := YMM()
+		VEXTRACTF64X4(U8(1), z, m)
+		VADDPD(z.AsY(), m, m)
+		return m
+	}
+	lo, hi := YMM(), YMM()
+	VCVTDQ2PD(d.AsX(), lo)
+	x := XMM()
+	VEXTRACTI128(U8(1), d, x)
+	VCVTDQ2PD(x, hi)
+	VMULPD(sums, lo, lo)
+	VMULPD(sums.Offset(32), hi, hi)
+	VADDPD(hi, lo, lo)
+	return lo
+}
