@@ -121,8 +121,9 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tokens := fs.String("tokens", "", "the prompt: comma-separated token ids (required)")
 	n := fs.Int("n", 32, "most tokens to generate")
 	ignoreEOS := fs.Bool("ignore-eos", false, "do not stop at the model's end-of-sequence token")
+	repeat := fs.Int("repeat", 1, "run the whole generation this many times in one process (a benchmark: the rates of each run go to stderr, the ids of the last to stdout)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus generate -m MODEL --tokens 1,2,3 [-n N] [-t T] [-b B] [-c C]\n\n"+
+		fmt.Fprintln(stderr, "usage: trochilus generate -m MODEL --tokens 1,2,3 [-n N] [-t T] [-b B] [-c C] [-repeat R]\n\n"+
 			"Generate greedily from token ids; print the new ids, comma-separated, on stdout.")
 		fs.PrintDefaults()
 	}
@@ -136,8 +137,8 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if *n < 1 {
-		return fmt.Errorf("%w: -n %d: want at least 1", errUsage, *n)
+	if *n < 1 || *repeat < 1 {
+		return fmt.Errorf("%w: -n %d, -repeat %d: want at least 1", errUsage, *n, *repeat)
 	}
 	m, s, done, err := mf.open(ctx, stderr)
 	if err != nil {
@@ -148,20 +149,34 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if eos, ok := m.EOS(); ok && !*ignoreEOS {
 		opts.Stop = []int32{eos}
 	}
-	first := true
-	opts.OnToken = func(tok int32) error {
-		sep := ","
-		if first {
-			sep, first = "", false
+	for run := 1; run <= *repeat; run++ {
+		if err := s.Rewind(0); err != nil {
+			return err
 		}
-		_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
-		return err
+		last := run == *repeat
+		first := true
+		opts.OnToken = func(tok int32) error {
+			if !last {
+				return nil
+			}
+			sep := ","
+			if first {
+				sep, first = "", false
+			}
+			_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
+			return err
+		}
+		g, err := s.Generate(ctx, prompt, opts)
+		if last {
+			fmt.Fprintln(stdout)
+		}
+		if err != nil {
+			return err
+		}
+		if *repeat > 1 {
+			fmt.Fprintf(stderr, "run %d of %d\n", run, *repeat)
+		}
+		reportRates(stderr, &g)
 	}
-	g, err := s.Generate(ctx, prompt, opts)
-	fmt.Fprintln(stdout)
-	if err != nil {
-		return err
-	}
-	reportRates(stderr, &g)
 	return nil
 }

@@ -207,3 +207,32 @@ func TestGenerateInterrupted(t *testing.T) {
 		t.Fatalf("generate with a cancelled context: %v", err)
 	}
 }
+
+// TestGenerateRepeat checks that -repeat runs the generation again from the start of the
+// session: the ids printed equal one run's, and each run reports its rates.
+func TestGenerateRepeat(t *testing.T) {
+	path := tinyModel(t)
+	args := []string{"generate", "-m", path, "--tokens", "5,6,7", "-n", "6", "-ignore-eos", "-t", "2"}
+	code, once, _ := trochilus(args...)
+	if code != 0 {
+		t.Fatalf("generate: exit %d", code)
+	}
+	code, thrice, stderr := trochilus(append(args, "-repeat", "3")...)
+	if code != 0 {
+		t.Fatalf("generate -repeat 3: exit %d: %s", code, stderr)
+	}
+	if thrice != once || strings.Count(once, ",") != 5 {
+		t.Errorf("generate -repeat 3 printed %q, one run %q", thrice, once)
+	}
+	for _, want := range []string{"run 1 of 3", "run 3 of 3"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if got := strings.Count(stderr, "\ngeneration: "); got != 3 {
+		t.Errorf("stderr reports %d generation rates, want 3:\n%s", got, stderr)
+	}
+	if code, _, _ := trochilus(append(args, "-repeat", "0")...); code != 2 {
+		t.Errorf("-repeat 0: exit %d, want 2 (usage)", code)
+	}
+}

@@ -4,11 +4,13 @@
 //
 // usage:
 //   node llama_bench.mjs prompt [n=512] [seed=20251129]      print n random ids (< 50000), comma-separated
-//   node llama_bench.mjs run MODEL THREADS PROMPT_FILE [n=128]
+//   node llama_bench.mjs run MODEL THREADS PROMPT_FILE [n=128] [reps=1]
 //
 // "run" evaluates the prompt ids as one batch (batch = ubatch = 512, context 1024, flash attention
 // off, THREADS threads), picks the first token greedily, then makes n more greedy single-token
-// passes. It prints one line "RESULT {json}" with the wall-clock rates and llama.cpp's own timers.
+// passes, reps times from an empty sequence (reps 2: one warm-up, as race.sh's warm mode runs
+// both engines). It prints one line "RESULT {json}" with the wall-clock rates and llama.cpp's own
+// timers of the last repetition.
 // NLC_DIR names the folder whose node_modules holds node-llama-cpp (default: the current one).
 import { createRequire } from "node:module";
 import fs from "node:fs";
@@ -44,10 +46,11 @@ if (mode !== "run" || args.length < 3) {
     die("usage: llama_bench.mjs prompt [n] [seed] | run MODEL THREADS PROMPT_FILE [n=128]");
 }
 
-const [modelPath, threadsArg, promptFile, genArg = "128"] = args;
+const [modelPath, threadsArg, promptFile, genArg = "128", repsArg = "1"] = args;
+const reps = parseInt(repsArg, 10);
 const threads = parseInt(threadsArg, 10);
 const nGen = parseInt(genArg, 10);
-if (!(threads > 0) || !(nGen > 0)) die(`run: bad threads ${threadsArg} or n ${genArg}`);
+if (!(threads > 0) || !(nGen > 0) || !(reps > 0)) die(`run: bad threads ${threadsArg}, n ${genArg} or reps ${repsArg}`);
 const prompt = fs.readFileSync(promptFile, "utf8").trim().split(",").map((s) => parseInt(s, 10));
 if (prompt.length === 0 || prompt.length > 512 || prompt.some((x) => !(x >= 0))) {
     die(`run: ${promptFile}: want 1..512 non-negative ids, got ${prompt.length}`);
@@ -90,17 +93,27 @@ const context = await model.createContext({
 });
 const seq = context.getSequence();
 
-const tp = now();
-const gen = seq.evaluate(prompt, { temperature: 0, yieldEogToken: true });
-await gen.next(); // the whole prompt as one batch, then one greedy choice
-const promptSeconds = now() - tp;
-await context.printTimings(); // group 1: the prompt
-const tg = now();
-for (let i = 0; i < nGen; i++) await gen.next();
-const genSeconds = now() - tg;
-await gen.return();
-await context.printTimings(); // group 2: the single-token passes
-await new Promise((r) => setTimeout(r, 200)); // let the queued native log lines arrive
+// one() evaluates the prompt as one batch from an empty sequence, then nGen greedy passes; it
+// returns the wall-clock seconds of both parts.
+async function one() {
+    await seq.clearHistory();
+    perfLines.length = 0;
+    const tp = now();
+    const gen = seq.evaluate(prompt, { temperature: 0, yieldEogToken: true });
+    await gen.next(); // the whole prompt as one batch, then one greedy choice
+    const promptSeconds = now() - tp;
+    await context.printTimings(); // group 1: the prompt
+    const tg = now();
+    for (let i = 0; i < nGen; i++) await gen.next();
+    const genSeconds = now() - tg;
+    await gen.return();
+    await context.printTimings(); // group 2: the single-token passes
+    await new Promise((r) => setTimeout(r, 200)); // let the queued native log lines arrive
+    return { promptSeconds, genSeconds };
+}
+let run;
+for (let r = 0; r < reps; r++) run = await one(); // the last repetition is reported
+const { promptSeconds, genSeconds } = run;
 
 const result = {
     engine: "llama.cpp",
@@ -113,6 +126,7 @@ const result = {
     promptRate: prompt.length / promptSeconds,
     genTokens: nGen,
     genRate: nGen / genSeconds,
+    reps,
     backend: backendLines.filter((l) => /load_backend/.test(l)).join(" | "),
 };
 // llama.cpp counts the prompt group's tokens and the generation group's runs itself.

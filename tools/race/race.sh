@@ -11,6 +11,8 @@
 #   RACE_TYPES="q4_k_m q8_0"  RACE_THREADS="2 1"  RACE_REPS=3  RACE_MODELS=/tmp/race-models
 #   RACE_OUT=/tmp/race-out  RACE_MODEL_FILE=path (race one given file, e.g. the tiny one)
 #   RACE_PROMPT=512  RACE_GEN=128
+#   RACE_WARM=1: each process runs the prompt and generation twice and reports the second run
+#   (both engines warm: pages mapped, caches and thread pools started); RACE_WARM=0: one cold run.
 # The generated GGUF files are large (4.2 and 7.4 GB): delete RACE_MODELS when done.
 set -euo pipefail
 
@@ -23,6 +25,7 @@ models=${RACE_MODELS:-/tmp/race-models}
 out=${RACE_OUT:-/tmp/race-out}
 nprompt=${RACE_PROMPT:-512}
 ngen=${RACE_GEN:-128}
+runs_per_process=$(( ${RACE_WARM:-1} ? 2 : 1 ))
 nlc="$root/.deps/race"
 bin="$out/bin"
 mkdir -p "$models" "$out" "$bin"
@@ -70,10 +73,10 @@ run_trochilus() {
 	local f=$1 t=$2 rep=$3 role=$4 log="$out/trochilus.log"
 	# -n ngen+1: the first new token comes from the prompt pass, the other ngen from one-token passes.
 	"$bin/trochilus" generate -m "$f" --tokens "$(cat "$prompt")" -n $((ngen + 1)) -t "$t" -b 512 -c 1024 \
-		--ignore-eos >/dev/null 2>"$log" || { cat "$log" >&2; return 1; }
+		--ignore-eos -repeat "$runs_per_process" >/dev/null 2>"$log" || { cat "$log" >&2; return 1; }
 	local pr gr
-	pr=$(sed -n 's/^prompt: .* \([0-9.]*\) tok\/s$/\1/p' "$log")
-	gr=$(sed -n 's/^generation: .* \([0-9.]*\) tok\/s$/\1/p' "$log")
+	pr=$(sed -n 's/^prompt: .* \([0-9.]*\) tok\/s$/\1/p' "$log" | tail -1)
+	gr=$(sed -n 's/^generation: .* \([0-9.]*\) tok\/s$/\1/p' "$log" | tail -1)
 	[ -n "$pr" ] && [ -n "$gr" ] || { echo "race: cannot read the rates in:" >&2; cat "$log" >&2; return 1; }
 	printf '{"engine":"trochilus","model":"%s","threads":%d,"rep":%d,"role":"%s","promptRate":%s,"genRate":%s}\n' \
 		"$(basename "$f")" "$t" "$rep" "$role" "$pr" "$gr" | tee -a "$runs"
@@ -82,7 +85,7 @@ run_trochilus() {
 # run_llama FILE THREADS REP appends one JSON line to $runs.
 run_llama() {
 	local f=$1 t=$2 rep=$3 log="$out/llama.log"
-	NLC_DIR="$nlc" node "$here/llama_bench.mjs" run "$f" "$t" "$prompt" "$ngen" >"$log" 2>&1 ||
+	NLC_DIR="$nlc" node "$here/llama_bench.mjs" run "$f" "$t" "$prompt" "$ngen" "$runs_per_process" >"$log" 2>&1 ||
 		{ cat "$log" >&2; return 1; }
 	sed -n 's/^RESULT {\(.*\)}$/{"rep":'"$rep"',"role":"race",\1}/p' "$log" | tee -a "$runs"
 }
