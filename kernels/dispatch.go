@@ -111,6 +111,10 @@ type asmKernels struct {
 	// of out (see attendValues); the Go side adds the ragged columns.
 	attendV func(out, values, a []float32, stride int)
 	attendW int
+
+	// scores writes attention's scores float32(dot(q, keys[t·stride:])·scale) for t < len(out);
+	// len(q) is a whole number of groups of 16 (see attendScores).
+	scores func(out, q, keys []float32, stride int, scale float32)
 }
 
 // tier builds the dispatch table of s. Every entry a SIMD tier accelerates routes through

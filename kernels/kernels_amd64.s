@@ -6917,3 +6917,275 @@ lanesDone0:
 done:
 	VZEROUPPER
 	RET
+
+// func attendScoresAVX2(out []float32, q []float32, keys []float32, stride int, scale float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·attendScoresAVX2(SB), NOSPLIT, $0-84
+	MOVQ  out_base+0(FP), AX
+	MOVQ  out_len+8(FP), CX
+	MOVQ  q_base+24(FP), DX
+	MOVQ  q_len+32(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  keys_base+48(FP), SI
+	MOVQ  stride+72(FP), DI
+	SHLQ  $0x02, DI
+	MOVSS scale+80(FP), X0
+
+four:
+	CMPQ  CX, $0x04
+	JB    one
+	LEAQ  (SI)(DI*1), R8
+	LEAQ  (R8)(DI*1), R9
+	LEAQ  (R9)(DI*1), R10
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	XORQ  R11, R11
+
+groups4:
+	VMOVUPS    (DX)(R11*1), Y9
+	VMULPS     (SI)(R11*1), Y9, Y10
+	VADDPS     Y10, Y1, Y1
+	VMULPS     (R8)(R11*1), Y9, Y10
+	VADDPS     Y10, Y3, Y3
+	VMULPS     (R9)(R11*1), Y9, Y10
+	VADDPS     Y10, Y5, Y5
+	VMULPS     (R10)(R11*1), Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	VMOVUPS    32(DX)(R11*1), Y9
+	VMULPS     32(SI)(R11*1), Y9, Y10
+	VADDPS     Y10, Y2, Y2
+	VMULPS     32(R8)(R11*1), Y9, Y10
+	VADDPS     Y10, Y4, Y4
+	VMULPS     32(R9)(R11*1), Y9, Y10
+	VADDPS     Y10, Y6, Y6
+	VMULPS     32(R10)(R11*1), Y9, Y9
+	VADDPS     Y9, Y8, Y8
+	ADDQ       $0x40, R11
+	CMPQ       R11, BX
+	JB         groups4
+	VPERMILPS  $0xb1, Y1, Y9
+	VADDPS     Y9, Y1, Y1
+	VPERMILPS  $0x4e, Y1, Y9
+	VADDPS     Y9, Y1, Y1
+	VPERM2F128 $0x01, Y1, Y1, Y9
+	VADDPS     Y9, Y1, Y1
+	VPERMILPS  $0xb1, Y2, Y9
+	VADDPS     Y9, Y2, Y2
+	VPERMILPS  $0x4e, Y2, Y9
+	VADDPS     Y9, Y2, Y2
+	VPERM2F128 $0x01, Y2, Y2, Y9
+	VADDPS     Y9, Y2, Y2
+	VADDPS     Y2, Y1, Y1
+	VMULSS     X0, X1, X1
+	VMOVSS     X1, (AX)
+	VPERMILPS  $0xb1, Y3, Y1
+	VADDPS     Y1, Y3, Y3
+	VPERMILPS  $0x4e, Y3, Y1
+	VADDPS     Y1, Y3, Y3
+	VPERM2F128 $0x01, Y3, Y3, Y1
+	VADDPS     Y1, Y3, Y3
+	VPERMILPS  $0xb1, Y4, Y1
+	VADDPS     Y1, Y4, Y4
+	VPERMILPS  $0x4e, Y4, Y1
+	VADDPS     Y1, Y4, Y4
+	VPERM2F128 $0x01, Y4, Y4, Y1
+	VADDPS     Y1, Y4, Y4
+	VADDPS     Y4, Y3, Y3
+	VMULSS     X0, X3, X3
+	VMOVSS     X3, 4(AX)
+	VPERMILPS  $0xb1, Y5, Y1
+	VADDPS     Y1, Y5, Y5
+	VPERMILPS  $0x4e, Y5, Y1
+	VADDPS     Y1, Y5, Y5
+	VPERM2F128 $0x01, Y5, Y5, Y1
+	VADDPS     Y1, Y5, Y5
+	VPERMILPS  $0xb1, Y6, Y1
+	VADDPS     Y1, Y6, Y6
+	VPERMILPS  $0x4e, Y6, Y1
+	VADDPS     Y1, Y6, Y6
+	VPERM2F128 $0x01, Y6, Y6, Y1
+	VADDPS     Y1, Y6, Y6
+	VADDPS     Y6, Y5, Y5
+	VMULSS     X0, X5, X5
+	VMOVSS     X5, 8(AX)
+	VPERMILPS  $0xb1, Y7, Y1
+	VADDPS     Y1, Y7, Y7
+	VPERMILPS  $0x4e, Y7, Y1
+	VADDPS     Y1, Y7, Y7
+	VPERM2F128 $0x01, Y7, Y7, Y1
+	VADDPS     Y1, Y7, Y7
+	VPERMILPS  $0xb1, Y8, Y1
+	VADDPS     Y1, Y8, Y8
+	VPERMILPS  $0x4e, Y8, Y1
+	VADDPS     Y1, Y8, Y8
+	VPERM2F128 $0x01, Y8, Y8, Y1
+	VADDPS     Y1, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	VMULSS     X0, X7, X7
+	VMOVSS     X7, 12(AX)
+	LEAQ       (R10)(DI*1), SI
+	ADDQ       $0x10, AX
+	SUBQ       $0x04, CX
+	JMP        four
+
+one:
+	TESTQ CX, CX
+	JZ    done
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	XORQ  R8, R8
+
+groups1:
+	VMOVUPS    (DX)(R8*1), Y3
+	VMULPS     (SI)(R8*1), Y3, Y3
+	VADDPS     Y3, Y1, Y1
+	VMOVUPS    32(DX)(R8*1), Y3
+	VMULPS     32(SI)(R8*1), Y3, Y3
+	VADDPS     Y3, Y2, Y2
+	ADDQ       $0x40, R8
+	CMPQ       R8, BX
+	JB         groups1
+	VPERMILPS  $0xb1, Y1, Y3
+	VADDPS     Y3, Y1, Y1
+	VPERMILPS  $0x4e, Y1, Y3
+	VADDPS     Y3, Y1, Y1
+	VPERM2F128 $0x01, Y1, Y1, Y3
+	VADDPS     Y3, Y1, Y1
+	VPERMILPS  $0xb1, Y2, Y3
+	VADDPS     Y3, Y2, Y2
+	VPERMILPS  $0x4e, Y2, Y3
+	VADDPS     Y3, Y2, Y2
+	VPERM2F128 $0x01, Y2, Y2, Y3
+	VADDPS     Y3, Y2, Y2
+	VADDPS     Y2, Y1, Y1
+	VMULSS     X0, X1, X1
+	VMOVSS     X1, (AX)
+	ADDQ       DI, SI
+	ADDQ       $0x04, AX
+	DECQ       CX
+	JMP        one
+
+done:
+	VZEROUPPER
+	RET
+
+// func attendScoresAVX512(out []float32, q []float32, keys []float32, stride int, scale float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·attendScoresAVX512(SB), NOSPLIT, $0-84
+	MOVQ  out_base+0(FP), AX
+	MOVQ  out_len+8(FP), CX
+	MOVQ  q_base+24(FP), DX
+	MOVQ  q_len+32(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  keys_base+48(FP), SI
+	MOVQ  stride+72(FP), DI
+	SHLQ  $0x02, DI
+	MOVSS scale+80(FP), X0
+
+four:
+	CMPQ   CX, $0x04
+	JB     one
+	LEAQ   (SI)(DI*1), R8
+	LEAQ   (R8)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	XORQ   R11, R11
+
+groups4:
+	VMOVUPS    (DX)(R11*1), Z5
+	VMULPS     (SI)(R11*1), Z5, Z6
+	VADDPS     Z6, Z1, Z1
+	VMULPS     (R8)(R11*1), Z5, Z6
+	VADDPS     Z6, Z2, Z2
+	VMULPS     (R9)(R11*1), Z5, Z6
+	VADDPS     Z6, Z3, Z3
+	VMULPS     (R10)(R11*1), Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x40, R11
+	CMPQ       R11, BX
+	JB         groups4
+	VPERMILPS  $0xb1, Z1, Z5
+	VADDPS     Z5, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z5
+	VADDPS     Z5, Z1, Z1
+	VSHUFF32X4 $0xb1, Z1, Z1, Z5
+	VADDPS     Z5, Z1, Z1
+	VSHUFF32X4 $0x4e, Z1, Z1, Z5
+	VADDPS     Z5, Z1, Z1
+	VMULSS     X0, X1, X1
+	VMOVSS     X1, (AX)
+	VPERMILPS  $0xb1, Z2, Z5
+	VADDPS     Z5, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z5
+	VADDPS     Z5, Z2, Z2
+	VSHUFF32X4 $0xb1, Z2, Z2, Z5
+	VADDPS     Z5, Z2, Z2
+	VSHUFF32X4 $0x4e, Z2, Z2, Z5
+	VADDPS     Z5, Z2, Z2
+	VMULSS     X0, X2, X2
+	VMOVSS     X2, 4(AX)
+	VPERMILPS  $0xb1, Z3, Z5
+	VADDPS     Z5, Z3, Z3
+	VPERMILPS  $0x4e, Z3, Z5
+	VADDPS     Z5, Z3, Z3
+	VSHUFF32X4 $0xb1, Z3, Z3, Z5
+	VADDPS     Z5, Z3, Z3
+	VSHUFF32X4 $0x4e, Z3, Z3, Z5
+	VADDPS     Z5, Z3, Z3
+	VMULSS     X0, X3, X3
+	VMOVSS     X3, 8(AX)
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0xb1, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x4e, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VMULSS     X0, X4, X4
+	VMOVSS     X4, 12(AX)
+	LEAQ       (R10)(DI*1), SI
+	ADDQ       $0x10, AX
+	SUBQ       $0x04, CX
+	JMP        four
+
+one:
+	TESTQ  CX, CX
+	JZ     done
+	VPXORD Z7, Z7, Z7
+	XORQ   R8, R8
+
+groups1:
+	VMOVUPS    (DX)(R8*1), Z1
+	VMULPS     (SI)(R8*1), Z1, Z1
+	VADDPS     Z1, Z7, Z7
+	ADDQ       $0x40, R8
+	CMPQ       R8, BX
+	JB         groups1
+	VPERMILPS  $0xb1, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VSHUFF32X4 $0xb1, Z7, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VSHUFF32X4 $0x4e, Z7, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VMULSS     X0, X7, X7
+	VMOVSS     X7, (AX)
+	ADDQ       DI, SI
+	ADDQ       $0x04, AX
+	DECQ       CX
+	JMP        one
+
+done:
+	VZEROUPPER
+	RET

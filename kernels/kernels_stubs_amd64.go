@@ -211,3 +211,13 @@ func attendValuesAVX2(out []float32, values []float32, a []float32, stride int)
 //
 //go:noescape
 func attendValuesAVX512(out []float32, values []float32, a []float32, stride int)
+
+// attendScoresAVX2 writes attention's scores: the contract dot of q with each key row, times scale.
+//
+//go:noescape
+func attendScoresAVX2(out []float32, q []float32, keys []float32, stride int, scale float32)
+
+// attendScoresAVX512 writes attention's scores: the contract dot of q with each key row, times scale.
+//
+//go:noescape
+func attendScoresAVX512(out []float32, q []float32, keys []float32, stride int, scale float32)

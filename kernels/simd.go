@@ -185,9 +185,7 @@ func (a *asmKernels) softmax(x []float32) {
 // attend is Attend with the scores and softmax through the tier.
 func (a *asmKernels) attend(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32) {
 	scores = scores[:npos]
-	for t := range scores {
-		scores[t] = float32(a.dotF32(q, keys[t*stride:t*stride+len(q)]) * scale)
-	}
+	a.attendScores(scores, q, keys, stride, scale)
 	a.softmax(scores)
 	a.attendValues(out, values, scores, stride)
 }

@@ -25,6 +25,7 @@ func simdTiers() []*simdTier {
 	}
 	avx2.attendV, avx2.attendW = attendValuesAVX2, 8
 	avx512.attendV, avx512.attendW = attendValuesAVX512, 16
+	avx2.scores, avx512.scores = attendScoresAVX2, attendScoresAVX512
 	for _, a := range []*asmKernels{&avx2, &avx512} {
 		a.expShift, a.swiGLU, a.expTab = expShiftAVX2, swiGLUAVX2, expTable()
 	}

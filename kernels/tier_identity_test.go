@@ -44,6 +44,7 @@ func checkTier(a *asmKernels) (checked, bad int, first string) {
 	add(checkVectorOp(softmaxOp(a.softmax), func(x []float32) []float32 { return refSoftmax(x) }))
 	add(checkAttend(a.attend))
 	add(checkAttendValues(a))
+	add(checkScores(a))
 	add(checkLongRows(a))
 	return checked, bad, first
 }

@@ -165,6 +165,12 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 	c.bf16x4 = lanes4(a.bf16x4, 32, 16)
 	c.q8_0x4 = lanes4(a.q8_0x4, q8_0Bytes, q8_0Elems)
 	c.q6Kx4 = lanes4(a.q6Kx4, q6KBytes, kElems)
+	if a.scores != nil {
+		c.scores = func(out, q, keys []float32, stride int, scale float32) {
+			n.Add(int64(len(out) * len(q)))
+			a.scores(out, q, keys, stride, scale)
+		}
+	}
 	c.q4K4 = func(w []byte, in [12]*byte, nb int) [4]float32 {
 		n.Add(4 * int64(nb*kElems))
 		return a.q4K4(w, in, nb)

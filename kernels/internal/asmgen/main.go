@@ -88,6 +88,8 @@ func main() {
 	expKernel(true)
 	attendKernel(avx2)
 	attendKernel(avx512)
+	scoresKernel(avx2)
+	scoresKernel(avx512)
 	Generate()
 }
 
