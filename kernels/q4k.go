@@ -48,17 +48,20 @@ func PrepareQ4K(dst *Q4KInput, x []float32) error {
 }
 
 func prepareQ4KBlock(dst *Q4KInput, b int, xb []float32) {
-	var m float32
+	// The largest magnitude, found on the bits: for non-negative floats their order is the
+	// order of the bit patterns, so an integer max (no branches, no NaN rules) finds it; a NaN
+	// or an infinity has the largest patterns of all.
+	var mb uint32
 	for _, v := range xb {
-		a := float32(math.Abs(float64(v)))
-		if !(a <= math.MaxFloat32) { // NaN or ±Inf: the whole block's result is NaN
-			clear(dst.x[b*kElems : (b+1)*kElems])
-			clear(dst.sums[b*8 : b*8+8])
-			dst.scale[b] = math.NaN()
-			return
-		}
-		m = max(m, a)
+		mb = max(mb, math.Float32bits(v)&^(1<<31))
 	}
+	if mb > math.Float32bits(math.MaxFloat32) { // NaN or ±Inf: the whole block's result is NaN
+		clear(dst.x[b*kElems : (b+1)*kElems])
+		clear(dst.sums[b*8 : b*8+8])
+		dst.scale[b] = math.NaN()
+		return
+	}
+	m := math.Float32frombits(mb)
 	sh := 0
 	if m != 0 {
 		// m = f·2^e with f in [1/2, 1), so m·2^(31−e) lies in [2^30, 2^31); one step down

@@ -36,7 +36,8 @@ func madd(s isa, vnni bool, w reg.VecVirtual, dig Op, acc reg.VecVirtual) {
 //	func q4KDot2<suffix>(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
 //
 // which computes DotQ4K of the two Q4_K rows w0 and w1 against one prepared input (its q4KWide
-// digits and sums and its len(scale) block scales), the whole definition:
+// digits and sums and its len(scale) block scales), the whole definition. The AVX-512 tiers get
+// q4KPairKernel; the AVX2 form, with 16 registers, works a row at a time:
 //
 //   - The 6-bit scales and mins of a block are unpacked in general registers (the bit moves of
 //     scaleMinK4, four bytes at a time) and the scales widened to words on the stack.
@@ -52,6 +53,10 @@ func q4KKernel(s isa, vnni bool) {
 	name := "q4KDot2" + s.suffix
 	if vnni {
 		name += "VNNI"
+	}
+	if s.parts == 1 {
+		q4KPairKernel(s, vnni, name)
+		return
 	}
 	TEXT(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32")
 	Pragma("noescape")
@@ -137,30 +142,25 @@ func q4KKernel(s isa, vnni bool) {
 	RET()
 }
 
-// q4KBlockEnd finishes a Q4_K block of one row against one input: lo and hi hold the dword
-// partial sums of T's low and high digits, mins the block's 8 mins as bytes, sums the input's 8
+// q4KBlockEnd finishes a Q4_K block of one row against one input in the AVX2 kernels: lo and
+// hi hold the dword partial sums of T's low and high digits, mins the block's 8 mins as bytes, sums the input's 8
 // sub-block sums, blk the block (its d and dmin), scale the input's 2^-sh; it returns v·2^-sh
 // (exact), to be added to the row's sum.
 func q4KBlockEnd(s isa, lo, hi, mins reg.VecVirtual, sums, blk, scale Mem) reg.VecVirtual {
-	l4, h4 := foldToFour(s, lo), foldToFour(s, hi)
+	l4, h4 := foldToFour(lo), foldToFour(hi)
 	t, h := YMM(), YMM()
 	VCVTDQ2PD(l4, t)
 	VCVTDQ2PD(h4, h)
 	VMULPD(s.f64Digit, h, h)
 	VADDPD(h, t, t) // four exact partial sums of T
-	m := minsTimesSums(s, mins, sums)
-	// (t0+t1, m0+m1, t2+t3, m2+m3), then (T, M): exact. (VHADDPD and VEXTRACTF128 have no
-	// EVEX form, and the AVX-512 kernels may be handed registers above 15.)
+	m := minsTimesSums(mins, sums)
+	// (t0+t1, m0+m1, t2+t3, m2+m3), then (T, M): exact.
 	u := YMM()
 	VUNPCKHPD(m, t, u)
 	VUNPCKLPD(m, t, t)
 	VADDPD(u, t, t)
 	tm := XMM()
-	if s.parts == 1 {
-		VEXTRACTF64X2(U8(1), t, tm)
-	} else {
-		VEXTRACTF128(U8(1), t, tm)
-	}
+	VEXTRACTF128(U8(1), t, tm)
 	VADDPD(t.AsX(), tm, tm)
 	dd := XMM()
 	VMOVD(blk, dd)
@@ -180,12 +180,17 @@ func q4KBlockEnd(s isa, lo, hi, mins reg.VecVirtual, sums, blk, scale Mem) reg.V
 //
 // which computes DotQ4K of the Q4_K row w (nb blocks) against four prepared inputs, in[t] their
 // q4KWide digits, in[4+t] their sums and in[8+t] their block scales: the row's nibbles are
-// widened and scaled once for the four. It follows q4KKernel with two dword accumulators per
-// input (low and high digit): a lane still sums 16 products a block before the fold.
+// widened and scaled once for the four. The AVX-512 tiers get q4KQuadKernel; the AVX2 form
+// follows q4KKernel with two dword accumulators per input (low and high digit): a lane still
+// sums 16 products a block before the fold.
 func q4KTileKernel(s isa, vnni bool) {
 	name := "q4KDot4" + s.suffix
 	if vnni {
 		name += "VNNI"
+	}
+	if s.parts == 1 {
+		q4KQuadKernel(s, vnni, name)
+		return
 	}
 	TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")
 	Pragma("noescape")
@@ -303,40 +308,19 @@ func unpackScales(w reg.Register, st Mem) reg.VecVirtual {
 	return mins
 }
 
-// foldToFour adds the dword lanes of a down to four (an xmm register).
-func foldToFour(s isa, a reg.VecVirtual) reg.VecVirtual {
-	var y reg.VecVirtual
-	if s.parts == 1 {
-		y = YMM()
-		VEXTRACTI64X4(U8(1), a, y)
-		VPADDD(a.AsY(), y, y)
-	} else {
-		y = a
-	}
+// foldToFour adds the eight dword lanes of the ymm register a down to four (an xmm register).
+func foldToFour(a reg.VecVirtual) reg.VecVirtual {
 	x := XMM()
-	if s.parts == 1 {
-		VEXTRACTI32X4(U8(1), y, x)
-	} else {
-		VEXTRACTI128(U8(1), y, x)
-	}
-	VPADDD(y.AsX(), x, x)
+	VEXTRACTI128(U8(1), a, x)
+	VPADDD(a.AsX(), x, x)
 	return x
 }
 
 // minsTimesSums returns the four exact float64 partial sums of M = Σ_j m_j·sums_j, the 8 min
 // bytes in mins and the 8 sums at sums.
-func minsTimesSums(s isa, mins reg.VecVirtual, sums Mem) reg.VecVirtual {
+func minsTimesSums(mins reg.VecVirtual, sums Mem) reg.VecVirtual {
 	d := YMM()
 	VPMOVZXBD(mins, d)
-	if s.parts == 1 {
-		z := ZMM()
-		VCVTDQ2PD(d, z)
-		VMULPD(sums, z, z)
-		m := YMM()
-		VEXTRACTF64X4(U8(1), z, m)
-		VADDPD(z.AsY(), m, m)
-		return m
-	}
 	lo, hi := YMM(), YMM()
 	VCVTDQ2PD(d.AsX(), lo)
 	x := XMM()

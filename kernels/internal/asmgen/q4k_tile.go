@@ -1,0 +1,179 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// q4KQuadKernel emits the AVX-512 form of q4KDot4 (see q4KTileKernel): one Q4_K row against
+// four prepared inputs, with the block's per-row work done once and the block ends of the four
+// inputs folded together, two inputs a register, as q4KPairKernel does for two rows:
+//
+//   - The block head is unpacked with the byte shuffles of q4KPairKernel (one lane), the
+//     scales stored as dwords holding the word twice so that the products broadcast them with
+//     a plain load.
+//   - Each input has two dword accumulators (low and high digit); a lane sums 16 products a
+//     block, and foldPairs leaves four dwords an input and digit, each below 2^31.
+//   - Per pair of inputs, T's and M's exact partial sums go to float64 and are added to (T, M)
+//     in float64 lanes 0-1 and 4-5; d and dmin are the row's, shared by the four inputs, and
+//     each lane rounds d·T, dmin·M, their difference and the product with its input's 2^-sh
+//     exactly as DotQ4K does. The four sums y stay in registers.
+func q4KQuadKernel(s isa, vnni bool, name string) {
+	TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")
+	Pragma("noescape")
+	Doc(name + " returns DotQ4K of the Q4_K row w against four prepared inputs.")
+	pick, pickHigh, pickTop, keep, top := q4KScaleTables(name)
+	spread := GLOBL(name+"_spread", RODATA|NOPTR)
+	for p := range 32 { // bytes 0 and 2 of dword j take sc_j (byte j of the unpacked scales)
+		DATA(p, U8(p/4))
+	}
+	lowBytes := GLOBL(name+"_lowBytes", RODATA|NOPTR)
+	for i := range 8 {
+		DATA(4*i, U32(0x00ff00ff))
+	}
+	w := Load(Param("w").Base(), GP64())
+	args := frameAddr(Param("in"))
+	n := Load(Param("nb"), GP64())
+	off, sOff, scOff := GP64(), GP64(), GP64() // the block's offsets into digits, sums, scales
+	XORQ(off, off)
+	XORQ(sOff, sOff)
+	XORQ(scOff, scOff)
+	dig := make([]reg.GPVirtual, 4)
+	for t := range dig {
+		dig[t] = GP64()
+		MOVQ(Mem{Base: args, Disp: 8 * t}, dig[t])
+	}
+	words := AllocLocal(32) // the 8 scales as dwords
+	mask := broadcast(s, 0x000f000f)
+	digit := ZMM()
+	VBROADCASTSD(s.f64Digit, digit)
+	sp, lb := YMM(), YMM()
+	VMOVDQU32(spread, sp)
+	VMOVDQU32(lowBytes, lb)
+	y := []reg.VecVirtual{ZMM(), ZMM()} // inputs 0 and 1 in float64 lanes 0 and 4, then 2 and 3
+	for _, r := range y {
+		VXORPD(r, r, r)
+	}
+	Label("block")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	for d := 0; d < 144; d += 64 {
+		PREFETCHT0(Mem{Base: w, Disp: prefetchAhead + d})
+	}
+	head := XMM()
+	VMOVDQU32(Mem{Base: w}, head)
+	sm := XMM() // sc_0..7, m_0..7 as bytes
+	VPSHUFB(pick, head, sm)
+	t := XMM()
+	VPSRLW(U8(4), head, t)
+	VPSHUFB(pickHigh, t, t)
+	VPTERNLOGD(U8(0xa8), keep, t, sm) // (sm | t) & keep
+	VPSRLW(U8(2), head, t)
+	VPSHUFB(pickTop, t, t)
+	VPTERNLOGD(U8(0xf8), top, t, sm) // sm | (t & top)
+	sw := YMM()
+	VPERMB(sm.AsY(), sp, sw)
+	VPANDD(lb, sw, sw)
+	VMOVDQU32(sw, words)
+
+	lo, hi := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
+	for i := range lo {
+		lo[i], hi[i] = ZMM(), ZMM()
+	}
+	for c := range 4 {
+		q := ZMM()
+		VPMOVZXBW(Mem{Base: w, Disp: 16 + 32*c}, q)
+		ql := ZMM()
+		VPANDD(mask, q, ql)
+		VPSRLW(U8(4), q, q)
+		sc := ZMM()
+		VPBROADCASTD(words.Offset(4*(2*c)), sc)
+		VPMULLW(sc, ql, ql)
+		VPBROADCASTD(words.Offset(4*(2*c+1)), sc)
+		VPMULLW(sc, q, q)
+		for i := range 4 {
+			for j, p := range []struct{ q, acc reg.VecVirtual }{{ql, lo[i]}, {ql, hi[i]}, {q, lo[i]}, {q, hi[i]}} {
+				d := Mem{Base: dig[i], Index: off, Scale: 1, Disp: 128*(2*c+j/2) + 64*(j%2)}
+				if c == 0 && j < 2 { // the first products start the sums
+					VPMADDWD(d, p.q, p.acc)
+				} else {
+					madd(s, vnni, p.q, d, p.acc)
+				}
+			}
+		}
+	}
+
+	// The row's d and dmin as float64, twice in each 256-bit half; its mins as float64.
+	dh := XMM()
+	VPBROADCASTD(head, dh)
+	df := YMM()
+	VCVTPH2PS(dh, df)
+	dz := ZMM()
+	VCVTPS2PD(df, dz)
+	mb := XMM()
+	VPSRLDQ(U8(8), sm, mb)
+	md := YMM()
+	VPMOVZXBD(mb, md)
+	mins := ZMM()
+	VCVTDQ2PD(md, mins)
+	for p := range 2 {
+		a, b := 2*p, 2*p+1
+		folded := foldPairs(lo[a], lo[b], hi[a], hi[b])
+		tm := ZMM() // T's partial sums: four for input a, four for input b
+		VCVTDQ2PD(folded.AsY(), tm)
+		hiDigit := YMM()
+		VEXTRACTI64X4(U8(1), folded, hiDigit)
+		hz := ZMM()
+		VCVTDQ2PD(hiDigit, hz)
+		VFMADD231PD(digit, hz, tm) // exact: an integer below 2^48
+		ma, mb := ZMM(), ZMM()
+		for i, m := range []reg.VecVirtual{ma, mb} {
+			sums := GP64()
+			MOVQ(Mem{Base: args, Disp: 8 * (4 + 2*p + i)}, sums)
+			VMULPD(Mem{Base: sums, Index: sOff, Scale: 1}, mins, m)
+		}
+		mm := ZMM() // M's partial sums: four for input a, four for input b
+		VSHUFF64X2(U8(0x44), mb, ma, mm)
+		VSHUFF64X2(U8(0xee), mb, ma, ma)
+		VADDPD(ma, mm, mm)
+		u, v := ZMM(), ZMM()
+		VUNPCKLPD(mm, tm, u)
+		VUNPCKHPD(mm, tm, v)
+		VADDPD(v, u, u)
+		VSHUFF64X2(U8(0xb1), u, u, v)
+		VADDPD(v, u, u) // (T, M) of input a in float64 lanes 0-1, of input b in 4-5
+		VMULPD(dz, u, u)
+		VPERMILPD(U8(0x55), u, v)
+		VSUBPD(v, u, u)
+		// The inputs' 2^-sh in lanes 0 and 4.
+		sa, sb := XMM(), XMM()
+		for i, x := range []reg.VecVirtual{sa, sb} {
+			scp := GP64()
+			MOVQ(Mem{Base: args, Disp: 8 * (8 + 2*p + i)}, scp)
+			VMOVSD(Mem{Base: scp, Index: scOff, Scale: 1}, x)
+		}
+		sv := ZMM()
+		VINSERTF64X2(U8(2), sb, sa.AsZ(), sv)
+		VMULPD(sv, u, u)
+		VADDPD(u, y[p], y[p])
+	}
+	ADDQ(U32(144), w)
+	ADDQ(U32(1024), off)
+	ADDQ(U32(64), sOff)
+	ADDQ(U8(8), scOff)
+	DECQ(n)
+	JMP(LabelRef("block"))
+	Label("done")
+	out := frameAddr(ReturnIndex(0))
+	for p := range 2 {
+		x := XMM()
+		VEXTRACTF32X4(U8(2), y[p], x)
+		VCVTSD2SS(y[p].AsX(), y[p].AsX(), y[p].AsX())
+		VMOVSS(y[p].AsX(), Mem{Base: out, Disp: 8 * p})
+		VCVTSD2SS(x, x, x)
+		VMOVSS(x, Mem{Base: out, Disp: 8*p + 4})
+	}
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,94 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+)
+
+// TestQ4KKernelsLongRows calls each SIMD tier's two-row and four-input Q4_K kernels directly on
+// rows of 1 to 16 blocks (the AVX-512 two-row kernel is software-pipelined: its loop runs the
+// end of one block inside the next, so long rows exercise the steady state, short ones its
+// edges) and compares every result with DotQ4K bit for bit. The cases mix random blocks, mixed
+// block magnitudes and zero blocks, special scales (subnormal, infinite and NaN d and dmin), a
+// NaN or infinite input block, and the largest integer sums (every q 15, every scale and min
+// 63, |X| at its bound), where a fold that left the int32 range would show.
+func TestQ4KKernelsLongRows(t *testing.T) {
+	tiers := usableSIMD()
+	if len(tiers) == 0 {
+		t.Skip("no SIMD tier on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	type testCase struct {
+		rows [4][]byte
+		ins  [4]Q4KInput
+	}
+	var cases []testCase
+	for i := range 48 {
+		blocks := 1 + i%16
+		var c testCase
+		for r := range 4 {
+			c.rows[r], _ = randQ4KCase(rng, blocks, false, i%3 == 1)
+			_, x := randQ4KCase(rng, blocks, i%2 == 1, false)
+			switch {
+			case i%8 == 7:
+				for b := 0; b < len(c.rows[r]); b += q4KBytes {
+					for k := 4; k < q4KBytes; k++ {
+						c.rows[r][b+k] = 0xff
+					}
+				}
+				for k := range x {
+					x[k] = float32(1-2*(k/kElems%2)) * 1.9427
+				}
+			case i%6 == 5:
+				x[rng.IntN(len(x))] = []float32{float32(math.NaN()), float32(math.Inf(1))}[r%2]
+			}
+			if err := PrepareQ4K(&c.ins[r], x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cases = append(cases, c)
+	}
+	for _, st := range tiers {
+		checked, bad := 0, 0
+		fail := func(format string, args ...any) {
+			if bad < 5 {
+				t.Errorf("%s: %s", st.name, fmt.Sprintf(format, args...))
+			}
+			bad++
+		}
+		for i, c := range cases {
+			// Two rows against one input: rows 0 and 1 against input r.
+			for r := range 4 {
+				in := &c.ins[r]
+				y := st.asm.q4K(c.rows[0], c.rows[1], in.wide.digits, in.wide.sums, in.scale)
+				for j := range 2 {
+					checked++
+					if want := DotQ4K(c.rows[j], in); !sameBits(y[j], want) {
+						fail("case %d (%d blocks), pair row %d, input %d: got %g, DotQ4K %g", i, in.n/kElems, j, r, y[j], want)
+					}
+				}
+			}
+			// One row against four inputs.
+			var args [12]*byte
+			for r := range 4 {
+				in := &c.ins[r]
+				args[r] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.wide.digits)))
+				args[4+r] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.wide.sums)))
+				args[8+r] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.scale)))
+			}
+			for w := range 4 {
+				y := st.asm.q4K4(c.rows[w], args, c.ins[0].n/kElems)
+				for r := range 4 {
+					checked++
+					if want := DotQ4K(c.rows[w], &c.ins[r]); !sameBits(y[r], want) {
+						fail("case %d (%d blocks), tile row %d, input %d: got %g, DotQ4K %g", i, c.ins[0].n/kElems, w, r, y[r], want)
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d Q4_K kernel results on rows of 1-16 blocks against DotQ4K, %d differ", st.name, checked, bad)
+	}
+}
