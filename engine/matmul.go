@@ -38,6 +38,24 @@ func newMultiplier(tier *kernels.Tier, pool *kernels.Pool, maxCols int) *multipl
 	return mu
 }
 
+// matmulMany computes the products of jobs: in one pass of the pool when the kernels multiply
+// every matrix of them, else one product after another.
+func (mu *multiplier) matmulMany(jobs []kernels.MatMulJob) error {
+	all := true
+	for _, j := range jobs {
+		all = all && kernels.Supported(j.M.Type)
+	}
+	if all {
+		return mu.tier.MatMulMany(mu.pool, jobs)
+	}
+	for _, j := range jobs {
+		if err := mu.matmul(j.Dst, j.M, j.In); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // matmul computes dst[t·m.Rows + r] = dot(row r of m, row t of in) for every row of m and of in.
 func (mu *multiplier) matmul(dst []float32, m *kernels.Matrix, in *kernels.Batch) error {
 	if kernels.Supported(m.Type) {

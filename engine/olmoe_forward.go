@@ -49,7 +49,14 @@ type olmoeRunner struct {
 
 	scores [][]float32 // per worker: attention scores of one query
 
-	in, inE, inA kernels.Batch // inputs of dense, expert gate/up and expert down products
+	in, inE, inA kernels.Batch       // inputs of dense, expert gate/up and expert down products
+	expertIn     []kernels.Batch     // experts: the rows of inE (or in) each expert sees
+	expertOut    []kernels.Batch     // experts: the rows of inA each expert's down sees
+	jobs         []kernels.MatMulJob // the products of one pool pass: q, k, v, or every expert's
+
+	// splitProducts, set only by benchmarks, runs the products of a pass one pool pass each,
+	// as the engine did before MatMulMany: the baseline BenchmarkDecode measures against.
+	splitProducts bool
 
 	// The step in flight, for the pool; the funcs are made once.
 	step       stepKind
@@ -110,6 +117,8 @@ func (w *olmoe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 		r.scores[i] = make([]float32, ctxLen)
 	}
 	r.stepErr = make([]error, n)
+	r.expertIn, r.expertOut = make([]kernels.Batch, c.Experts), make([]kernels.Batch, c.Experts)
+	r.jobs = make([]kernels.MatMulJob, max(3, 2*min(c.Experts, n*k)))
 	r.tokenFn, r.itemFn = r.tokenStep, r.attendItems
 	return r, nil
 }
@@ -167,13 +176,12 @@ func (r *olmoeRunner) attention(l int) error {
 	if err := r.in.Set(r.h, n, c.Hidden); err != nil {
 		return err
 	}
-	for _, p := range []struct {
-		dst []float32
-		m   *kernels.Matrix
-	}{{r.q, &ly.q}, {r.k, &ly.k}, {r.v, &ly.v}} {
-		if err := r.mul.matmul(p.dst, p.m, &r.in); err != nil {
-			return err
-		}
+	jobs := r.jobs[:3]
+	jobs[0] = kernels.MatMulJob{Dst: r.q, M: &ly.q, In: &r.in}
+	jobs[1] = kernels.MatMulJob{Dst: r.k, M: &ly.k, In: &r.in}
+	jobs[2] = kernels.MatMulJob{Dst: r.v, M: &ly.v, In: &r.in}
+	if err := r.products(jobs); err != nil {
+		return fmt.Errorf("q, k, v: %w", err)
 	}
 	r.layerIndex = l
 	if err := r.run(stepQK); err != nil {
@@ -203,40 +211,75 @@ func (r *olmoeRunner) moe() error {
 		return err
 	}
 	r.groupByExpert()
-	if err := r.runRows(stepGather, n*k); err != nil {
-		return err
+	// Each expert's gate and up run over the rows of the tokens it was chosen for; a pass of
+	// one token has them in r.in already, a longer one gathers them.
+	src := &r.in
+	if n > 1 {
+		if err := r.runRows(stepGather, n*k); err != nil {
+			return err
+		}
+		if err := r.inE.Set(r.xe[:n*k*c.Hidden], n*k, c.Hidden); err != nil {
+			return err
+		}
+		src = &r.inE
 	}
+	jobs := r.jobs[:0]
 	for e := range c.Experts {
 		lo, hi := r.offsets[e], r.offsets[e+1]
 		if lo == hi {
 			continue
 		}
-		if err := r.inE.Set(r.xe[lo*c.Hidden:hi*c.Hidden], hi-lo, c.Hidden); err != nil {
+		in := &r.expertIn[e]
+		if n == 1 {
+			if err := in.SetRows(src, 0, 1); err != nil {
+				return err
+			}
+		} else if err := in.SetRows(src, lo, hi); err != nil {
 			return err
 		}
-		if err := r.mul.matmul(r.ge[lo*c.ExpertFFN:hi*c.ExpertFFN], &ly.gate[e], &r.inE); err != nil {
-			return fmt.Errorf("expert %d gate: %w", e, err)
-		}
-		if err := r.mul.matmul(r.ue[lo*c.ExpertFFN:hi*c.ExpertFFN], &ly.up[e], &r.inE); err != nil {
-			return fmt.Errorf("expert %d up: %w", e, err)
-		}
+		jobs = append(jobs,
+			kernels.MatMulJob{Dst: r.ge[lo*c.ExpertFFN : hi*c.ExpertFFN], M: &ly.gate[e], In: in},
+			kernels.MatMulJob{Dst: r.ue[lo*c.ExpertFFN : hi*c.ExpertFFN], M: &ly.up[e], In: in})
+	}
+	if err := r.products(jobs); err != nil {
+		return fmt.Errorf("experts' gate and up: %w", err)
 	}
 	if err := r.runRows(stepSwiGLU, n*k); err != nil {
 		return err
 	}
+	if err := r.inA.Set(r.ge[:n*k*c.ExpertFFN], n*k, c.ExpertFFN); err != nil {
+		return err
+	}
+	jobs = r.jobs[:0]
 	for e := range c.Experts {
 		lo, hi := r.offsets[e], r.offsets[e+1]
 		if lo == hi {
 			continue
 		}
-		if err := r.inA.Set(r.ge[lo*c.ExpertFFN:hi*c.ExpertFFN], hi-lo, c.ExpertFFN); err != nil {
+		in := &r.expertOut[e]
+		if err := in.SetRows(&r.inA, lo, hi); err != nil {
 			return err
 		}
-		if err := r.mul.matmul(r.ye[lo*c.Hidden:hi*c.Hidden], &ly.down[e], &r.inA); err != nil {
-			return fmt.Errorf("expert %d down: %w", e, err)
-		}
+		jobs = append(jobs, kernels.MatMulJob{Dst: r.ye[lo*c.Hidden : hi*c.Hidden], M: &ly.down[e], In: in})
+	}
+	if err := r.products(jobs); err != nil {
+		return fmt.Errorf("experts' down: %w", err)
 	}
 	return r.run(stepCombine)
+}
+
+// products computes jobs in one pass of the pool (or, for a benchmark's baseline, one pass
+// each).
+func (r *olmoeRunner) products(jobs []kernels.MatMulJob) error {
+	if !r.splitProducts {
+		return r.mul.matmulMany(jobs)
+	}
+	for i := range jobs {
+		if err := r.mul.matmulMany(jobs[i : i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // groupByExpert counting-sorts the pass's pairs by expert: each expert's rows then sit

@@ -168,3 +168,29 @@ func TestEvalAfterClose(t *testing.T) {
 		t.Fatalf("Eval after Close: %v", err)
 	}
 }
+
+// TestDecodeDispatches counts the pool's wake-ups and joins in a decode pass (one token) of the
+// Q4_K_M tiny model on 2 threads: the products of a layer run as q, k and v together, o, the
+// router, every chosen expert's gate and up together, and every expert's down together, so a
+// layer costs at most 8 dispatches whatever the number of experts used, where one per matrix
+// cost 8 + 3·experts used (32 for OLMoE).
+func TestDecodeDispatches(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Q4KM()), Options{Threads: 2})
+	s := newTestSession(t, m, 8)
+	ctx := context.Background()
+	if _, err := s.Eval(ctx, testPrompts(m.cfg.Vocab)[0]); err != nil {
+		t.Fatal(err)
+	}
+	before := m.pool.Dispatches()
+	if _, err := s.Eval(ctx, []int32{3}); err != nil {
+		t.Fatal(err)
+	}
+	got := m.pool.Dispatches() - before
+	layers := uint64(m.cfg.Layers)
+	t.Logf("decode pass: %d dispatches over %d layers (%.1f a layer), %d experts used of %d", got, layers, float64(got)/float64(layers), m.cfg.ExpertsUsed, m.cfg.Experts)
+	// Per layer: q·k·v, attention, o, router, gate·up, SwiGLU, the down inputs' Q4_K
+	// preparation, down; then the head.
+	if limit := 8*layers + 1; got > limit || got < 5*layers {
+		t.Errorf("decode pass: %d dispatches, want %d to %d", got, 5*layers, limit)
+	}
+}

@@ -12,6 +12,10 @@ type Matrix struct {
 	Type       gguf.Type
 	Rows, Cols int
 	Data       []byte
+
+	// rowBytes, when not 0, is RowBytes() worked out once: MatMulMany hands the kernels a
+	// private copy of each matrix with it set, so that Row does not divide for every row.
+	rowBytes int
 }
 
 // Supported reports whether the kernels can multiply a matrix of type t.
@@ -26,6 +30,9 @@ func Supported(t gguf.Type) bool {
 // RowBytes returns the size of one row in bytes (0 for an unknown type). Cols is assumed to be
 // a whole number of blocks, as Validate checks.
 func (m *Matrix) RowBytes() int {
+	if m.rowBytes != 0 {
+		return m.rowBytes
+	}
 	if m.Type.BlockElems() == 0 {
 		return 0
 	}
@@ -69,8 +76,13 @@ type Batch struct {
 	q4k      []Q4KInput
 	q4kReady bool
 
-	job     matmulJob
-	runJob  func(lo, hi int) // job.run, made once
+	// A batch made by SetRows follows rows [off, off+Ntok) of src while src.sets == srcSets.
+	src     *Batch
+	srcSets uint64
+	off     int
+	sets    uint64 // counts Set and SetRows calls, so that a batch following this one sees a change
+
+	one     [1]MatMulJob     // MatMul's product, kept here so that a call allocates nothing
 	prepJob func(lo, hi int) // b.prepare, made once
 }
 
@@ -79,8 +91,31 @@ func (b *Batch) Set(x []float32, ntok, cols int) error {
 	if ntok < 0 || cols < 0 || len(x) < ntok*cols {
 		return fmt.Errorf("kernels: batch of %d rows of %d floats from %d floats", ntok, cols, len(x))
 	}
+	if b.src != nil {
+		// The preparation memory was src's; a batch of its own prepares into its own.
+		b.src, b.q4k = nil, nil
+	}
 	b.X, b.Ntok, b.Cols = x[:ntok*cols], ntok, cols
 	b.q4kReady = false
+	b.sets++
+	return nil
+}
+
+// SetRows points the batch at rows [lo, hi) of src: the same floats and, once src is prepared
+// for Q4_K (by the first Q4_K product over src or over any batch following it), the same
+// preparation, so that products over several parts of one batch prepare it once. The batch
+// follows src until src is Set again; a Q4_K product over it after that is an error.
+func (b *Batch) SetRows(src *Batch, lo, hi int) error {
+	if lo < 0 || hi < lo || hi > src.Ntok {
+		return fmt.Errorf("kernels: rows [%d, %d) of a batch of %d rows", lo, hi, src.Ntok)
+	}
+	if src == b {
+		return fmt.Errorf("kernels: a batch cannot follow rows of itself")
+	}
+	b.X, b.Ntok, b.Cols = src.X[lo*src.Cols:hi*src.Cols], hi-lo, src.Cols
+	b.src, b.srcSets, b.off = src, src.sets, lo
+	b.q4k, b.q4kReady = nil, false
+	b.sets++
 	return nil
 }
 
@@ -103,6 +138,17 @@ func (b *Batch) Q4K(p *Pool, t int) (*Q4KInput, error) {
 
 func (b *Batch) prepareAll(p *Pool) error {
 	if b.q4kReady {
+		return nil
+	}
+	if b.src != nil {
+		if b.src.sets != b.srcSets {
+			return fmt.Errorf("kernels: batch follows rows of a batch that has been set anew since")
+		}
+		if err := b.src.prepareAll(p); err != nil {
+			return err
+		}
+		b.q4k = b.src.q4k[b.off : b.off+b.Ntok : b.off+b.Ntok]
+		b.q4kReady = true
 		return nil
 	}
 	if b.Cols%kElems != 0 {
@@ -209,45 +255,13 @@ func (t *Tier) Kernel(typ gguf.Type) (RowsKernel, error) {
 	return k, nil
 }
 
-// matmulJob is one MatMul's work as the pool sees it, kept in the Batch so a call allocates
-// nothing.
-type matmulJob struct {
-	kernel RowsKernel
-	dst    []float32
-	m      *Matrix
-	in     *Batch
-}
-
-func (j *matmulJob) run(lo, hi int) { j.kernel(j.dst, j.m, j.in, lo, hi) }
-
 // MatMul computes dst[t·m.Rows + r] = dot(row r of m, row t of in) for every weight row r and
-// input row t, splitting the weight rows over the pool. The result does not depend on the
-// number of threads. It checks shapes and returns an error for a matrix the kernels cannot
-// multiply, an input of the wrong width or a dst too short.
+// input row t, splitting the weight rows over the pool as MatMulMany does. The result does not
+// depend on the number of threads. It checks shapes and returns an error for a matrix the
+// kernels cannot multiply, an input of the wrong width or a dst too short.
 func (t *Tier) MatMul(p *Pool, dst []float32, m *Matrix, in *Batch) error {
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	if in.Cols != m.Cols {
-		return fmt.Errorf("kernels: %v matrix of %d columns times input rows of %d floats", m.Type, m.Cols, in.Cols)
-	}
-	if len(dst) < in.Ntok*m.Rows {
-		return fmt.Errorf("kernels: output of %d floats for %d×%d results", len(dst), in.Ntok, m.Rows)
-	}
-	k, err := t.Kernel(m.Type)
-	if err != nil {
-		return err
-	}
-	if m.Type == gguf.TypeQ4_K {
-		if err := in.prepareAll(p); err != nil {
-			return err
-		}
-	}
-	if in.runJob == nil {
-		in.runJob = in.job.run
-	}
-	in.job = matmulJob{kernel: k, dst: dst, m: m, in: in}
-	p.For(m.Rows, in.runJob)
-	in.job = matmulJob{}
-	return nil
+	in.one[0] = MatMulJob{Dst: dst, M: m, In: in}
+	err := t.matMulMany(p, in.one[:])
+	in.one[0] = MatMulJob{}
+	return err
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"cmp"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -26,8 +27,9 @@ const spinFor = 500 * time.Microsecond
 type Pool struct {
 	threads int
 
-	mu     sync.Mutex // serializes For calls and Close
-	closed bool
+	mu         sync.Mutex // serializes For calls and Close
+	closed     bool
+	dispatches uint64 // jobs handed to the workers, each a wake-up and a join
 
 	gen     atomic.Uint64 // job generation; a change tells workers a new job (or Close) is out
 	pending atomic.Int32  // workers that have not finished the current job
@@ -46,6 +48,15 @@ type Pool struct {
 
 	// pin, when set, binds worker id's OS thread to a physical core (see coreBinder).
 	pin func(id int)
+
+	minRun int64 // see poolOptions
+
+	// The balanced loop in flight (see forBalanced) and the matrix products it runs for
+	// MatMulMany, guarded by mu; the funcs are made once so that a call allocates nothing.
+	bal         balancedJob
+	balRun      func(lo, hi int)
+	products    productsJob
+	productsRun func(lo, hi int64)
 }
 
 // parker lets a goroutine sleep until another wakes it, without a lost wake-up: the sleeper
@@ -82,8 +93,9 @@ func NewPool(threads int) *Pool {
 // poolOptions are the pool's speed choices, kept apart so benchmarks can put them side by
 // side; none changes a result.
 type poolOptions struct {
-	pin       bool // bind each worker's OS thread to its own physical core (Linux); off by default
-	spinYield int  // polls between Gosched calls (a power of two); 0 means 64
+	pin       bool  // bind each worker's OS thread to its own physical core (Linux); off by default
+	spinYield int   // polls between Gosched calls (a power of two); 0 means 64
+	minRun    int64 // the shortest run of weight bytes MatMulMany hands a thread; 0 means minRunBytes
 }
 
 // newPool starts a pool of threads threads (> 0).
@@ -92,9 +104,13 @@ func newPool(threads int, o poolOptions) *Pool {
 	if p.spinYield == 0 {
 		p.spinYield = 64
 	}
+	p.minRun = cmp.Or(o.minRun, minRunBytes)
 	if o.pin {
 		p.pin = coreBinder()
 	}
+	p.bal.claims = make([]claim, threads)
+	p.balRun = p.bal.run
+	p.productsRun = p.products.run
 	p.caller.wake = make(chan struct{}, 1)
 	p.caller.yield = p.spinYield
 	for i := 1; i < threads; i++ {
@@ -109,6 +125,15 @@ func newPool(threads int, o poolOptions) *Pool {
 // Threads returns the number of threads For splits work over.
 func (p *Pool) Threads() int { return p.threads }
 
+// Dispatches returns how many jobs the pool has handed to its workers so far, each a wake-up
+// and a join of every worker (a call that runs on the caller alone is not one): a figure of
+// the synchronisation a computation costs.
+func (p *Pool) Dispatches() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dispatches
+}
+
 // For calls fn over [0, n) split into at most Threads() contiguous chunks [lo, hi), chunk i
 // being [i·n/c, (i+1)·n/c), and returns when all have finished. Chunks run concurrently, so fn
 // must only write what its own range owns. For itself does not allocate; a func value made once
@@ -120,11 +145,17 @@ func (p *Pool) For(n int, fn func(lo, hi int)) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.forLocked(n, fn)
+}
+
+// forLocked is For with p.mu held.
+func (p *Pool) forLocked(n int, fn func(lo, hi int)) {
 	chunks := min(p.threads, n)
 	if chunks == 1 || p.closed {
 		fn(0, n)
 		return
 	}
+	p.dispatches++
 	p.fn, p.n, p.chunks = fn, n, chunks
 	p.pending.Store(int32(p.threads - 1))
 	p.gen.Add(1) // publishes fn, n, chunks to the workers
@@ -134,6 +165,76 @@ func (p *Pool) For(n int, fn func(lo, hi int)) {
 	fn(0, n/chunks)
 	p.caller.waitFor(func() bool { return p.pending.Load() == 0 })
 	p.fn = nil
+}
+
+// maxBlocks is how many blocks forBalanced cuts each thread's region into at most: enough to
+// even out the tail (a worker that was descheduled or started late), few enough that each
+// claim still covers a long contiguous run.
+const maxBlocks = 64
+
+// balancedJob is a loop over [0, n) as forBalanced runs it: region w = [w·n/T, (w+1)·n/T) of
+// each of the T threads is cut into j.blocks near-equal blocks; a worker claims the blocks of its
+// own region front to back, then the blocks left in the other regions, nearest first.
+type balancedJob struct {
+	fn      func(lo, hi int64)
+	n       int64
+	threads int
+	blocks  int64
+	claims  []claim // per region: the next block to claim
+}
+
+// claim is one region's next unclaimed block, on its own cache line so that the workers
+// claiming in their own regions do not contend.
+type claim struct {
+	next atomic.Int64
+	_    [56]byte
+}
+
+// forBalanced calls fn over [0, n) in contiguous blocks of at least minBlock indices (but at
+// most maxBlocks a thread), each index exactly once, and returns when all have finished. It
+// starts like For, one contiguous region per thread, and then lets a thread that finished its
+// own region take the blocks another has not reached yet, so that the slowest thread does not
+// hold up the rest. p.mu must be held.
+func (p *Pool) forBalanced(n, minBlock int64, fn func(lo, hi int64)) {
+	if n <= 0 {
+		return
+	}
+	j := &p.bal
+	j.fn, j.n, j.threads = fn, n, p.threads
+	j.blocks = min(max(n/int64(p.threads)/max(minBlock, 1), 1), maxBlocks)
+	for i := range j.claims {
+		j.claims[i].next.Store(0)
+	}
+	p.forLocked(p.threads, p.balRun)
+	j.fn = nil
+}
+
+// run runs worker slots [lo, hi) of the balanced job: each slot drains its own region, then the
+// others. With one thread (or a closed pool) the caller runs every slot in turn.
+func (j *balancedJob) run(lo, hi int) {
+	for w := lo; w < hi; w++ {
+		for d := range j.threads {
+			j.drain((w + d) % j.threads)
+		}
+	}
+}
+
+// drain claims and runs blocks of region w until none is left.
+func (j *balancedJob) drain(w int) {
+	t := int64(j.threads)
+	rlo := int64(w) * j.n / t
+	rlen := int64(w+1)*j.n/t - rlo
+	next := &j.claims[w].next
+	for {
+		b := next.Add(1) - 1
+		if b >= j.blocks {
+			return
+		}
+		lo, hi := rlo+b*rlen/j.blocks, rlo+(b+1)*rlen/j.blocks
+		if lo < hi {
+			j.fn(lo, hi)
+		}
+	}
 }
 
 // Close stops the workers and waits for them to exit. The pool still runs For, serially.

@@ -115,3 +115,72 @@ func TestDefaultThreads(t *testing.T) {
 		t.Errorf("NewPool(0) has %d threads, want %d", p.Threads(), n)
 	}
 }
+
+// TestPoolBalancedCoversRange checks that forBalanced calls fn on blocks that cover [0, n)
+// exactly once, for many n, block sizes and thread counts.
+func TestPoolBalancedCoversRange(t *testing.T) {
+	blocks := 0
+	for _, threads := range []int{1, 2, 3, 8} {
+		p := NewPool(threads)
+		for _, n := range []int64{1, 2, 3, 7, 8, 9, 100, 1001, 5000} {
+			for _, minBlock := range []int64{0, 1, 3, 64, 1 << 20} {
+				hits := make([]int32, n)
+				var calls atomic.Int32
+				p.mu.Lock()
+				p.forBalanced(n, minBlock, func(lo, hi int64) {
+					calls.Add(1)
+					if lo >= hi || hi-lo < min(minBlock, n/int64(threads)) && hi < n {
+						t.Errorf("threads %d n %d min %d: block [%d, %d)", threads, n, minBlock, lo, hi)
+					}
+					for i := lo; i < hi; i++ {
+						atomic.AddInt32(&hits[i], 1)
+					}
+				})
+				p.mu.Unlock()
+				for i, h := range hits {
+					if h != 1 {
+						t.Fatalf("threads %d n %d min %d: index %d run %d times", threads, n, minBlock, i, h)
+					}
+				}
+				if c := int(calls.Load()); c > threads*maxBlocks {
+					t.Errorf("threads %d n %d min %d: %d blocks, more than %d", threads, n, minBlock, c, threads*maxBlocks)
+				}
+				blocks += int(calls.Load())
+			}
+		}
+		p.Close()
+	}
+	t.Logf("4 thread counts × 9 lengths × 5 block sizes: %d blocks, every index once", blocks)
+}
+
+// TestPoolBalancedSteals holds the caller in its first block until the other workers have run
+// every other block: the blocks of the caller's region must then have been taken over by them,
+// so a slow thread does not hold up the loop.
+func TestPoolBalancedSteals(t *testing.T) {
+	const threads, n = 4, 4 * maxBlocks
+	p := NewPool(threads)
+	defer p.Close()
+	var done atomic.Int64
+	var stolen atomic.Int32
+	p.mu.Lock()
+	p.forBalanced(n, 1, func(lo, hi int64) {
+		if lo == 0 {
+			// The caller's first block: wait (bounded) for the others to run all the rest.
+			deadline := time.Now().Add(10 * time.Second)
+			for done.Load() < n-(hi-lo) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Microsecond)
+			}
+		} else if lo < n/threads {
+			stolen.Add(1)
+		}
+		done.Add(hi - lo)
+	})
+	p.mu.Unlock()
+	t.Logf("%d of the caller's %d blocks run by other workers", stolen.Load(), maxBlocks)
+	if done.Load() != n {
+		t.Fatalf("covered %d of %d", done.Load(), n)
+	}
+	if stolen.Load() != maxBlocks-1 {
+		t.Errorf("other workers ran %d of the caller's %d blocks left, want all", stolen.Load(), maxBlocks-1)
+	}
+}
