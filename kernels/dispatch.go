@@ -94,11 +94,32 @@ type asmKernels struct {
 	// The lanes, from +0, of one weight row against four input rows x[t·stride:], t < 4: [t]
 	// over row t, each weight decoded once for the four.
 	f32x4, f16x4, bf16x4, q8_0x4, q6Kx4 func(w []byte, x []float32, stride int) [4][16]float32
-	sum                                 func(l [16]float32, v []float32) [16]float32
-	q4K                                 func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
+	// The lanes, from +0, of four weight rows against one x: w holds the rows one after another
+	// (len(w)/4 bytes each), [i] is row i's. Nil where the tier has too few registers for
+	// four rows' lanes and a decode (AVX2); the rows kernel then runs two rows a call. Q6_K has
+	// none: its decode, not the add chain, limits it, and four rows measured slower than two.
+	f32r4, f16r4, bf16r4, q8_0r4 func(w []byte, x []float32) [4][16]float32
+	// panel holds the "sixteen rows in sixteen lanes" tiles of prompt batches (see panel.go);
+	// nil where the tier has none.
+	panel *panelTiles
+	// The panel row writers of the float-lane types and the panel packer (see panelRows).
+	panelF32, panelF16, panelBF16, panelQ8_0, panelQ6K func(rows []float32, w []byte, r, ahead int)
+	panelPack                                          func(panel, rows []float32, groups, stride int)
+	sum                                                func(l [16]float32, v []float32) [16]float32
+	q4K                                                func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
 	// q4K4 is DotQ4K of one row against four prepared inputs: in[t], in[4+t] and in[8+t] point
 	// at input t's digits, sums and scales; nb is the number of blocks.
 	q4K4 func(w []byte, in [12]*byte, nb int) [4]float32
+	// q4K8 continues and returns DotQ4K's float64 sums y (before the rounding to float32) of one
+	// row of nb blocks against eight prepared inputs (in[t], in[8+t], in[16+t]); nil where the tier has
+	// too few registers (AVX2).
+	q4K8 func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
+	// q4KPanelBuild writes sixteen Q4_K rows of nb blocks into a panel, row r into lane r,
+	// and q4KPanel4 computes DotQ4K of the panel's first rows rows against four prepared
+	// inputs (see q4KPanelRows); nil where the tier has no VNNI.
+	q4KPanelBuild func(panel []byte, rows [16]*byte, nb int)
+	q4KPanel4     func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32
+	q4KPanels     *q4KPanels // the panels' memory
 
 	// expShift and swiGLU are the vector Exp kernels (Exp(src[i] − shift), and SiLU(gate)·up)
 	// over whole groups of 8; they stop at a group they leave to the scalar code and return how
@@ -121,28 +142,47 @@ type asmKernels struct {
 // s.asm; TestTierKernelsCount checks that by counting the products the asm kernels compute.
 func (s *simdTier) tier() *Tier {
 	a := &s.asm
-	return &Tier{
+	f32 := laneRows{a.f32x4, a.f32r4, a.f32x2, a.dotRowF32, 64}
+	f16 := laneRows{a.f16x4, a.f16r4, a.f16x2, a.dotRowF16, 32}
+	bf16 := laneRows{a.bf16x4, a.bf16r4, a.bf16x2, a.dotRowBF16, 32}
+	q8_0 := laneRows{a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}
+	q6K := laneRows{a.q6Kx4, nil, a.q6Kx2, a.dotRowQ6K, q6KBytes}
+	t := &Tier{
 		Name:    s.name,
 		DotF32:  a.dotF32,
 		RMSNorm: a.rmsNorm,
 		Softmax: a.softmax,
 		SwiGLU:  a.swiGLUVec,
 		Attend:  a.attend,
-		F32:     laneRows{a.f32x4, a.f32x2, a.dotRowF32, 64}.kernel,
-		F16:     laneRows{a.f16x4, a.f16x2, a.dotRowF16, 32}.kernel,
-		BF16:    laneRows{a.bf16x4, a.bf16x2, a.dotRowBF16, 32}.kernel,
-		Q8_0:    laneRows{a.q8_0x4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}.kernel,
+		F32:     f32.kernel,
+		F16:     f16.kernel,
+		BF16:    bf16.kernel,
+		Q8_0:    q8_0.kernel,
 		Q4K:     a.q4KRows,
 		Q5K:     floatRows(a.dotRowQ5K),
-		Q6K:     laneRows{a.q6Kx4, a.q6Kx2, a.dotRowQ6K, q6KBytes}.kernel,
+		Q6K:     q6K.kernel,
 	}
+	if a.panel != nil { // prompt batches through the panel tiles (see panel.go)
+		scratch := newPanelScratch()
+		panel := func(lanes laneRows, unitElems int, write func([]float32, []byte, int, int)) RowsKernel {
+			return panelRows{lanes, unitElems, write, a.panelPack, a.panel, scratch, panelMinTokens, panelMinRows}.kernel
+		}
+		t.F32 = panel(f32, 16, a.panelF32)
+		t.F16 = panel(f16, 16, a.panelF16)
+		t.BF16 = panel(bf16, 16, a.panelBF16)
+		t.Q8_0 = panel(q8_0, q8_0Elems, a.panelQ8_0)
+		t.Q6K = panel(q6K, kElems, a.panelQ6K)
+	}
+	return t
 }
 
 // laneRows is the rows kernel of a type whose weights go through the contract lanes: tiles of
-// one weight row against four tokens (four), pairs of rows against one token (two), and the
-// one-row dot (one) for rows with a ragged tail; unitBytes is the size of a whole unit.
+// one weight row against four tokens (four), four rows against one token (fourRows, nil where
+// the tier has none), pairs of rows against one token (two), and the one-row dot (one) for
+// rows with a ragged tail; unitBytes is the size of a whole unit.
 type laneRows struct {
 	four      func(w []byte, x []float32, stride int) [4][16]float32
+	fourRows  func(w []byte, x []float32) [4][16]float32
 	two       func(w0, w1 []byte, x []float32) [2][16]float32
 	one       func(row []byte, x []float32) float32
 	unitBytes int
@@ -154,9 +194,9 @@ const tileRows = 16
 
 // kernel computes rows [r0, r1) for every token: a batch of four tokens or more runs in tiles
 // of four tokens, each weight row decoded once for the four and tileRows rows reused from
-// cache across the token groups; the tokens left over, and smaller batches, run two rows a
-// call so their independent add chains overlap. A row with a ragged tail, and the last row of
-// an odd range, go through the one-row dot.
+// cache across the token groups; the tokens left over, and smaller batches, run four rows a
+// call (or two) so their independent add chains overlap. A row with a ragged tail, and the
+// last row of an odd range, go through the one-row dot.
 func (k laneRows) kernel(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	n := in.Cols
 	if m.RowBytes()%k.unitBytes != 0 {
@@ -181,6 +221,18 @@ func (k laneRows) kernel(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 		}
 	}
 	r := r0
+	if k.fourRows != nil && tiled < in.Ntok {
+		rb := m.RowBytes()
+		for ; r+4 <= r1; r += 4 {
+			w := m.Data[r*rb : (r+4)*rb]
+			for t := tiled; t < in.Ntok; t++ {
+				l := k.fourRows(w, in.X[t*n:(t+1)*n])
+				for i := range 4 {
+					dst[t*m.Rows+r+i] = (*Lanes)(&l[i]).Sum()
+				}
+			}
+		}
+	}
 	for ; r+2 <= r1; r += 2 {
 		w0, w1 := m.Row(r), m.Row(r+1)
 		for t := tiled; t < in.Ntok; t++ {

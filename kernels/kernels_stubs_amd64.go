@@ -97,6 +97,11 @@ func lanes2F32AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
 //go:noescape
 func lanes4F32AVX512(w []byte, x []float32, stride int) [4][16]float32
 
+// lanesRows4F32AVX512 returns the lanes of the products of the whole 64-byte units of the four rows of w (len(w)/4 bytes each) with x.
+//
+//go:noescape
+func lanesRows4F32AVX512(w []byte, x []float32) [4][16]float32
+
 // lanesF16AVX512 continues the lanes l with the products of the len(w)/32 whole units of w with x.
 //
 //go:noescape
@@ -111,6 +116,11 @@ func lanes2F16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
 //
 //go:noescape
 func lanes4F16AVX512(w []byte, x []float32, stride int) [4][16]float32
+
+// lanesRows4F16AVX512 returns the lanes of the products of the whole 32-byte units of the four rows of w (len(w)/4 bytes each) with x.
+//
+//go:noescape
+func lanesRows4F16AVX512(w []byte, x []float32) [4][16]float32
 
 // lanesBF16AVX512 continues the lanes l with the products of the len(w)/32 whole units of w with x.
 //
@@ -127,6 +137,11 @@ func lanes2BF16AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
 //go:noescape
 func lanes4BF16AVX512(w []byte, x []float32, stride int) [4][16]float32
 
+// lanesRows4BF16AVX512 returns the lanes of the products of the whole 32-byte units of the four rows of w (len(w)/4 bytes each) with x.
+//
+//go:noescape
+func lanesRows4BF16AVX512(w []byte, x []float32) [4][16]float32
+
 // lanesQ8_0AVX512 continues the lanes l with the products of the len(w)/34 whole units of w with x.
 //
 //go:noescape
@@ -141,6 +156,11 @@ func lanes2Q8_0AVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
 //
 //go:noescape
 func lanes4Q8_0AVX512(w []byte, x []float32, stride int) [4][16]float32
+
+// lanesRows4Q8_0AVX512 returns the lanes of the products of the whole 34-byte units of the four rows of w (len(w)/4 bytes each) with x.
+//
+//go:noescape
+func lanesRows4Q8_0AVX512(w []byte, x []float32) [4][16]float32
 
 // lanesQ6KAVX512 continues the lanes l with the products of the len(w)/210 whole units of w with x.
 //
@@ -187,10 +207,30 @@ func q4KDot4AVX2(w []byte, in [12]*byte, nb int) [4]float32
 //go:noescape
 func q4KDot4AVX512(w []byte, in [12]*byte, nb int) [4]float32
 
+// q4KDot8AVX512 continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.
+//
+//go:noescape
+func q4KDot8AVX512(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
+
 // q4KDot4AVX512VNNI returns DotQ4K of the Q4_K row w against four prepared inputs.
 //
 //go:noescape
 func q4KDot4AVX512VNNI(w []byte, in [12]*byte, nb int) [4]float32
+
+// q4KDot8AVX512VNNI continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.
+//
+//go:noescape
+func q4KDot8AVX512VNNI(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
+
+// q4KPanel4AVX512VNNI returns DotQ4K of the sixteen rows of a Q4_K panel against four prepared inputs.
+//
+//go:noescape
+func q4KPanel4AVX512VNNI(panel []byte, in [12]*byte, nb int, rows int) [4][16]float32
+
+// q4KPanelBuildAVX512VNNI writes sixteen Q4_K rows into a Q4_K panel, row r into lane r.
+//
+//go:noescape
+func q4KPanelBuildAVX512VNNI(panel []byte, rows [16]*byte, nb int)
 
 // expShiftAVX2 writes Exp(src[i] − shift) into dst for the whole groups of 8 of src up to the first it leaves to the scalar Exp, and returns how many it wrote.
 //
@@ -221,3 +261,153 @@ func attendScoresAVX2(out []float32, q []float32, keys []float32, stride int, sc
 //
 //go:noescape
 func attendScoresAVX512(out []float32, q []float32, keys []float32, stride int, scale float32)
+
+// panelTile1AVX512 multiplies a panel of 16 weight rows with 1 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile1AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile2AVX512 multiplies a panel of 16 weight rows with 2 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile2AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile3AVX512 multiplies a panel of 16 weight rows with 3 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile3AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile4AVX512 multiplies a panel of 16 weight rows with 4 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile4AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile5AVX512 multiplies a panel of 16 weight rows with 5 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile5AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile6AVX512 multiplies a panel of 16 weight rows with 6 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile6AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile7AVX512 multiplies a panel of 16 weight rows with 7 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile7AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile8AVX512 multiplies a panel of 16 weight rows with 8 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile8AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile9AVX512 multiplies a panel of 16 weight rows with 9 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile9AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile10AVX512 multiplies a panel of 16 weight rows with 10 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile10AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile11AVX512 multiplies a panel of 16 weight rows with 11 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile11AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile12AVX512 multiplies a panel of 16 weight rows with 12 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile12AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile13AVX512 multiplies a panel of 16 weight rows with 13 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile13AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile14AVX512 multiplies a panel of 16 weight rows with 14 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile14AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile15AVX512 multiplies a panel of 16 weight rows with 15 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile15AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile16AVX512 multiplies a panel of 16 weight rows with 16 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile16AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile17AVX512 multiplies a panel of 16 weight rows with 17 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile17AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile18AVX512 multiplies a panel of 16 weight rows with 18 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile18AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile19AVX512 multiplies a panel of 16 weight rows with 19 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile19AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile20AVX512 multiplies a panel of 16 weight rows with 20 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile20AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile21AVX512 multiplies a panel of 16 weight rows with 21 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile21AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile22AVX512 multiplies a panel of 16 weight rows with 22 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile22AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile23AVX512 multiplies a panel of 16 weight rows with 23 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile23AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelTile24AVX512 multiplies a panel of 16 weight rows with 24 interleaved tokens (see panelTileKernel).
+//
+//go:noescape
+func panelTile24AVX512(panel []float32, xil []float32, ph []float32)
+
+// panelRowF32AVX512 writes the weights of the whole 64-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).
+//
+//go:noescape
+func panelRowF32AVX512(rows []float32, w []byte, r int, ahead int)
+
+// panelRowF16AVX512 writes the weights of the whole 32-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).
+//
+//go:noescape
+func panelRowF16AVX512(rows []float32, w []byte, r int, ahead int)
+
+// panelRowBF16AVX512 writes the weights of the whole 32-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).
+//
+//go:noescape
+func panelRowBF16AVX512(rows []float32, w []byte, r int, ahead int)
+
+// panelRowQ8_0AVX512 writes the weights of the whole 34-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).
+//
+//go:noescape
+func panelRowQ8_0AVX512(rows []float32, w []byte, r int, ahead int)
+
+// panelRowQ6KAVX512 writes the weights of the whole 210-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).
+//
+//go:noescape
+func panelRowQ6KAVX512(rows []float32, w []byte, r int, ahead int)
+
+// panelPackAVX512 transposes 16 rows grouped by 16 elements into a panel (see panelPackKernel).
+//
+//go:noescape
+func panelPackAVX512(panel []float32, rows []float32, groups int, stride int)

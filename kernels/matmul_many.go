@@ -24,20 +24,37 @@ type MatMulJob struct {
 	m       Matrix // a copy of *M with its row size worked out, for the kernels
 	rowCost int64  // 0 for a product without outputs
 	start   int64  // the cost of all rows of the products before this one
+	grain   int64  // runs start on a multiple of this many rows (see runGrain)
 }
+
+// runGrain returns the row multiple a run of a product over ntok input rows starts on: pairs
+// for short passes (the decode kernels take rows two or four at a time), and for prompt
+// batches whole runs of promptRunRows, so that the 16-row panel kernels get whole panels and
+// interleave a batch's inputs once for many rows rather than once for a few.
+func runGrain(ntok int) int64 {
+	if ntok >= panelMinTokens {
+		return promptRunRows
+	}
+	return 2
+}
+
+// promptRunRows is the row multiple of a prompt batch's runs: a multiple of 16 (the panels), at
+// least panelMinRows, and few enough runs a matrix (an expert's 1024 rows make 4) that two
+// threads still share the tail of a call.
+const promptRunRows = 256
 
 // end returns the cost of all rows up to the end of this product.
 func (j *MatMulJob) end() int64 { return j.start + j.rowCost*int64(j.M.Rows) }
 
-// rowAt returns the first row of the product at or after cost c, rounded up to an even row
-// (so that runs start on the pairs the decode kernels take) and clamped to the rows. It never
-// decreases as c grows, so consecutive cost ranges map to consecutive, disjoint row ranges.
+// rowAt returns the first row of the product at or after cost c, rounded up to a multiple of
+// the product's grain and clamped to the rows. It never decreases as c grows, so consecutive
+// cost ranges map to consecutive, disjoint row ranges (some of them empty).
 func (j *MatMulJob) rowAt(c int64) int {
 	if c <= j.start {
 		return 0
 	}
 	r := (c - j.start + j.rowCost - 1) / j.rowCost
-	r += r & 1
+	r = (r + j.grain - 1) / j.grain * j.grain
 	return int(min(r, int64(j.M.Rows)))
 }
 
@@ -105,6 +122,7 @@ func (t *Tier) plan(j *MatMulJob) error {
 	}
 	// A row of no bytes (no columns) still has outputs to write: count it as one byte.
 	j.kernel, j.rowCost = k, int64(max(m.RowBytes(), 1))*int64(in.Ntok)
+	j.grain = runGrain(in.Ntok)
 	j.m = *m
 	j.m.rowBytes = m.RowBytes()
 	return nil

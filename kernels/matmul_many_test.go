@@ -206,3 +206,39 @@ func ExampleTier_MatMulMany() {
 	fmt.Println(a, b, err)
 	// Output: [1 5] [10 26] <nil>
 }
+
+// TestMatMulManyPromptRuns runs prompt-sized batches (panel kernels from panelMinTokens tokens)
+// over matrices of ragged row counts, in one call, with tiny cost blocks so the runs' row
+// rounding is exercised, and compares every output with the row definitions.
+func TestMatMulManyPromptRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 2))
+	var in Batch
+	const ntok, cols = panelMinTokens + 3, 512
+	if err := in.Set(randFloats(rng, ntok*cols, false, false), ntok, cols); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range Tiers() {
+		for _, threads := range []int{1, 2, 3} {
+			p := newPool(threads, poolOptions{minRun: 1})
+			var jobs []MatMulJob
+			var wants [][]float32
+			for i, typ := range supportedTypes {
+				rows := []int{promptRunRows + 37, 3, 2*promptRunRows + 16}[i%3]
+				m := randMatrix(rng, typ, rows, cols)
+				jobs = append(jobs, MatMulJob{Dst: make([]float32, ntok*rows), M: m, In: &in})
+				wants = append(wants, refMatMul(m, in.X, ntok))
+			}
+			if err := tier.MatMulMany(p, jobs); err != nil {
+				t.Fatal(err)
+			}
+			p.Close()
+			for i, j := range jobs {
+				for k := range j.Dst {
+					if !sameBits(j.Dst[k], wants[i][k]) {
+						t.Fatalf("%s, %d threads: product %d (%v, %d rows) output %d = %g, want %g", tier.Name, threads, i, j.M.Type, j.M.Rows, k, j.Dst[k], wants[i][k])
+					}
+				}
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -62,15 +63,16 @@ func BenchmarkQ4KPairs(b *testing.B) {
 	}
 }
 
-// BenchmarkQ4KTiles runs a 64-token prompt batch through OLMoE's expert shapes (1024×2048 and
-// 2048×1024) with the Q4_K rows kernel of each SIMD tier on one thread: "pairs" a token at a
-// time (two weight rows a call), "tiles" the whole batch (one weight row against four tokens a
-// call), run twice as an A/A control. It reports GFLOP/s (two per weight and token) per second
-// of thread CPU time.
+// BenchmarkQ4KTiles runs 64- and 256-token prompt batches through OLMoE's expert shapes
+// (1024×2048 and 2048×1024) with the Q4_K rows kernel of each SIMD tier on one thread: "pairs"
+// a token at a time (two weight rows a call; 64 tokens only), "tiles4" the whole batch with one
+// weight row against four tokens a call, "tiles" as the tier runs it (sixteen-row panels, or
+// eight tokens a call, where it has the kernels), run twice as an A/A control. It reports GFLOP/s (two per weight
+// and token) per second of thread CPU time.
 func BenchmarkQ4KTiles(b *testing.B) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	const ntok = 64
-	for _, shape := range [][2]int{{1024, 2048}, {2048, 1024}} {
+	for _, shape := range [][3]int{{1024, 2048, 64}, {2048, 1024, 64}, {1024, 2048, 256}, {2048, 1024, 256}} {
+		ntok := shape[2]
 		rows, cols := shape[0], shape[1]
 		m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
 		var in Batch
@@ -86,17 +88,25 @@ func BenchmarkQ4KTiles(b *testing.B) {
 			single[t] = Batch{X: in.X[t*cols : (t+1)*cols], Ntok: 1, Cols: cols, q4k: in.q4k[t : t+1], q4kReady: true}
 		}
 		for _, st := range usableSIMD() {
-			for _, v := range []string{"pairs", "tiles", "tiles-again"} {
+			four := st.asm
+			four.q4K8 = nil
+			for _, v := range []string{"pairs", "tiles4", "tiles", "tiles-again"} {
+				if v == "pairs" && ntok > 64 {
+					continue
+				}
 				b.Run(fmt.Sprintf("%dx%d/tok%d/%s/%s", rows, cols, ntok, st.name, v), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
 					start := threadCPUTime()
 					for b.Loop() {
-						if v == "pairs" {
+						switch v {
+						case "pairs":
 							for t := range single {
 								st.asm.q4KRows(dst[t*rows:], m, &single[t], 0, rows)
 							}
-						} else {
+						case "tiles4":
+							four.q4KRows(dst, m, &in, 0, rows)
+						default:
 							st.asm.q4KRows(dst, m, &in, 0, rows)
 						}
 					}
@@ -106,5 +116,69 @@ func BenchmarkQ4KTiles(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkQ4KTileRatio runs the Q4_K rows kernel of the fastest SIMD tier on one thread over
+// OLMoE's expert shapes with 4 to 256 tokens in four variants interleaved call by call:
+// "four" (four-input tiles only), "eight" (eight-input tiles), "panel" (as the tier runs it:
+// sixteen-row panels where it has them) and "four-again" (an A/A control). On a shared machine the load changes between runs of separate benchmarks; here
+// each round times the three back to back in thread CPU time, and the report gives the
+// median over rounds of each variant's speed-up over "four" (its time over the variant's),
+// and each variant's median GFLOP/s.
+func BenchmarkQ4KTileRatio(b *testing.B) {
+	tiers := usableSIMD()
+	if len(tiers) == 0 {
+		b.Skip("no SIMD tier on this CPU")
+	}
+	st := tiers[len(tiers)-1]
+	rng := rand.New(rand.NewPCG(11, 13))
+	for _, shape := range [][3]int{{1024, 2048, 4}, {1024, 2048, 8}, {1024, 2048, 16}, {1024, 2048, 64}, {2048, 1024, 64}, {1024, 2048, 256}, {2048, 1024, 256}} {
+		rows, cols, ntok := shape[0], shape[1], shape[2]
+		m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
+		var in Batch
+		if err := in.Set(randFloats(rng, ntok*cols, false, false), ntok, cols); err != nil {
+			b.Fatal(err)
+		}
+		if err := in.prepareAll(NewPool(1)); err != nil {
+			b.Fatal(err)
+		}
+		dst := make([]float32, ntok*rows)
+		four := st.asm
+		four.q4K8, four.q4KPanel4 = nil, nil
+		eight := st.asm
+		eight.q4KPanel4 = nil
+		variants := []*asmKernels{&four, &eight, &st.asm, &four}
+		b.Run(fmt.Sprintf("%dx%d/tok%d/%s", rows, cols, ntok, st.name), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var times [4][]float64
+			for b.Loop() {
+				for v, a := range variants {
+					start := threadCPUTime()
+					a.q4KRows(dst, m, &in, 0, rows)
+					times[v] = append(times[v], float64(threadCPUTime()-start))
+				}
+			}
+			median := func(x []float64) float64 {
+				x = slices.Clone(x)
+				slices.Sort(x)
+				return x[len(x)/2]
+			}
+			ratio := func(v int) float64 {
+				r := make([]float64, len(times[0]))
+				for i := range r {
+					r[i] = times[0][i] / times[v][i]
+				}
+				return median(r)
+			}
+			flop := 2 * float64(rows*cols*ntok)
+			b.ReportMetric(ratio(1), "eight/four")
+			b.ReportMetric(ratio(2), "panel/four")
+			b.ReportMetric(ratio(3), "again/four")
+			for v, name := range []string{"four", "eight", "panel", "again"} {
+				b.ReportMetric(flop/median(times[v]), name+"GFLOP/s")
+			}
+		})
 	}
 }

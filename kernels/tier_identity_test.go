@@ -40,6 +40,7 @@ func checkTier(a *asmKernels) (checked, bad int, first string) {
 	add(checkQ4KRows(a.q4KRows))
 	add(checkExpVec(a))
 	add(checkPairRows(a))
+	add(checkPanelRows(a))
 	add(checkVectorOp(rmsNormOp(a.rmsNorm), refRMSNormOp))
 	add(checkVectorOp(softmaxOp(a.softmax), func(x []float32) []float32 { return refSoftmax(x) }))
 	add(checkAttend(a.attend))

@@ -105,6 +105,57 @@ func q4KDot2Go(w0, w1 []byte, digits []int16, sums, scale []float64, wrap32, noM
 	return y
 }
 
+// mutantLanesRows4Swapped returns a four-row kernel that runs k with lanes 3 and 12 of the
+// third row exchanged.
+func mutantLanesRows4Swapped(k func([]byte, []float32) [4][16]float32) func([]byte, []float32) [4][16]float32 {
+	return func(w []byte, x []float32) [4][16]float32 {
+		l := k(w, x)
+		l[2][3], l[2][12] = l[2][12], l[2][3]
+		return l
+	}
+}
+
+// mutantPanelTiles returns panel tiles that run the real ones and then spoil the results:
+// swap exchanges tokens 0 and 1; serial joins the phases left to right instead of by the tree.
+func mutantPanelTiles(real *panelTiles, swap, serial bool) *panelTiles {
+	m := new(panelTiles)
+	for i, tile := range real {
+		T := i + 1
+		m[i] = func(panel, xil, ph []float32) {
+			tile(panel, xil, ph)
+			res := ph[256*T : 256*T+16*T]
+			if swap && T > 1 {
+				for r := range 16 {
+					res[r], res[16+r] = res[16+r], res[r]
+				}
+			}
+			if serial {
+				for t := range T {
+					for r := range 16 {
+						var y float32
+						for p := range 16 {
+							y += ph[(p*T+t)*16+r]
+						}
+						res[16*t+r] = y
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+// mutantPanelPack returns a packer that runs k and then exchanges phases 3 and 12 of the
+// groups it packed.
+func mutantPanelPack(k func(panel, rows []float32, groups, stride int)) func(panel, rows []float32, groups, stride int) {
+	return func(panel, rows []float32, groups, stride int) {
+		k(panel, rows, groups, stride)
+		for i := range 16 * groups {
+			panel[3*stride+i], panel[12*stride+i] = panel[12*stride+i], panel[3*stride+i]
+		}
+	}
+}
+
 func TestTierMutantsDetected(t *testing.T) {
 	tiers := usableSIMD()
 	if len(tiers) == 0 {
@@ -177,6 +228,7 @@ func TestTierMutantsDetected(t *testing.T) {
 		{"Q4_K block sums in int32", func(a *asmKernels) { a.q4K = q4K(true, false, false) }},
 		{"Q4_K mins left out", func(a *asmKernels) { a.q4K = q4K(false, true, false) }},
 		{"Q4_K tile, second and fourth tokens swapped", func(a *asmKernels) {
+			a.q4KPanel4, a.q4K8 = nil, nil // the four-input tiles run every group (q4k_tile_test.go mutates the others)
 			k := a.q4K4
 			a.q4K4 = func(w []byte, in [12]*byte, nb int) [4]float32 {
 				y := k(w, in, nb)
@@ -185,6 +237,7 @@ func TestTierMutantsDetected(t *testing.T) {
 			}
 		}},
 		{"Q4_K tile block sums in int32", func(a *asmKernels) {
+			a.q4KPanel4, a.q4K8 = nil, nil
 			a.q4K4 = func(w []byte, in [12]*byte, nb int) (y [4]float32) {
 				for t := range 4 {
 					digits := unsafe.Slice((*int16)(unsafe.Pointer(in[t])), nb*512)
@@ -196,6 +249,11 @@ func TestTierMutantsDetected(t *testing.T) {
 			}
 		}},
 		{"Q4_K two-row results swapped", func(a *asmKernels) { a.q4K = q4K(false, false, true) }},
+		{"Q8_0 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0r4 = mutantLanesRows4Swapped(a.q8_0r4) }},
+		{"F16 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f16r4 = mutantLanesRows4Swapped(a.f16r4) }},
+		{"panel tiles, tokens 0 and 1 swapped", func(a *asmKernels) { a.panel = mutantPanelTiles(a.panel, true, false) }},
+		{"panel tiles, phases joined left to right", func(a *asmKernels) { a.panel = mutantPanelTiles(a.panel, false, true) }},
+		{"panel packer, phases 3 and 12 exchanged", func(a *asmKernels) { a.panelPack = mutantPanelPack(a.panelPack) }},
 	}
 	for _, m := range mutants {
 		a := base

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/cpuid/v2"
+	"github.com/trochilus-llm/trochilus/gguf"
 )
 
 // usableSIMD returns the SIMD tiers this CPU runs.
@@ -90,6 +91,20 @@ func TestTierTableNotScalar(t *testing.T) {
 		kernels := map[string]any{"attendV": a.attendV, "expShift": a.expShift, "swiGLU": a.swiGLU, "f32": a.f32, "f16": a.f16, "bf16": a.bf16, "q8_0": a.q8_0, "q6K": a.q6K, "sum": a.sum, "q4K": a.q4K,
 			"f32x2": a.f32x2, "f16x2": a.f16x2, "bf16x2": a.bf16x2, "q8_0x2": a.q8_0x2, "q6Kx2": a.q6Kx2,
 			"q4K4": a.q4K4, "f32x4": a.f32x4, "f16x4": a.f16x4, "bf16x4": a.bf16x4, "q8_0x4": a.q8_0x4, "q6Kx4": a.q6Kx4}
+		if st.name != "avx2" { // four rows and panels: AVX-512 only
+			for name, f := range map[string]any{"f32r4": a.f32r4, "f16r4": a.f16r4, "bf16r4": a.bf16r4, "q8_0r4": a.q8_0r4,
+				"panelF32": a.panelF32, "panelF16": a.panelF16, "panelBF16": a.panelBF16, "panelQ8_0": a.panelQ8_0,
+				"panelQ6K": a.panelQ6K, "panelPack": a.panelPack} {
+				kernels[name] = f
+			}
+			if a.panel == nil {
+				t.Errorf("%s: no panel tiles", st.name)
+			} else {
+				for i, tile := range a.panel {
+					kernels[fmt.Sprintf("panelTile%d", i+1)] = tile
+				}
+			}
+		}
 		for entry, f := range kernels {
 			if reflect.ValueOf(f).IsNil() {
 				t.Errorf("%s: kernel %s is nil", st.name, entry)
@@ -171,9 +186,51 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 			a.scores(out, q, keys, stride, scale)
 		}
 	}
+	rows4 := func(k func([]byte, []float32) [4][16]float32, unitBytes, unitElems int) func([]byte, []float32) [4][16]float32 {
+		if k == nil { // a tier without four-row kernels
+			return nil
+		}
+		return func(w []byte, x []float32) [4][16]float32 {
+			n.Add(4 * int64(len(w)/4/unitBytes*unitElems))
+			return k(w, x)
+		}
+	}
+	c.f32r4 = rows4(a.f32r4, 64, 16)
+	c.f16r4 = rows4(a.f16r4, 32, 16)
+	c.bf16r4 = rows4(a.bf16r4, 32, 16)
+	c.q8_0r4 = rows4(a.q8_0r4, q8_0Bytes, q8_0Elems)
+	if a.panel != nil {
+		// A tile multiplies the 16 panel rows by T tokens over the panel's len/16 − 16
+		// elements (a vector of padding follows each phase).
+		// Only the real rows count: the padding rows of a partial panel are all zero (the
+		// test's random rows never are). The writers and the packer compute no product.
+		tiles := new(panelTiles)
+		for i, tile := range a.panel {
+			tiles[i] = func(panel, xil, ph []float32) {
+				n.Add(int64(panelRealRows(panel) * (len(panel)/16 - 16) * (i + 1)))
+				tile(panel, xil, ph)
+			}
+		}
+		c.panel = tiles
+		c.panelF32, c.panelF16, c.panelBF16, c.panelQ8_0, c.panelQ6K = a.panelF32, a.panelF16, a.panelBF16, a.panelQ8_0, a.panelQ6K
+		c.panelPack = a.panelPack
+	}
 	c.q4K4 = func(w []byte, in [12]*byte, nb int) [4]float32 {
 		n.Add(4 * int64(nb*kElems))
 		return a.q4K4(w, in, nb)
+	}
+	if a.q4KPanel4 != nil {
+		c.q4KPanelBuild, c.q4KPanels = a.q4KPanelBuild, a.q4KPanels
+		c.q4KPanel4 = func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32 {
+			n.Add(4 * int64(rows*nb*kElems))
+			return a.q4KPanel4(panel, in, nb, rows)
+		}
+	}
+	if a.q4K8 != nil {
+		c.q4K8 = func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64 {
+			n.Add(8 * int64(nb*kElems))
+			return a.q4K8(w, in, nb, y)
+		}
 	}
 	c.expTab = a.expTab
 	c.attendW = a.attendW
@@ -206,44 +263,91 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 	return c
 }
 
+// panelRealRows counts the rows of a panel that hold a nonzero weight.
+func panelRealRows(panel []float32) int {
+	rows := 0
+	for r := range 16 {
+		for i := r; i < len(panel); i += 16 {
+			if panel[i] != 0 {
+				rows++
+				break
+			}
+		}
+	}
+	return rows
+}
+
 // TestTierKernelsCount runs a small matrix product of every type, and the vector operations,
 // through each SIMD tier with its kernels wrapped in counters: the products the assembly
 // computed must equal those the shapes imply (any road around the assembly leaves the count
 // short), and every output must equal the scalar tier's.
 func TestTierKernelsCount(t *testing.T) {
-	const rows, cols, ntok = 7, 512, 6
+	const cols = 512
 	rng := rand.New(rand.NewPCG(21, 2))
 	p := NewPool(2)
 	defer p.Close()
-	x := randFloats(rng, ntok*cols, false, false)
+	// Two shapes: a decode-sized batch through MatMul (the lanes kernels), and a prompt-sized
+	// one through each rows kernel over the whole matrix at once, a row range long enough for
+	// the panel tiles where the tier has them (MatMul may cut the rows finer).
+	shapes := []struct{ rows, ntok int }{{7, 6}, {2 * panelMinRows, panelMinTokens + 4}}
+	x := randFloats(rng, shapes[1].ntok*cols, false, false)
 	for _, st := range usableSIMD() {
-		var n atomic.Int64
-		counted := &simdTier{name: st.name, usable: st.usable, asm: countingKernels(st.asm, &n)}
-		tier := counted.tier()
-		for _, typ := range supportedTypes {
-			m := randMatrix(rng, typ, rows, cols)
-			var b, bs Batch
-			if err := b.Set(x, ntok, cols); err != nil {
-				t.Fatal(err)
+		var n, tileCalls atomic.Int64
+		a := countingKernels(st.asm, &n)
+		if a.panel != nil {
+			counted := *a.panel
+			a.panel = new(panelTiles)
+			for i, tile := range counted {
+				a.panel[i] = func(panel, xil, ph []float32) {
+					tileCalls.Add(1)
+					tile(panel, xil, ph)
+				}
 			}
-			if err := bs.Set(x, ntok, cols); err != nil {
-				t.Fatal(err)
-			}
-			got, want := make([]float32, rows*ntok), make([]float32, rows*ntok)
-			n.Store(0)
-			if err := tier.MatMul(p, got, m, &b); err != nil {
-				t.Fatal(err)
-			}
-			if err := Scalar().MatMul(p, want, m, &bs); err != nil {
-				t.Fatal(err)
-			}
-			if n.Load() != rows*cols*ntok {
-				t.Errorf("%s %v: the assembly computed %d products, the shapes imply %d", st.name, typ, n.Load(), rows*cols*ntok)
-			}
-			for i := range got {
-				if !sameBits(got[i], want[i]) {
-					t.Errorf("%s %v: output %d = %g, scalar %g", st.name, typ, i, got[i], want[i])
-					break
+		}
+		tier := (&simdTier{name: st.name, usable: st.usable, asm: a}).tier()
+		for si, shape := range shapes {
+			rows, ntok := shape.rows, shape.ntok
+			for _, typ := range supportedTypes {
+				m := randMatrix(rng, typ, rows, cols)
+				var b, bs Batch
+				if err := b.Set(x, ntok, cols); err != nil {
+					t.Fatal(err)
+				}
+				if err := bs.Set(x, ntok, cols); err != nil {
+					t.Fatal(err)
+				}
+				got, want := make([]float32, rows*ntok), make([]float32, rows*ntok)
+				n.Store(0)
+				tileCalls.Store(0)
+				if si == 0 {
+					if err := tier.MatMul(p, got, m, &b); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					k, err := tier.Kernel(typ)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := b.prepareAll(p); err != nil {
+						t.Fatal(err)
+					}
+					k(got, m, &b, 0, rows)
+				}
+				if err := Scalar().MatMul(p, want, m, &bs); err != nil {
+					t.Fatal(err)
+				}
+				if n.Load() != int64(rows*cols*ntok) {
+					t.Errorf("%s %v: the assembly computed %d products, the shapes imply %d", st.name, typ, n.Load(), rows*cols*ntok)
+				}
+				panelType := typ != gguf.TypeQ4_K && typ != gguf.TypeQ5_K
+				if si == 1 && a.panel != nil && panelType && tileCalls.Load() == 0 {
+					t.Errorf("%s %v: %d rows × %d tokens did not reach the panel tiles", st.name, typ, rows, ntok)
+				}
+				for i := range got {
+					if !sameBits(got[i], want[i]) {
+						t.Errorf("%s %v: output %d = %g, scalar %g", st.name, typ, i, got[i], want[i])
+						break
+					}
 				}
 			}
 		}
@@ -269,6 +373,6 @@ func TestTierKernelsCount(t *testing.T) {
 				t.Errorf("%s %s: the assembly computed %d terms, want %d", st.name, op.name, n.Load(), op.want)
 			}
 		}
-		t.Logf("%s: 7 types × %d×%d × %d tokens and 5 vector ops: every product counted in the assembly", st.name, rows, cols, ntok)
+		t.Logf("%s: 7 types × %d×%d × %d tokens and × %d×%d × %d tokens, and 5 vector ops: every product counted in the assembly", st.name, shapes[0].rows, cols, shapes[0].ntok, shapes[1].rows, cols, shapes[1].ntok)
 	}
 }

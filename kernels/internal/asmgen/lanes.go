@@ -84,6 +84,69 @@ func lanes2Kernel(s isa, name string, unit int, body block) {
 	RET()
 }
 
+// rows4Kernel emits
+//
+//	func lanesRows4<name><suffix>(w []byte, x []float32) [4][16]float32
+//
+// which returns the lanes, from +0, of four weight rows against x: w holds the rows one after
+// another, len(w)/4 bytes each, and [i] covers the whole units of row i. One row's 16 lanes are
+// one chain of dependent VADDPS (the contract fixes each lane's order), so four rows give the
+// core four independent chains to overlap where two leave it waiting on the adds' latency. Each
+// row prefetches the same bytes of the row four ahead, which the next call reads: a whole call
+// ahead of every stream (the rows of a call are contiguous, so a fixed distance would land
+// mostly inside this call's own rows).
+func rows4Kernel(s isa, name string, unit int, body block) {
+	TEXT("lanesRows4"+name+s.suffix, NOSPLIT, "func(w []byte, x []float32) [4][16]float32")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("lanesRows4%s%s returns the lanes of the products of the whole %d-byte units of the four rows of w (len(w)/4 bytes each) with x.", name, s.suffix, unit))
+	w0 := Load(Param("w").Base(), GP64())
+	size := Load(Param("w").Len(), GP64())
+	x := Load(Param("x").Base(), GP64())
+	rowBytes := GP64()
+	MOVQ(size, rowBytes)
+	SHRQ(U8(2), rowBytes)
+	w := []reg.Register{w0}
+	for r := 1; r < 4; r++ {
+		wr := GP64()
+		LEAQ(Mem{Base: w[r-1], Index: rowBytes, Scale: 1}, wr)
+		w = append(w, wr)
+	}
+	n := rowBytes // the bytes left in each row; a partial unit is left alone
+	acc := make([][]reg.VecVirtual, 4)
+	for r := range acc {
+		for range s.parts {
+			v := s.vec()
+			s.xor(v, v, v)
+			acc[r] = append(acc[r], v)
+		}
+	}
+	Label("loop")
+	CMPQ(n, U32(unit))
+	JB(LabelRef("done"))
+	var floats int
+	for r := range 4 {
+		for off := 0; off < unit; off += 64 {
+			PREFETCHT0(Mem{Base: w[r], Index: size, Scale: 1, Disp: off})
+		}
+		floats = body(w[r], addInto(s, acc[r], x))
+	}
+	for r := range 4 {
+		ADDQ(U32(unit), w[r])
+	}
+	ADDQ(U32(4*floats), x)
+	SUBQ(U32(unit), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	out := frameAddr(ReturnIndex(0))
+	for r := range acc {
+		for p, a := range acc[r] {
+			VMOVUPS(a, Mem{Base: out, Disp: 64*r + 4*s.width()*p})
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
 // loader loads register p of a group of 16 weights (bytes per weight) from m into v.
 type loader func(v reg.VecVirtual, m Mem)
 
@@ -163,13 +226,20 @@ func floatGroups(s isa, size int, load loader) block {
 	}
 }
 
-// halfScale broadcasts the f16 at m, widened, to every float of a new register.
+// halfScale broadcasts the f16 at m, widened, to every float of a new register: the half
+// broadcast to a register of halves half as wide, then widened whole (two µops, where
+// widening one half and broadcasting the float takes three).
 func halfScale(s isa, m Mem) reg.VecVirtual {
-	h := XMM()
-	VPBROADCASTW(m, h)
-	VCVTPH2PS(h, h)
 	d := s.vec()
-	VBROADCASTSS(h, d)
+	if s.parts == 1 {
+		h := YMM()
+		VPBROADCASTW(m, h)
+		VCVTPH2PS(h, d)
+	} else {
+		h := XMM()
+		VPBROADCASTW(m, h)
+		VCVTPH2PS(h, d)
+	}
 	return d
 }
 

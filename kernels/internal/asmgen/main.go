@@ -75,6 +75,9 @@ func main() {
 			lanesKernel(s, k.name, k.unit, k.body)
 			lanes2Kernel(s, k.name, k.unit, k.body)
 			lanes4Kernel(s, k.name, k.unit, k.body)
+			if s.parts == 1 && k.name != "Q6K" { // four Q6_K rows measured slower than two
+				rows4Kernel(s, k.name, k.unit, k.body)
+			}
 		}
 		sumKernel(s)
 	}
@@ -90,6 +93,7 @@ func main() {
 	attendKernel(avx512)
 	scoresKernel(avx2)
 	scoresKernel(avx512)
+	panelKernels(avx512)
 	Generate()
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	. "github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
@@ -180,7 +182,8 @@ func q4KBlockEnd(s isa, lo, hi, mins reg.VecVirtual, sums, blk, scale Mem) reg.V
 //
 // which computes DotQ4K of the Q4_K row w (nb blocks) against four prepared inputs, in[t] their
 // q4KWide digits, in[4+t] their sums and in[8+t] their block scales: the row's nibbles are
-// widened and scaled once for the four. The AVX-512 tiers get q4KQuadKernel; the AVX2 form
+// widened and scaled once for the four. The AVX-512 tiers get q4KQuadKernel, and with it
+// q4KDot8<suffix>, the same against eight inputs (AVX2 has too few registers); the AVX2 form
 // follows q4KKernel with two dword accumulators per input (low and high digit): a lane still
 // sums 16 products a block before the fold.
 func q4KTileKernel(s isa, vnni bool) {
@@ -189,7 +192,12 @@ func q4KTileKernel(s isa, vnni bool) {
 		name += "VNNI"
 	}
 	if s.parts == 1 {
-		q4KQuadKernel(s, vnni, name)
+		q4KQuadKernel(s, vnni, name, 4)
+		q4KQuadKernel(s, vnni, strings.Replace(name, "Dot4", "Dot8", 1), 8)
+		if vnni {
+			q4KPanelTileKernel(s, "q4KPanel4"+s.suffix+"VNNI")
+			q4KPanelBuildKernel(s, "q4KPanelBuild"+s.suffix+"VNNI")
+		}
 		return
 	}
 	TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")

@@ -6,9 +6,18 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// q4KQuadKernel emits the AVX-512 form of q4KDot4 (see q4KTileKernel): one Q4_K row against
-// four prepared inputs, with the block's per-row work done once and the block ends of the four
-// inputs folded together, two inputs a register, as q4KPairKernel does for two rows:
+// q4KQuadKernel emits the AVX-512 form of q4KDot4 (see q4KTileKernel), or with inputs = 8 of
+//
+//	func q4KDot8<suffix>(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
+//
+// which continues the float64 sums y of DotQ4K (y = y + v·2^-sh over the nb blocks of w, in
+// order) for eight inputs and returns them, leaving the rounding to float32 to the caller: a row can then be
+// run a span of blocks at a time, so the eight inputs' digits of a span stay in L1 while every
+// row of a tile runs against them (eight inputs of 2048 columns hold 64 KiB of digits).
+//
+// Both take one Q4_K row against four (eight) prepared inputs, with the block's per-row work done once and
+// the block ends of the inputs folded together, two inputs a register, as q4KPairKernel does
+// for two rows:
 //
 //   - The block head is unpacked with the byte shuffles of q4KPairKernel (one lane), the
 //     scales stored as dwords holding the word twice so that the products broadcast them with
@@ -16,13 +25,23 @@ import (
 //   - Each input has two dword accumulators (low and high digit); a lane sums 16 products a
 //     block, and foldPairs leaves four dwords an input and digit, each below 2^31.
 //   - Per pair of inputs, T's and M's exact partial sums go to float64 and are added to (T, M)
-//     in float64 lanes 0-1 and 4-5; d and dmin are the row's, shared by the four inputs, and
+//     in float64 lanes 0-1 and 4-5; d and dmin are the row's, shared by the inputs, and
 //     each lane rounds d·T, dmin·M, their difference and the product with its input's 2^-sh
-//     exactly as DotQ4K does. The four sums y stay in registers.
-func q4KQuadKernel(s isa, vnni bool, name string) {
-	TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ4K of the Q4_K row w against four prepared inputs.")
+//     exactly as DotQ4K does. The sums y stay in registers.
+//
+// Eight inputs take 16 of the 32 registers as accumulators and halve the decode per input
+// (widening, masking and scaling the nibbles) against four.
+func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
+	carry := inputs == 8 // y comes in and goes out as float64 (see above)
+	if carry {
+		TEXT(name, NOSPLIT, "func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64")
+		Pragma("noescape")
+		Doc(name + " continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.")
+	} else {
+		TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")
+		Pragma("noescape")
+		Doc(name + " returns DotQ4K of the Q4_K row w against four prepared inputs.")
+	}
 	pick, pickHigh, pickTop, keep, top := q4KScaleTables(name)
 	spread := GLOBL(name+"_spread", RODATA|NOPTR)
 	for p := range 32 { // bytes 0 and 2 of dword j take sc_j (byte j of the unpacked scales)
@@ -35,11 +54,11 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())
-	off, sOff, scOff := GP64(), GP64(), GP64() // the block's offsets into digits, sums, scales
-	XORQ(off, off)
-	XORQ(sOff, sOff)
+	// The block's offset into scales, in bytes; the sums' is eight times it. The digit
+	// pointers advance themselves: eight inputs leave no general register for an offset.
+	scOff := GP64()
 	XORQ(scOff, scOff)
-	dig := make([]reg.GPVirtual, 4)
+	dig := make([]reg.GPVirtual, inputs)
 	for t := range dig {
 		dig[t] = GP64()
 		MOVQ(Mem{Base: args, Disp: 8 * t}, dig[t])
@@ -51,9 +70,18 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 	sp, lb := YMM(), YMM()
 	VMOVDQU32(spread, sp)
 	VMOVDQU32(lowBytes, lb)
-	y := []reg.VecVirtual{ZMM(), ZMM()} // inputs 0 and 1 in float64 lanes 0 and 4, then 2 and 3
-	for _, r := range y {
-		VXORPD(r, r, r)
+	y := make([]reg.VecVirtual, inputs/2) // inputs 2p and 2p+1 in float64 lanes 0 and 4 of y[p]
+	for p := range y {
+		y[p] = ZMM()
+		if !carry {
+			VXORPD(y[p], y[p], y[p])
+			continue
+		}
+		yp := frameAddr(Param("y"))
+		a, b := XMM(), XMM()
+		VMOVSD(Mem{Base: yp, Disp: 16 * p}, a)
+		VMOVSD(Mem{Base: yp, Disp: 16*p + 8}, b)
+		VINSERTF64X2(U8(2), b, a.AsZ(), y[p])
 	}
 	Label("block")
 	TESTQ(n, n)
@@ -77,7 +105,7 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 	VPANDD(lb, sw, sw)
 	VMOVDQU32(sw, words)
 
-	lo, hi := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
+	lo, hi := make([]reg.VecVirtual, inputs), make([]reg.VecVirtual, inputs)
 	for i := range lo {
 		lo[i], hi[i] = ZMM(), ZMM()
 	}
@@ -92,9 +120,9 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 		VPMULLW(sc, ql, ql)
 		VPBROADCASTD(words.Offset(4*(2*c+1)), sc)
 		VPMULLW(sc, q, q)
-		for i := range 4 {
+		for i := range inputs {
 			for j, p := range []struct{ q, acc reg.VecVirtual }{{ql, lo[i]}, {ql, hi[i]}, {q, lo[i]}, {q, hi[i]}} {
-				d := Mem{Base: dig[i], Index: off, Scale: 1, Disp: 128*(2*c+j/2) + 64*(j%2)}
+				d := Mem{Base: dig[i], Disp: 128*(2*c+j/2) + 64*(j%2)}
 				if c == 0 && j < 2 { // the first products start the sums
 					VPMADDWD(d, p.q, p.acc)
 				} else {
@@ -117,7 +145,7 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 	VPMOVZXBD(mb, md)
 	mins := ZMM()
 	VCVTDQ2PD(md, mins)
-	for p := range 2 {
+	for p := range inputs / 2 {
 		a, b := 2*p, 2*p+1
 		folded := foldPairs(lo[a], lo[b], hi[a], hi[b])
 		tm := ZMM() // T's partial sums: four for input a, four for input b
@@ -130,8 +158,8 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 		ma, mb := ZMM(), ZMM()
 		for i, m := range []reg.VecVirtual{ma, mb} {
 			sums := GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * (4 + 2*p + i)}, sums)
-			VMULPD(Mem{Base: sums, Index: sOff, Scale: 1}, mins, m)
+			MOVQ(Mem{Base: args, Disp: 8 * (inputs + 2*p + i)}, sums)
+			VMULPD(Mem{Base: sums, Index: scOff, Scale: 8}, mins, m)
 		}
 		mm := ZMM() // M's partial sums: four for input a, four for input b
 		VSHUFF64X2(U8(0x44), mb, ma, mm)
@@ -150,7 +178,7 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 		sa, sb := XMM(), XMM()
 		for i, x := range []reg.VecVirtual{sa, sb} {
 			scp := GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * (8 + 2*p + i)}, scp)
+			MOVQ(Mem{Base: args, Disp: 8 * (2*inputs + 2*p + i)}, scp)
 			VMOVSD(Mem{Base: scp, Index: scOff, Scale: 1}, x)
 		}
 		sv := ZMM()
@@ -159,14 +187,27 @@ func q4KQuadKernel(s isa, vnni bool, name string) {
 		VADDPD(u, y[p], y[p])
 	}
 	ADDQ(U32(144), w)
-	ADDQ(U32(1024), off)
-	ADDQ(U32(64), sOff)
+	for _, d := range dig {
+		ADDQ(U32(1024), d)
+	}
 	ADDQ(U8(8), scOff)
 	DECQ(n)
 	JMP(LabelRef("block"))
 	Label("done")
+	if carry {
+		yp := frameAddr(ReturnIndex(0))
+		for p := range y {
+			x := XMM()
+			VEXTRACTF32X4(U8(2), y[p], x)
+			VMOVSD(y[p].AsX(), Mem{Base: yp, Disp: 16 * p})
+			VMOVSD(x, Mem{Base: yp, Disp: 16*p + 8})
+		}
+		VZEROUPPER()
+		RET()
+		return
+	}
 	out := frameAddr(ReturnIndex(0))
-	for p := range 2 {
+	for p := range inputs / 2 {
 		x := XMM()
 		VEXTRACTF32X4(U8(2), y[p], x)
 		VCVTSD2SS(y[p].AsX(), y[p].AsX(), y[p].AsX())

@@ -1,0 +1,120 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// checkPanelRows runs the float-lane rows kernels of a tier's panel (the rows kernel the tier
+// builds, with prompt-sized batches) over matrices of 1 to 136 rows in two calls, the second
+// range starting inside a 16-row panel, and batches of 16 to 53 tokens (token chunks of 1 to
+// 24 cut evenly) with special values, and compares every output with the scalar row dot; then
+// again after changing the inputs in place (a panel must not reuse inputs it interleaved
+// before). Without panel tiles the same batches go through the lanes kernels.
+func checkPanelRows(a *asmKernels) (checked, bad int, first string) {
+	rng := rand.New(rand.NewPCG(23, 5))
+	tier := (&simdTier{asm: *a}).tier()
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ6_K} {
+		k, err := tier.Kernel(typ)
+		if err != nil {
+			return checked, bad + 1, err.Error()
+		}
+		for i := range 10 {
+			rows := []int{1, 80, 81, 136, 97}[i%5]
+			ntok := []int{16, 24, 25, 49, 53}[(i+i/5)%5]
+			cols := 256 * (1 + i%2)
+			if typ.BlockElems() == 1 && i%4 == 3 {
+				cols += 16*(i%2) + 7 // a ragged tail: the lanes kernels take it
+			}
+			m := &Matrix{Type: typ, Rows: rows, Cols: cols}
+			for range rows {
+				m.Data = append(m.Data, randRow(rng, typ, cols, i%2 == 1)...)
+			}
+			x := randFloats(rng, ntok*cols, i%4 == 1, i%8 == 3)
+			if i%4 == 2 { // large magnitudes: products and sums near the float32 limits
+				for j := range x {
+					x[j] *= 0x1p100
+				}
+			}
+			in := Batch{X: x, Ntok: ntok, Cols: cols}
+			for pass := range 1 + i%2 {
+				if pass == 1 { // the same memory, other values
+					for j := 0; j < len(x); j += 7 {
+						x[j] = -x[j] * 0.75
+					}
+				}
+				got := make([]float32, rows*ntok)
+				r0 := min(i%3*5, rows-1) // a range starting inside a panel
+				if rows == 136 {
+					r0 = 69 // two ranges that each take the panel
+				}
+				k(got, m, &in, 0, r0)
+				k(got, m, &in, r0, rows)
+				for t := range ntok {
+					for r := range rows {
+						want := rowDots[typ](m.Row(r), x[t*cols:(t+1)*cols])
+						checked++
+						if g := got[t*rows+r]; !sameBits(g, want) {
+							if bad == 0 {
+								first = fmt.Sprintf("%v panel case %d, row %d of %d, token %d of %d: got %g, scalar %g", typ, i, r, rows, t, ntok, g, want)
+							}
+							bad++
+						}
+					}
+				}
+			}
+		}
+	}
+	add := func(c, b int, f string) {
+		checked += c
+		if bad == 0 && b > 0 {
+			first = f
+		}
+		bad += b
+	}
+	add(checkPanelWidths(a))
+	return checked, bad, first
+}
+
+// checkPanelWidths runs every tile width 1 to panelMaxTokens, one chunk each, and two chunks
+// of every width up to 24 (batches of 1 to 48 tokens, the panel taken from one token on), on
+// Q8_0 and F32 rows of 17 and 16 rows, against the scalar row dot.
+func checkPanelWidths(a *asmKernels) (checked, bad int, first string) {
+	if a.panel == nil {
+		return 0, 0, ""
+	}
+	rng := rand.New(rand.NewPCG(29, 6))
+	scratch := newPanelScratch()
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32} {
+		k := panelRows{laneRows{a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}, q8_0Elems, a.panelQ8_0, a.panelPack, a.panel, scratch, 1, 1}
+		if typ == gguf.TypeF32 {
+			k = panelRows{laneRows{a.f32x4, a.f32r4, a.f32x2, a.dotRowF32, 64}, 16, a.panelF32, a.panelPack, a.panel, scratch, 1, 1}
+		}
+		for ntok := 1; ntok <= 2*panelMaxTokens; ntok++ {
+			rows, cols := 16+ntok%2, 64*(1+ntok%3)
+			m := &Matrix{Type: typ, Rows: rows, Cols: cols}
+			for range rows {
+				m.Data = append(m.Data, randRow(rng, typ, cols, ntok%4 == 1)...)
+			}
+			x := randFloats(rng, ntok*cols, ntok%5 == 2, ntok%7 == 3)
+			in := Batch{X: x, Ntok: ntok, Cols: cols}
+			got := make([]float32, rows*ntok)
+			k.kernel(got, m, &in, 0, rows)
+			for t := range ntok {
+				for r := range rows {
+					want := rowDots[typ](m.Row(r), x[t*cols:(t+1)*cols])
+					checked++
+					if g := got[t*rows+r]; !sameBits(g, want) {
+						if bad == 0 {
+							first = fmt.Sprintf("%v panel of %d tokens, row %d of %d, token %d: got %g, scalar %g", typ, ntok, r, rows, t, g, want)
+						}
+						bad++
+					}
+				}
+			}
+		}
+	}
+	return checked, bad, first
+}
