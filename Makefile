@@ -9,7 +9,7 @@ TINY := testdata/gen/tiny-q8_0.gguf
 # Packages that make up the engine side (everything but the cgo window app).
 ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
 
-.PHONY: oracle-report all deps deps-run build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui package
+.PHONY: oracle-report all deps deps-run deps-package build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui package check-package
 
 all: build
 
@@ -18,6 +18,9 @@ deps:
 
 deps-run:
 	tools/deps.sh run
+
+deps-package:
+	tools/deps.sh package
 
 cli:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(CLI) ./app/trochilus
@@ -35,7 +38,7 @@ run: deps-run cli
 # make test: the whole gate.
 test: deps gate
 
-gate: fmt-check vet unit oracle-report check-long test-ui
+gate: fmt-check vet unit oracle-report check-long test-ui check-package
 	@echo "gate: all green"
 
 fmt-check:
@@ -68,9 +71,20 @@ test-ui:
 	CGO_ENABLED=1 $(GO) vet -tags ci ./ui/... ./app/trochilus-app/...
 	TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=1 $(GO) test -tags ci -count=1 -timeout 20m ./ui/... ./app/trochilus-app/...
 
-# Linux tar.xz and Windows zip of both programs (packaging/package.sh; VERSION=x.y.z to name one).
-package:
-	packaging/package.sh
+# make package: dist/trochilus-VERSION-linux-amd64.tar.xz and dist/trochilus-VERSION-windows-amd64.zip,
+# both programs in each (packaging/package.sh; VERSION=x.y.z to name one). Reproducible; writes
+# nothing in the checkout but dist/.
+VERSION ?= 0.1.0
+package: deps-package
+	VERSION=$(VERSION) packaging/package.sh
+
+# Part of the gate: builds the packages and checks that the checkout is unchanged, that every
+# member is there with the right file type, icon, .desktop entry and Windows resources
+# (tools/check-package.sh), and that the checker rejects broken packages (tools/check-package-test.sh).
+check-package: deps-package
+	tools/check-unchanged.sh env VERSION=$(VERSION) packaging/package.sh
+	tools/check-package.sh dist $(VERSION)
+	tools/check-package-test.sh dist $(VERSION)
 
 # Fuzz every target for FUZZTIME each (default 2m).
 FUZZTIME ?= 2m
@@ -81,7 +95,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(ENGINE_PKGS)
 
 clean:
-	rm -rf $(BIN) testdata/gen
+	rm -rf $(BIN) testdata/gen dist
 
 # The SIMD tiers side by side (A/A controls inside; CPU-time figures, steady on a shared machine).
 .PHONY: bench-kernels

