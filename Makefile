@@ -9,7 +9,7 @@ TINY := testdata/gen/tiny-q8_0.gguf
 # Packages that make up the engine side (everything but the cgo window app).
 ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
 
-.PHONY: oracle-report all deps deps-run deps-package build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui package check-package
+.PHONY: oracle-report all deps deps-run deps-package build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui screenshot package check-package
 
 all: build
 
@@ -38,7 +38,7 @@ run: deps-run cli
 # make test: the whole gate.
 test: deps gate
 
-gate: fmt-check vet unit oracle-report check-long test-ui check-package
+gate: fmt-check vet unit oracle-report check-long test-ui screenshot check-package
 	@echo "gate: all green"
 
 fmt-check:
@@ -71,6 +71,11 @@ test-ui:
 	CGO_ENABLED=1 $(GO) vet -tags ci ./ui/... ./app/trochilus-app/...
 	TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=1 $(GO) test -tags ci -count=1 -timeout 20m ./ui/... ./app/trochilus-app/...
 
+# The real window app (GLFW, Mesa's software GL) under Xvfb: each screen to build/screenshots/
+# NAME.png, each checked for the window's size (1100x720) and for not being blank. Part of the gate.
+screenshot:
+	GO=$(GO) tools/screenshot.sh build/screenshots
+
 # make package: dist/trochilus-VERSION-linux-amd64.tar.xz and dist/trochilus-VERSION-windows-amd64.zip,
 # both programs in each (packaging/package.sh; VERSION=x.y.z to name one). Reproducible; writes
 # nothing in the checkout but dist/.
@@ -95,7 +100,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(ENGINE_PKGS)
 
 clean:
-	rm -rf $(BIN) testdata/gen dist
+	rm -rf $(BIN) testdata/gen dist build
 
 # The SIMD tiers side by side (A/A controls inside; CPU-time figures, steady on a shared machine).
 .PHONY: bench-kernels

@@ -11,6 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 debs=(gcc pkg-config libgl1-mesa-dev xorg-dev)
 if [ "$mode" = run ] || [ "$mode" = test ]; then
   debs+=(python3-torch python3-numpy python3-jinja2 libopenblas0-pthread)
+  # make screenshot: a virtual X server and Mesa's software GL for the window app.
+  debs+=(xvfb libgl1-mesa-dri)
   # Node.js may come from elsewhere (nodesource bundles npm and conflicts with Debian's npm).
   command -v node >/dev/null 2>&1 || debs+=(nodejs)
   command -v npm >/dev/null 2>&1 || debs+=(npm)

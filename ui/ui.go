@@ -2,7 +2,9 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +105,18 @@ func New(app fyne.App, be Backend, dirs catalog.Dirs, opts Options) *UI {
 
 // Window returns the app's window.
 func (u *UI) Window() fyne.Window { return u.win }
+
+// ShowScreen brings the screen named by its tab ("models", "chat" or "machine", any case) to
+// the front. Call it on the UI goroutine.
+func (u *UI) ShowScreen(name string) error {
+	for _, it := range u.tabs.Items {
+		if strings.EqualFold(it.Text, name) {
+			u.tabs.Select(it)
+			return nil
+		}
+	}
+	return fmt.Errorf("ui: no screen %q (models, chat or machine)", name)
+}
 
 // run starts job on its own goroutine, counted so Close and tests can wait for it. job hands
 // its results to the UI goroutine through later.

@@ -1,11 +1,13 @@
 // Command trochilus-app is Trochilus' window app: pick or download a model, chat with it, and
 // see what the machine offers. It needs a display; without one it says so and points to the
-// command-line tool, trochilus, which needs none.
+// command-line tool, trochilus, which needs none. With $TROCHILUS_SCREENSHOTS set to a folder it
+// photographs each screen into it and quits (make screenshot; see screenshot.go).
 package main
 
 import (
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,6 +31,21 @@ func run(stderr io.Writer) int {
 		fmt.Fprintf(stderr, "trochilus-app: %s\n\n%s", msg, cliHint)
 		return 1
 	}
+	shots := os.Getenv(screenshotsEnv)
+	var tmp string
+	if shots != "" {
+		var err error
+		if tmp, err = prepareScreenshots(); err != nil {
+			fmt.Fprintf(stderr, "trochilus-app: %v\n", err)
+			return 1
+		}
+		defer func() {
+			// Fyne's settings watcher complains, on its own goroutine, when its folder
+			// disappears under it; nothing is left to log once the screenshots are written.
+			log.SetOutput(io.Discard)
+			os.RemoveAll(tmp)
+		}()
+	}
 	dirs, err := catalog.UserDirs()
 	if err != nil {
 		fmt.Fprintf(stderr, "trochilus-app: %v\n", err)
@@ -37,6 +54,9 @@ func run(stderr io.Writer) int {
 	a := app.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.IconPNG()))
 	u := ui.New(a, &ui.EngineBackend{ModelsDir: dirs.Models}, dirs, ui.Options{})
+	if shots != "" {
+		return runScreenshots(a, u, shots, tmp, stderr)
+	}
 
 	// Ctrl-C or a TERM signal closes the window the way its close button does: the answer
 	// being generated stops, the chat is saved, downloads pause.
