@@ -61,17 +61,7 @@ func main() {
 		xor: func(a, b, c Op) { VPXORD(a, b, c) },
 	}
 	for _, s := range []isa{avx2, avx512} {
-		for _, k := range []struct {
-			name string
-			unit int
-			body block
-		}{
-			{"F32", 64, floatGroups(s, 4, loadF32)},
-			{"F16", 32, floatGroups(s, 2, loadF16)},
-			{"BF16", 32, floatGroups(s, 2, loadBF16)},
-			{"Q8_0", 34, q8_0Block(s)},
-			{"Q6K", 210, q6KBody(s)},
-		} {
+		for _, k := range laneTypes(s) {
 			lanesKernel(s, k.name, k.unit, k.body)
 			lanes2Kernel(s, k.name, k.unit, k.body)
 			lanes4Kernel(s, k.name, k.unit, k.body)
@@ -148,5 +138,24 @@ func frameAddr(c gotypes.Component) reg.GPVirtual {
 			return r
 		}
 		c = c.Index(0)
+	}
+}
+
+// laneType is a weight type whose products go through the contract lanes: its kernels' name
+// part, the bytes of a unit and the unit's decode.
+type laneType struct {
+	name string
+	unit int
+	body block
+}
+
+// laneTypes lists the float-lane weight types of a tier, in the order their kernels are emitted.
+func laneTypes(s isa) []laneType {
+	return []laneType{
+		{"F32", 64, floatGroups(s, 4, loadF32)},
+		{"F16", 32, floatGroups(s, 2, loadF16)},
+		{"BF16", 32, floatGroups(s, 2, loadBF16)},
+		{"Q8_0", 34, q8_0Block(s)},
+		{"Q6K", 210, q6KBody(s)},
 	}
 }

@@ -18,17 +18,7 @@ func panelKernels(s isa) {
 	for t := 1; t <= panelMaxTokens; t++ {
 		panelTileKernel(t)
 	}
-	for _, k := range []struct {
-		name string
-		unit int
-		body block
-	}{
-		{"F32", 64, floatGroups(s, 4, loadF32)},
-		{"F16", 32, floatGroups(s, 2, loadF16)},
-		{"BF16", 32, floatGroups(s, 2, loadBF16)},
-		{"Q8_0", 34, q8_0Block(s)},
-		{"Q6K", 210, q6KBody(s)},
-	} {
+	for _, k := range laneTypes(s) {
 		panelRowKernel(s, k.name, k.unit, k.body)
 	}
 	panelPackKernel()
