@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -239,6 +240,67 @@ func TestMatMulManyPromptRuns(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestMatMulManyReachesPanels runs a prompt-sized product through the real scheduler (two
+// threads, the default run length) and checks that the panel kernels did the work: the
+// scheduler once handed prompt batches runs too short for a panel, and the engine silently kept
+// the slower tiles (LESSONS 12).
+func TestMatMulManyReachesPanels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 3))
+	const rows, cols, ntok = 1024, 512, 64
+	x := randFloats(rng, ntok*cols, false, false)
+	p := NewPool(2)
+	defer p.Close()
+	for _, st := range usableSIMD() {
+		a := st.asm
+		var floatTiles, q4KTiles atomic.Int64
+		if a.panel != nil {
+			counted := *a.panel
+			a.panel = new(panelTiles)
+			for i, tile := range counted {
+				a.panel[i] = func(panel, xil, ph []float32) {
+					floatTiles.Add(1)
+					tile(panel, xil, ph)
+				}
+			}
+		}
+		if k := a.q4KPanel4; k != nil {
+			a.q4KPanel4 = func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32 {
+				q4KTiles.Add(1)
+				return k(panel, in, nb, rows)
+			}
+		}
+		tier := (&simdTier{name: st.name, usable: st.usable, asm: a}).tier()
+		for _, c := range []struct {
+			typ   gguf.Type
+			tiles *atomic.Int64
+			has   bool
+		}{{gguf.TypeQ8_0, &floatTiles, a.panel != nil}, {gguf.TypeQ4_K, &q4KTiles, a.q4KPanel4 != nil}} {
+			if !c.has {
+				continue
+			}
+			var in Batch
+			if err := in.Set(x, ntok, cols); err != nil {
+				t.Fatal(err)
+			}
+			m := randMatrix(rng, c.typ, rows, cols)
+			jobs := []MatMulJob{{Dst: make([]float32, ntok*rows), M: m, In: &in}}
+			if err := tier.MatMulMany(p, jobs); err != nil {
+				t.Fatal(err)
+			}
+			if c.tiles.Load() == 0 {
+				t.Errorf("%s %v: %d tokens × %d rows through MatMulMany never reached the panel kernels", st.name, c.typ, ntok, rows)
+			}
+			want := refMatMul(m, x, ntok)
+			for k := range want {
+				if !sameBits(jobs[0].Dst[k], want[k]) {
+					t.Fatalf("%s %v: output %d = %g, want %g", st.name, c.typ, k, jobs[0].Dst[k], want[k])
+				}
+			}
+			t.Logf("%s %v: %d panel tile calls", st.name, c.typ, c.tiles.Load())
 		}
 	}
 }
