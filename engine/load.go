@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -27,8 +28,41 @@ type Options struct {
 	// (the default narrows them to BF16 at load: half the bytes, the same bits).
 	KeepF32Routers bool
 
+	// Weights says where the weights live; the zero value, WeightsAuto, lets the loader choose.
+	// It changes speed and memory use, never a result.
+	Weights Weights
+
 	// mutant, set only by this package's tests, plants a deliberate bug (see mutant.go).
 	mutant mutant
+}
+
+// Weights is where a model's weights live while it runs.
+type Weights int
+
+const (
+	// WeightsAuto reads the weights into resident memory when the platform has it and the
+	// file fits in the RAM available now with the system's reserve (machine.Reserve) left
+	// free, and maps the file otherwise.
+	WeightsAuto Weights = iota
+	// WeightsResident reads the whole file into memory the engine owns (Linux: anonymous
+	// memory asking for 2 MiB pages). Loading takes longer than mapping (the bytes are
+	// copied), and the memory stays the engine's until Close; tokens then read faster.
+	WeightsResident
+	// WeightsMapped maps the file read-only: loading is immediate, the page cache holds the
+	// weights and the kernel may drop and re-read them under memory pressure.
+	WeightsMapped
+)
+
+func (w Weights) String() string {
+	switch w {
+	case WeightsAuto:
+		return "auto"
+	case WeightsResident:
+		return "resident"
+	case WeightsMapped:
+		return "mapped"
+	}
+	return fmt.Sprintf("Weights(%d)", int(w))
 }
 
 // Model is a loaded model: its configuration, its file mapped read-only and the worker pool
@@ -126,7 +160,7 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 	if err != nil {
 		return nil, err
 	}
-	data, err := mapFile(fd, f.Size())
+	data, err := placeWeights(ctx, fd, f.Size(), opts)
 	fd.Close()
 	if err != nil {
 		return nil, err
@@ -151,6 +185,33 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 		tier: tier, net: net}, nil
 }
 
+// placeWeights brings the file's bytes into memory as opts.Weights asks (see Weights).
+func placeWeights(ctx context.Context, fd *os.File, size int64, opts Options) (*mapping, error) {
+	threads := opts.Threads
+	if threads == 0 {
+		threads = kernels.DefaultThreads()
+	}
+	switch opts.Weights {
+	case WeightsMapped:
+		return mapFile(fd, size)
+	case WeightsResident:
+		return readResident(ctx, fd, size, threads)
+	case WeightsAuto:
+	default:
+		return nil, fmt.Errorf("weights placement %v is not one of auto, resident, mapped", opts.Weights)
+	}
+	total, avail, err := machine.RAM(ctx)
+	if err != nil || uint64(size) > avail || avail-uint64(size) < machine.Reserve(total) {
+		// Too big to own (or the memory is unknown): the page cache can give pages back.
+		return mapFile(fd, size)
+	}
+	m, err := readResident(ctx, fd, size, threads)
+	if errors.Is(err, errNotResident) {
+		return mapFile(fd, size)
+	}
+	return m, err
+}
+
 // Close stops the model's workers and unmaps its file. Its sessions' evaluations fail
 // afterwards; Close must not run while one is in progress.
 func (m *Model) Close() error {
@@ -173,6 +234,14 @@ func (m *Model) Path() string { return m.path }
 
 // File returns the model's parsed GGUF header (for its tokenizer metadata, say).
 func (m *Model) File() *gguf.File { return m.file }
+
+// Weights returns where the model's weights live: WeightsResident or WeightsMapped.
+func (m *Model) Weights() Weights {
+	if m.data.resident {
+		return WeightsResident
+	}
+	return WeightsMapped
+}
 
 // Threads returns the number of threads the model's pool runs.
 func (m *Model) Threads() int { return m.pool.Threads() }

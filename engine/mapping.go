@@ -1,17 +1,23 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
 )
 
-// A mapping is a whole file's bytes, mapped read-only where the platform allows (so the weights
-// live in the page cache, not on the Go heap), read into memory elsewhere.
+// A mapping is a whole file's bytes, off the Go heap: either read into memory the engine owns
+// (resident) or mapped read-only from the file, so that the page cache holds them.
 type mapping struct {
-	data  []byte
-	unmap func() error
+	data      []byte
+	resident  bool // read into the engine's own memory, not mapped from the file
+	hugePages bool // the memory asked the kernel for huge pages
+	unmap     func() error
 }
+
+// errNotResident says the platform gives no resident memory for weights.
+var errNotResident = errors.New("no resident weight memory on this platform")
 
 // mapFile maps the size bytes of f. The mapping outlives f: the caller may close f.
 func mapFile(f *os.File, size int64) (*mapping, error) {

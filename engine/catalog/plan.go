@@ -33,8 +33,8 @@ func (v Verdict) String() string {
 }
 
 // Reserve returns the RAM a load must leave free for the rest of the system: the larger of
-// 2 GiB and a tenth of the machine's RAM.
-func Reserve(total uint64) uint64 { return max(2<<30, total/10) }
+// 2 GiB and a tenth of the machine's RAM (machine.Reserve, which the engine's loader applies too).
+func Reserve(total uint64) uint64 { return machine.Reserve(total) }
 
 // PassSize is the most tokens the engine evaluates in one forward pass (engine.DefaultPassSize),
 // which sizes a session's working buffers.

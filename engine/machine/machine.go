@@ -232,3 +232,17 @@ func Bytes(n uint64) string {
 	}
 	return fmt.Sprintf("%.2f %s", v, [...]string{"KiB", "MiB", "GiB", "TiB"}[i])
 }
+
+// RAM returns the machine's physical memory and the part of it that can be had now without
+// swapping (on Linux MemAvailable, which counts the page cache the kernel can drop).
+func RAM(ctx context.Context) (total, available uint64, err error) {
+	total, available, err = ram(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("machine: reading memory size: %w", err)
+	}
+	return total, available, nil
+}
+
+// Reserve returns the RAM a load must leave free for the rest of the system: the larger of
+// 2 GiB and a tenth of the machine's RAM.
+func Reserve(total uint64) uint64 { return max(2<<30, total/10) }

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+)
+
+// TestWeightsPlacement loads one model mapped, resident and by the loader's own choice and
+// checks that each reports where its weights live and that all give the same logits, bit for
+// bit, for a prompt and for decode tokens after it.
+func TestWeightsPlacement(t *testing.T) {
+	cfg := tinyConfig(modelgen.Uniform(gguf.TypeQ8_0))
+	mapped := loadTest(t, cfg, Options{Threads: 2, Weights: WeightsMapped})
+	if got := mapped.Weights(); got != WeightsMapped {
+		t.Fatalf("mapped load reports %v", got)
+	}
+	path := modelgen.TestModel(t, cfg)
+	resident, err := Load(context.Background(), path, Options{Threads: 2, Weights: WeightsResident})
+	if runtime.GOOS != "linux" {
+		if !errors.Is(err, errNotResident) {
+			t.Fatalf("resident load on %s: %v, want errNotResident", runtime.GOOS, err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resident.Close()
+	if got := resident.Weights(); got != WeightsResident {
+		t.Fatalf("resident load reports %v", got)
+	}
+	if p := uintptr(unsafe.Pointer(unsafe.SliceData(resident.data.data))); p%hugePage != 0 {
+		t.Errorf("resident weights start at %#x, not on a 2 MiB boundary", p)
+	}
+	auto := loadTest(t, cfg, Options{Threads: 1})
+	// A tiny file always fits in the RAM the reserve leaves.
+	if got := auto.Weights(); got != WeightsResident {
+		t.Errorf("auto load of a %d-byte file reports %v, want resident", len(auto.data.data), got)
+	}
+	prompt := matrixPrompt(mapped.cfg.Vocab)[:20]
+	want := afterRewind(t, mapped, prompt)
+	for name, m := range map[string]*Model{"resident": resident, "auto": auto} {
+		if i := firstDifference(want, afterRewind(t, m, prompt)); i >= 0 {
+			t.Errorf("%s weights: logits differ from mapped at %d", name, i)
+		}
+	}
+	if _, err := Load(context.Background(), path, Options{Weights: Weights(7)}); err == nil || !strings.Contains(err.Error(), "Weights(7)") {
+		t.Errorf("Load with Weights(7): %v, want an error naming it", err)
+	}
+}
+
+// TestReadResidentErrors checks the resident reader's failures: a file shorter than the size
+// asked for names the offset, and a cancelled context stops it with ctx's error.
+func TestReadResidentErrors(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("resident weights are read on Linux only")
+	}
+	path := tinyQ8(t)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readResident(context.Background(), f, st.Size()+residentChunk, 2); err == nil || !strings.Contains(err.Error(), "at offset") {
+		t.Errorf("reading past the end: %v, want an error naming the offset", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := readResident(ctx, f, st.Size(), 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled read: %v", err)
+	}
+	m, err := readResident(context.Background(), f, st.Size(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	disk, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(disk) != string(m.data) {
+		t.Fatal("resident bytes differ from the file's")
+	}
+	// Many small chunks over three readers: every byte lands where it belongs.
+	for _, chunk := range []int{4096, 4096 + 17, len(disk) - 1} {
+		dst := make([]byte, len(disk))
+		if err := readChunks(context.Background(), f, dst, 3, chunk); err != nil {
+			t.Fatal(err)
+		}
+		if string(dst) != string(disk) {
+			t.Fatalf("read in %d-byte chunks: bytes differ from the file's", chunk)
+		}
+	}
+}
