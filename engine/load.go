@@ -243,6 +243,10 @@ func (m *Model) Weights() Weights {
 	return WeightsMapped
 }
 
+// Kernels returns the name of the kernel tier the model runs ("scalar", "avx2", "avx512",
+// "avx512vnni"): a speed choice only, every tier gives the same bits.
+func (m *Model) Kernels() string { return m.tier.Name }
+
 // Threads returns the number of threads the model's pool runs.
 func (m *Model) Threads() int { return m.pool.Threads() }
 

@@ -82,8 +82,8 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 		return nil, nil, err
 	}
 	c := m.Config()
-	fmt.Fprintf(stderr, "model: %s (%s, %d layers, %d experts, %d used), %d threads, context %d, pass %d, weights %v, loaded in %.2fs\n",
-		*f.path, c.Arch, c.Layers, c.Experts, c.ExpertsUsed, m.Threads(), s.Context(), s.PassSize(), m.Weights(), time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "model: %s (%s, %d layers, %d experts, %d used), %d threads, context %d, pass %d, kernels %s, weights %v, loaded in %.2fs\n",
+		*f.path, c.Arch, c.Layers, c.Experts, c.ExpertsUsed, m.Threads(), s.Context(), s.PassSize(), m.Kernels(), m.Weights(), time.Since(start).Seconds())
 	return m, s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
+	"github.com/trochilus-llm/trochilus/kernels"
 	"github.com/trochilus-llm/trochilus/tokenizer"
 )
 
@@ -93,7 +95,15 @@ func TestGenerateCommand(t *testing.T) {
 	if out != joinIDs(want)+"\n" {
 		t.Errorf("stdout %q, want %q", out, joinIDs(want)+"\n")
 	}
-	for _, s := range []string{"prompt: 5 tokens", "generation: 6 tokens", "tok/s"} {
+	best, err := kernels.Best()
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := "weights mapped" // a tiny file fits in RAM: resident wherever the engine can own memory
+	if runtime.GOOS == "linux" {
+		weights = "weights resident"
+	}
+	for _, s := range []string{"prompt: 5 tokens", "generation: 6 tokens", "tok/s", "kernels " + best.Name + ",", weights} {
 		if !strings.Contains(errs, s) {
 			t.Errorf("stderr %q lacks %q", errs, s)
 		}
