@@ -18,7 +18,7 @@ const CPUMaxEnv = "TROCHILUS_CPU_MAX"
 //	scalar      the portable definitions (every CPU and architecture)
 //	avx2        amd64 with AVX2 and F16C
 //	avx512      amd64 with AVX-512 F, BW, VL and DQ (and AVX2, F16C)
-//	avx512vnni  avx512 with VNNI and VBMI: the Q4_K dot takes VPDPWSSD
+//	avx512vnni  avx512 with VNNI and VBMI: the Q4_K dot takes VPDPWSSD, the Q6_K decode VPERMB
 func TierNames() []string { return []string{"scalar", "avx2", "avx512", "avx512vnni"} }
 
 // tierLevel returns the position of a tier name in TierNames, or -1.
@@ -96,9 +96,8 @@ type asmKernels struct {
 	f32x4, f16x4, bf16x4, q8_0x4, q6Kx4 func(w []byte, x []float32, stride int) [4][16]float32
 	// The lanes, from +0, of four weight rows against one x: w holds the rows one after another
 	// (len(w)/4 bytes each), [i] is row i's. Nil where the tier has too few registers for
-	// four rows' lanes and a decode (AVX2); the rows kernel then runs two rows a call. Q6_K has
-	// none: its decode, not the add chain, limits it, and four rows measured slower than two.
-	f32r4, f16r4, bf16r4, q8_0r4 func(w []byte, x []float32) [4][16]float32
+	// four rows' lanes and a decode (AVX2); the rows kernel then runs two rows a call.
+	f32r4, f16r4, bf16r4, q8_0r4, q6Kr4 func(w []byte, x []float32) [4][16]float32
 	// panel holds the "sixteen rows in sixteen lanes" tiles of prompt batches (see panel.go);
 	// nil where the tier has none.
 	panel *panelTiles
@@ -107,6 +106,10 @@ type asmKernels struct {
 	panelPack                                          func(panel, rows []float32, groups, stride int)
 	sum                                                func(l [16]float32, v []float32) [16]float32
 	q4K                                                func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
+	// q4Kr4 is DotQ4K of four Q4_K rows against one prepared input: w holds the rows one after
+	// another (len(w)/4 bytes each, len(scale) blocks of each read). Nil where the tier has
+	// too few registers (AVX2); decode then runs two rows a call.
+	q4Kr4 func(w []byte, digits []int16, sums, scale []float64) [4]float32
 	// q4K4 is DotQ4K of one row against four prepared inputs: in[t], in[4+t] and in[8+t] point
 	// at input t's digits, sums and scales; nb is the number of blocks.
 	q4K4 func(w []byte, in [12]*byte, nb int) [4]float32
@@ -146,7 +149,7 @@ func (s *simdTier) tier() *Tier {
 	f16 := laneRows{a.f16x4, a.f16r4, a.f16x2, a.dotRowF16, 32}
 	bf16 := laneRows{a.bf16x4, a.bf16r4, a.bf16x2, a.dotRowBF16, 32}
 	q8_0 := laneRows{a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}
-	q6K := laneRows{a.q6Kx4, nil, a.q6Kx2, a.dotRowQ6K, q6KBytes}
+	q6K := laneRows{a.q6Kx4, a.q6Kr4, a.q6Kx2, a.dotRowQ6K, q6KBytes}
 	t := &Tier{
 		Name:    s.name,
 		DotF32:  a.dotF32,

@@ -29,71 +29,178 @@ DATA f64_65536<>+16(SB)/8, $0x40f0000000000000
 DATA f64_65536<>+24(SB)/8, $0x40f0000000000000
 GLOBL f64_65536<>(SB), RODATA|NOPTR, $32
 
-DATA q6KShifts<>+0(SB)/2, $0x0000
-DATA q6KShifts<>+2(SB)/2, $0x0000
-DATA q6KShifts<>+4(SB)/2, $0x0000
-DATA q6KShifts<>+6(SB)/2, $0x0000
-DATA q6KShifts<>+8(SB)/2, $0x0000
-DATA q6KShifts<>+10(SB)/2, $0x0000
-DATA q6KShifts<>+12(SB)/2, $0x0000
-DATA q6KShifts<>+14(SB)/2, $0x0000
-DATA q6KShifts<>+16(SB)/2, $0x0000
-DATA q6KShifts<>+18(SB)/2, $0x0000
-DATA q6KShifts<>+20(SB)/2, $0x0000
-DATA q6KShifts<>+22(SB)/2, $0x0000
-DATA q6KShifts<>+24(SB)/2, $0x0000
-DATA q6KShifts<>+26(SB)/2, $0x0000
-DATA q6KShifts<>+28(SB)/2, $0x0000
-DATA q6KShifts<>+30(SB)/2, $0x0000
-DATA q6KShifts<>+32(SB)/2, $0x0002
-DATA q6KShifts<>+34(SB)/2, $0x0002
-DATA q6KShifts<>+36(SB)/2, $0x0002
-DATA q6KShifts<>+38(SB)/2, $0x0002
-DATA q6KShifts<>+40(SB)/2, $0x0002
-DATA q6KShifts<>+42(SB)/2, $0x0002
-DATA q6KShifts<>+44(SB)/2, $0x0002
-DATA q6KShifts<>+46(SB)/2, $0x0002
-DATA q6KShifts<>+48(SB)/2, $0x0002
-DATA q6KShifts<>+50(SB)/2, $0x0002
-DATA q6KShifts<>+52(SB)/2, $0x0002
-DATA q6KShifts<>+54(SB)/2, $0x0002
-DATA q6KShifts<>+56(SB)/2, $0x0002
-DATA q6KShifts<>+58(SB)/2, $0x0002
-DATA q6KShifts<>+60(SB)/2, $0x0002
-DATA q6KShifts<>+62(SB)/2, $0x0002
-DATA q6KShifts<>+64(SB)/2, $0x0004
-DATA q6KShifts<>+66(SB)/2, $0x0004
-DATA q6KShifts<>+68(SB)/2, $0x0004
-DATA q6KShifts<>+70(SB)/2, $0x0004
-DATA q6KShifts<>+72(SB)/2, $0x0004
-DATA q6KShifts<>+74(SB)/2, $0x0004
-DATA q6KShifts<>+76(SB)/2, $0x0004
-DATA q6KShifts<>+78(SB)/2, $0x0004
-DATA q6KShifts<>+80(SB)/2, $0x0004
-DATA q6KShifts<>+82(SB)/2, $0x0004
-DATA q6KShifts<>+84(SB)/2, $0x0004
-DATA q6KShifts<>+86(SB)/2, $0x0004
-DATA q6KShifts<>+88(SB)/2, $0x0004
-DATA q6KShifts<>+90(SB)/2, $0x0004
-DATA q6KShifts<>+92(SB)/2, $0x0004
-DATA q6KShifts<>+94(SB)/2, $0x0004
-DATA q6KShifts<>+96(SB)/2, $0x0006
-DATA q6KShifts<>+98(SB)/2, $0x0006
-DATA q6KShifts<>+100(SB)/2, $0x0006
-DATA q6KShifts<>+102(SB)/2, $0x0006
-DATA q6KShifts<>+104(SB)/2, $0x0006
-DATA q6KShifts<>+106(SB)/2, $0x0006
-DATA q6KShifts<>+108(SB)/2, $0x0006
-DATA q6KShifts<>+110(SB)/2, $0x0006
-DATA q6KShifts<>+112(SB)/2, $0x0006
-DATA q6KShifts<>+114(SB)/2, $0x0006
-DATA q6KShifts<>+116(SB)/2, $0x0006
-DATA q6KShifts<>+118(SB)/2, $0x0006
-DATA q6KShifts<>+120(SB)/2, $0x0006
-DATA q6KShifts<>+122(SB)/2, $0x0006
-DATA q6KShifts<>+124(SB)/2, $0x0006
-DATA q6KShifts<>+126(SB)/2, $0x0006
-GLOBL q6KShifts<>(SB), RODATA|NOPTR, $128
+DATA q6KLeftShifts<>+0(SB)/2, $0x0006
+DATA q6KLeftShifts<>+2(SB)/2, $0x0006
+DATA q6KLeftShifts<>+4(SB)/2, $0x0006
+DATA q6KLeftShifts<>+6(SB)/2, $0x0006
+DATA q6KLeftShifts<>+8(SB)/2, $0x0006
+DATA q6KLeftShifts<>+10(SB)/2, $0x0006
+DATA q6KLeftShifts<>+12(SB)/2, $0x0006
+DATA q6KLeftShifts<>+14(SB)/2, $0x0006
+DATA q6KLeftShifts<>+16(SB)/2, $0x0006
+DATA q6KLeftShifts<>+18(SB)/2, $0x0006
+DATA q6KLeftShifts<>+20(SB)/2, $0x0006
+DATA q6KLeftShifts<>+22(SB)/2, $0x0006
+DATA q6KLeftShifts<>+24(SB)/2, $0x0006
+DATA q6KLeftShifts<>+26(SB)/2, $0x0006
+DATA q6KLeftShifts<>+28(SB)/2, $0x0006
+DATA q6KLeftShifts<>+30(SB)/2, $0x0006
+DATA q6KLeftShifts<>+32(SB)/2, $0x0004
+DATA q6KLeftShifts<>+34(SB)/2, $0x0004
+DATA q6KLeftShifts<>+36(SB)/2, $0x0004
+DATA q6KLeftShifts<>+38(SB)/2, $0x0004
+DATA q6KLeftShifts<>+40(SB)/2, $0x0004
+DATA q6KLeftShifts<>+42(SB)/2, $0x0004
+DATA q6KLeftShifts<>+44(SB)/2, $0x0004
+DATA q6KLeftShifts<>+46(SB)/2, $0x0004
+DATA q6KLeftShifts<>+48(SB)/2, $0x0004
+DATA q6KLeftShifts<>+50(SB)/2, $0x0004
+DATA q6KLeftShifts<>+52(SB)/2, $0x0004
+DATA q6KLeftShifts<>+54(SB)/2, $0x0004
+DATA q6KLeftShifts<>+56(SB)/2, $0x0004
+DATA q6KLeftShifts<>+58(SB)/2, $0x0004
+DATA q6KLeftShifts<>+60(SB)/2, $0x0004
+DATA q6KLeftShifts<>+62(SB)/2, $0x0004
+DATA q6KLeftShifts<>+64(SB)/2, $0x0002
+DATA q6KLeftShifts<>+66(SB)/2, $0x0002
+DATA q6KLeftShifts<>+68(SB)/2, $0x0002
+DATA q6KLeftShifts<>+70(SB)/2, $0x0002
+DATA q6KLeftShifts<>+72(SB)/2, $0x0002
+DATA q6KLeftShifts<>+74(SB)/2, $0x0002
+DATA q6KLeftShifts<>+76(SB)/2, $0x0002
+DATA q6KLeftShifts<>+78(SB)/2, $0x0002
+DATA q6KLeftShifts<>+80(SB)/2, $0x0002
+DATA q6KLeftShifts<>+82(SB)/2, $0x0002
+DATA q6KLeftShifts<>+84(SB)/2, $0x0002
+DATA q6KLeftShifts<>+86(SB)/2, $0x0002
+DATA q6KLeftShifts<>+88(SB)/2, $0x0002
+DATA q6KLeftShifts<>+90(SB)/2, $0x0002
+DATA q6KLeftShifts<>+92(SB)/2, $0x0002
+DATA q6KLeftShifts<>+94(SB)/2, $0x0002
+DATA q6KLeftShifts<>+96(SB)/2, $0x0000
+DATA q6KLeftShifts<>+98(SB)/2, $0x0000
+DATA q6KLeftShifts<>+100(SB)/2, $0x0000
+DATA q6KLeftShifts<>+102(SB)/2, $0x0000
+DATA q6KLeftShifts<>+104(SB)/2, $0x0000
+DATA q6KLeftShifts<>+106(SB)/2, $0x0000
+DATA q6KLeftShifts<>+108(SB)/2, $0x0000
+DATA q6KLeftShifts<>+110(SB)/2, $0x0000
+DATA q6KLeftShifts<>+112(SB)/2, $0x0000
+DATA q6KLeftShifts<>+114(SB)/2, $0x0000
+DATA q6KLeftShifts<>+116(SB)/2, $0x0000
+DATA q6KLeftShifts<>+118(SB)/2, $0x0000
+DATA q6KLeftShifts<>+120(SB)/2, $0x0000
+DATA q6KLeftShifts<>+122(SB)/2, $0x0000
+DATA q6KLeftShifts<>+124(SB)/2, $0x0000
+DATA q6KLeftShifts<>+126(SB)/2, $0x0000
+GLOBL q6KLeftShifts<>(SB), RODATA|NOPTR, $128
+
+DATA q6KSpread<>+0(SB)/4, $0x00000000
+DATA q6KSpread<>+4(SB)/4, $0x01010101
+DATA q6KSpread<>+8(SB)/4, $0x02020202
+DATA q6KSpread<>+12(SB)/4, $0x03030303
+DATA q6KSpread<>+16(SB)/4, $0x04040404
+DATA q6KSpread<>+20(SB)/4, $0x05050505
+DATA q6KSpread<>+24(SB)/4, $0x06060606
+DATA q6KSpread<>+28(SB)/4, $0x07070707
+DATA q6KSpread<>+32(SB)/4, $0x08080808
+DATA q6KSpread<>+36(SB)/4, $0x09090909
+DATA q6KSpread<>+40(SB)/4, $0x0a0a0a0a
+DATA q6KSpread<>+44(SB)/4, $0x0b0b0b0b
+DATA q6KSpread<>+48(SB)/4, $0x0c0c0c0c
+DATA q6KSpread<>+52(SB)/4, $0x0d0d0d0d
+DATA q6KSpread<>+56(SB)/4, $0x0e0e0e0e
+DATA q6KSpread<>+60(SB)/4, $0x0f0f0f0f
+DATA q6KSpread<>+64(SB)/4, $0x10101010
+DATA q6KSpread<>+68(SB)/4, $0x11111111
+DATA q6KSpread<>+72(SB)/4, $0x12121212
+DATA q6KSpread<>+76(SB)/4, $0x13131313
+DATA q6KSpread<>+80(SB)/4, $0x14141414
+DATA q6KSpread<>+84(SB)/4, $0x15151515
+DATA q6KSpread<>+88(SB)/4, $0x16161616
+DATA q6KSpread<>+92(SB)/4, $0x17171717
+DATA q6KSpread<>+96(SB)/4, $0x18181818
+DATA q6KSpread<>+100(SB)/4, $0x19191919
+DATA q6KSpread<>+104(SB)/4, $0x1a1a1a1a
+DATA q6KSpread<>+108(SB)/4, $0x1b1b1b1b
+DATA q6KSpread<>+112(SB)/4, $0x1c1c1c1c
+DATA q6KSpread<>+116(SB)/4, $0x1d1d1d1d
+DATA q6KSpread<>+120(SB)/4, $0x1e1e1e1e
+DATA q6KSpread<>+124(SB)/4, $0x1f1f1f1f
+DATA q6KSpread<>+128(SB)/4, $0x20202020
+DATA q6KSpread<>+132(SB)/4, $0x21212121
+DATA q6KSpread<>+136(SB)/4, $0x22222222
+DATA q6KSpread<>+140(SB)/4, $0x23232323
+DATA q6KSpread<>+144(SB)/4, $0x24242424
+DATA q6KSpread<>+148(SB)/4, $0x25252525
+DATA q6KSpread<>+152(SB)/4, $0x26262626
+DATA q6KSpread<>+156(SB)/4, $0x27272727
+DATA q6KSpread<>+160(SB)/4, $0x28282828
+DATA q6KSpread<>+164(SB)/4, $0x29292929
+DATA q6KSpread<>+168(SB)/4, $0x2a2a2a2a
+DATA q6KSpread<>+172(SB)/4, $0x2b2b2b2b
+DATA q6KSpread<>+176(SB)/4, $0x2c2c2c2c
+DATA q6KSpread<>+180(SB)/4, $0x2d2d2d2d
+DATA q6KSpread<>+184(SB)/4, $0x2e2e2e2e
+DATA q6KSpread<>+188(SB)/4, $0x2f2f2f2f
+DATA q6KSpread<>+192(SB)/4, $0x30303030
+DATA q6KSpread<>+196(SB)/4, $0x31313131
+DATA q6KSpread<>+200(SB)/4, $0x32323232
+DATA q6KSpread<>+204(SB)/4, $0x33333333
+DATA q6KSpread<>+208(SB)/4, $0x34343434
+DATA q6KSpread<>+212(SB)/4, $0x35353535
+DATA q6KSpread<>+216(SB)/4, $0x36363636
+DATA q6KSpread<>+220(SB)/4, $0x37373737
+DATA q6KSpread<>+224(SB)/4, $0x38383838
+DATA q6KSpread<>+228(SB)/4, $0x39393939
+DATA q6KSpread<>+232(SB)/4, $0x3a3a3a3a
+DATA q6KSpread<>+236(SB)/4, $0x3b3b3b3b
+DATA q6KSpread<>+240(SB)/4, $0x3c3c3c3c
+DATA q6KSpread<>+244(SB)/4, $0x3d3d3d3d
+DATA q6KSpread<>+248(SB)/4, $0x3e3e3e3e
+DATA q6KSpread<>+252(SB)/4, $0x3f3f3f3f
+GLOBL q6KSpread<>(SB), RODATA|NOPTR, $256
+
+DATA q6KScaleVBMI<>+0(SB)/4, $0x32800000
+GLOBL q6KScaleVBMI<>(SB), RODATA|NOPTR, $4
+
+DATA q6KScaleWiden<>+0(SB)/4, $0x3e800000
+GLOBL q6KScaleWiden<>(SB), RODATA|NOPTR, $4
+
+DATA q6KNibble<>+0(SB)/4, $0x3c3c3c3c
+GLOBL q6KNibble<>(SB), RODATA|NOPTR, $4
+
+DATA q6KHighPair<>+0(SB)/4, $0xc0c0c0c0
+GLOBL q6KHighPair<>(SB), RODATA|NOPTR, $4
+
+DATA q6KSign<>+0(SB)/4, $0x80808080
+GLOBL q6KSign<>(SB), RODATA|NOPTR, $4
+
+DATA q6KMasks<>+0(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+4(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+8(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+12(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+16(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+20(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+24(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+28(SB)/4, $0x3c3c3c3c
+DATA q6KMasks<>+32(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+36(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+40(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+44(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+48(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+52(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+56(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+60(SB)/4, $0xc0c0c0c0
+DATA q6KMasks<>+64(SB)/4, $0x80808080
+DATA q6KMasks<>+68(SB)/4, $0x80808080
+DATA q6KMasks<>+72(SB)/4, $0x80808080
+DATA q6KMasks<>+76(SB)/4, $0x80808080
+DATA q6KMasks<>+80(SB)/4, $0x80808080
+DATA q6KMasks<>+84(SB)/4, $0x80808080
+DATA q6KMasks<>+88(SB)/4, $0x80808080
+DATA q6KMasks<>+92(SB)/4, $0x80808080
+GLOBL q6KMasks<>(SB), RODATA|NOPTR, $96
 
 // func lanesF32AVX2(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX
@@ -729,7 +836,7 @@ done:
 
 // func lanesQ6KAVX2(l [16]float32, w []byte, x []float32) [16]float32
 // Requires: AVX, AVX2, F16C
-TEXT ·lanesQ6KAVX2(SB), NOSPLIT, $64-176
+TEXT ·lanesQ6KAVX2(SB), NOSPLIT, $96-176
 	LEAQ    l_0+0(FP), AX
 	MOVQ    w_base+64(FP), CX
 	MOVQ    w_len+72(FP), DX
@@ -742,6 +849,8 @@ loop:
 	JB           done
 	VPBROADCASTW 208(CX), X2
 	VCVTPH2PS    X2, Y2
+	VBROADCASTSS q6KScaleWiden<>+0(SB), Y3
+	VMULPS       Y3, Y2, Y2
 	VPMOVSXBD    192(CX), Y3
 	VCVTDQ2PS    Y3, Y3
 	VMULPS       Y2, Y3, Y3
@@ -750,432 +859,251 @@ loop:
 	VCVTDQ2PS    Y3, Y3
 	VMULPS       Y2, Y3, Y3
 	VMOVUPS      Y3, 32(SP)
-	VPBROADCASTD const15<>+0(SB), Y2
-	VPBROADCASTD const3<>+0(SB), Y3
-	VPBROADCASTD const32<>+0(SB), Y4
-	VPMOVZXBD    (CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    128(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS (SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       (BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    8(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    136(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS (SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       32(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    16(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    144(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 4(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       64(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    24(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    152(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 4(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       96(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    32(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    128(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 8(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       128(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    40(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    136(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 8(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       160(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    48(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    144(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 12(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       192(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    56(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    152(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 12(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       224(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    (CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    128(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 16(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       256(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    8(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    136(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 16(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       288(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    16(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    144(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 20(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       320(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    24(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    152(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 20(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       352(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    32(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    128(CX), Y6
-	VPSRLD       $0x06, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 24(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       384(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    40(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    136(CX), Y6
-	VPSRLD       $0x06, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 24(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       416(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    48(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    144(CX), Y6
-	VPSRLD       $0x06, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 28(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       448(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    56(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    152(CX), Y6
-	VPSRLD       $0x06, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 28(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       480(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    64(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    160(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 32(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       512(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    72(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    168(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 32(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       544(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    80(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    176(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 36(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       576(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    88(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    184(CX), Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 36(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       608(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    96(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    160(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 40(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       640(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    104(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    168(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 40(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       672(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    112(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    176(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 44(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       704(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    120(CX), Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    184(CX), Y6
-	VPSRLD       $0x02, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 44(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       736(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    64(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    160(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 48(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       768(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    72(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    168(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 48(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       800(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    80(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    176(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 52(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       832(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    88(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    184(CX), Y6
-	VPSRLD       $0x04, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 52(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       864(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    96(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    160(CX), Y6
-	VPSRLD       $0x06, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 56(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       896(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    104(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    168(CX), Y6
-	VPSRLD       $0x06, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 56(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       928(BX), Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPMOVZXBD    112(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    176(CX), Y6
-	VPSRLD       $0x06, Y6, Y6
-	VPAND        Y3, Y6, Y6
-	VPSLLD       $0x04, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 60(SP), Y6
-	VMULPS       Y6, Y5, Y5
-	VMULPS       960(BX), Y5, Y5
-	VADDPS       Y5, Y0, Y0
-	VPMOVZXBD    120(CX), Y5
-	VPSRLD       $0x04, Y5, Y5
-	VPAND        Y2, Y5, Y5
-	VPMOVZXBD    184(CX), Y2
-	VPSRLD       $0x06, Y2, Y2
-	VPAND        Y3, Y2, Y2
-	VPSLLD       $0x04, Y2, Y2
-	VPOR         Y2, Y5, Y5
-	VPSUBD       Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
+	VMOVDQU      (CX), Y2
+	VPSLLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      128(CX), Y3
+	VPSLLW       $0x06, Y3, Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS (SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       (BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       32(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VBROADCASTSS 4(SP), Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       64(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       96(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVDQU      32(CX), Y2
+	VPSLLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      128(CX), Y3
+	VPSLLW       $0x04, Y3, Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS 8(SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       128(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       160(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VBROADCASTSS 12(SP), Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       192(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       224(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVDQU      (CX), Y2
+	VPSRLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      128(CX), Y3
+	VPSLLW       $0x02, Y3, Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS 16(SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       256(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       288(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VBROADCASTSS 20(SP), Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       320(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       352(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVDQU      32(CX), Y2
+	VPSRLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      128(CX), Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS 24(SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       384(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       416(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VBROADCASTSS 28(SP), Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       448(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       480(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVDQU      64(CX), Y2
+	VPSLLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      160(CX), Y3
+	VPSLLW       $0x06, Y3, Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS 32(SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       512(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       544(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VBROADCASTSS 36(SP), Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       576(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       608(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVDQU      96(CX), Y2
+	VPSLLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      160(CX), Y3
+	VPSLLW       $0x04, Y3, Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS 40(SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       640(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       672(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VBROADCASTSS 44(SP), Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       704(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       736(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVDQU      64(CX), Y2
+	VPSRLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      160(CX), Y3
+	VPSLLW       $0x02, Y3, Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS 48(SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       768(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       800(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VBROADCASTSS 52(SP), Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       832(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       864(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVDQU      96(CX), Y2
+	VPSRLW       $0x02, Y2, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VMOVDQU      160(CX), Y3
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPXOR        q6KMasks<>+64(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VMOVDQU      Y3, 64(SP)
+	VBROADCASTSS 56(SP), Y2
+	VPMOVSXBD    64(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       896(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    72(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       928(BX), Y3, Y2
+	VADDPS       Y2, Y1, Y1
 	VBROADCASTSS 60(SP), Y2
-	VMULPS       Y2, Y5, Y5
-	VMULPS       992(BX), Y5, Y2
+	VPMOVSXBD    80(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       960(BX), Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VPMOVSXBD    88(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       992(BX), Y3, Y2
 	VADDPS       Y2, Y1, Y1
 	ADDQ         $0x000000d2, CX
 	ADDQ         $0x00000400, BX
@@ -1191,7 +1119,7 @@ done:
 
 // func lanes2Q6KAVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·lanes2Q6KAVX2(SB), NOSPLIT, $128-200
+TEXT ·lanes2Q6KAVX2(SB), NOSPLIT, $192-200
 	MOVQ  w0_base+0(FP), AX
 	MOVQ  w1_base+24(FP), CX
 	MOVQ  w0_len+8(FP), DX
@@ -1210,6 +1138,8 @@ loop:
 	PREFETCHT0   4288(AX)
 	VPBROADCASTW 208(AX), X4
 	VCVTPH2PS    X4, Y4
+	VBROADCASTSS q6KScaleWiden<>+0(SB), Y5
+	VMULPS       Y5, Y4, Y4
 	VPMOVSXBD    192(AX), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       Y4, Y5, Y5
@@ -1218,432 +1148,251 @@ loop:
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       Y4, Y5, Y5
 	VMOVUPS      Y5, 32(SP)
-	VPBROADCASTD const15<>+0(SB), Y4
-	VPBROADCASTD const3<>+0(SB), Y5
-	VPBROADCASTD const32<>+0(SB), Y6
-	VPMOVZXBD    (AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS (SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       (BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    8(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS (SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       32(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    16(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 4(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       64(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    24(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 4(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       96(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    32(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 8(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       128(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    40(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 8(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       160(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    48(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 12(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       192(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    56(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 12(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       224(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    (AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 16(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       256(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    8(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 16(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       288(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    16(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 20(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       320(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    24(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 20(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       352(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    32(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 24(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       384(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    40(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 24(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       416(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    48(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 28(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       448(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    56(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 28(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       480(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    64(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 32(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       512(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    72(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 32(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       544(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    80(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 36(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       576(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    88(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(AX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 36(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       608(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    96(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 40(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       640(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    104(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 40(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       672(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    112(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 44(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       704(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    120(AX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(AX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 44(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       736(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    64(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 48(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       768(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    72(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 48(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       800(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    80(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 52(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       832(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    88(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(AX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 52(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       864(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    96(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 56(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       896(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    104(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 56(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       928(BX), Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPMOVZXBD    112(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 60(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       960(BX), Y7, Y7
-	VADDPS       Y7, Y0, Y0
-	VPMOVZXBD    120(AX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(AX), Y4
-	VPSRLD       $0x06, Y4, Y4
-	VPAND        Y5, Y4, Y4
-	VPSLLD       $0x04, Y4, Y4
-	VPOR         Y4, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
+	VMOVDQU      (AX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(AX), Y5
+	VPSLLW       $0x06, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS (SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       (BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       32(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 4(SP), Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       64(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       96(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VMOVDQU      32(AX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(AX), Y5
+	VPSLLW       $0x04, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS 8(SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       128(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       160(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 12(SP), Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       192(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       224(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VMOVDQU      (AX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(AX), Y5
+	VPSLLW       $0x02, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS 16(SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       256(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       288(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 20(SP), Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       320(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       352(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VMOVDQU      32(AX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(AX), Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS 24(SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       384(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       416(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 28(SP), Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       448(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       480(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VMOVDQU      64(AX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(AX), Y5
+	VPSLLW       $0x06, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS 32(SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       512(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       544(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 36(SP), Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       576(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       608(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VMOVDQU      96(AX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(AX), Y5
+	VPSLLW       $0x04, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS 40(SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       640(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       672(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 44(SP), Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       704(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       736(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VMOVDQU      64(AX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(AX), Y5
+	VPSLLW       $0x02, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS 48(SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       768(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       800(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 52(SP), Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       832(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       864(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
+	VMOVDQU      96(AX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(AX), Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 64(SP)
+	VBROADCASTSS 56(SP), Y4
+	VPMOVSXBD    64(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       896(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    72(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       928(BX), Y5, Y4
+	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 60(SP), Y4
-	VMULPS       Y4, Y7, Y7
-	VMULPS       992(BX), Y7, Y4
+	VPMOVSXBD    80(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       960(BX), Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VPMOVSXBD    88(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       992(BX), Y5, Y4
 	VADDPS       Y4, Y1, Y1
 	PREFETCHT0   4096(CX)
 	PREFETCHT0   4160(CX)
@@ -1651,440 +1400,261 @@ loop:
 	PREFETCHT0   4288(CX)
 	VPBROADCASTW 208(CX), X4
 	VCVTPH2PS    X4, Y4
+	VBROADCASTSS q6KScaleWiden<>+0(SB), Y5
+	VMULPS       Y5, Y4, Y4
 	VPMOVSXBD    192(CX), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       Y4, Y5, Y5
-	VMOVUPS      Y5, 64(SP)
+	VMOVUPS      Y5, 96(SP)
 	VPMOVSXBD    200(CX), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       Y4, Y5, Y5
-	VMOVUPS      Y5, 96(SP)
-	VPBROADCASTD const15<>+0(SB), Y4
-	VPBROADCASTD const3<>+0(SB), Y5
-	VPBROADCASTD const32<>+0(SB), Y6
-	VPMOVZXBD    (CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       (BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    8(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       32(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    16(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 68(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       64(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    24(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 68(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       96(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    32(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 72(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       128(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    40(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 72(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       160(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    48(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 76(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       192(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    56(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 76(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       224(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    (CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 80(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       256(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    8(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 80(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       288(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    16(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 84(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       320(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    24(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 84(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       352(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    32(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    128(CX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 88(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       384(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    40(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    136(CX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 88(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       416(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    48(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    144(CX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 92(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       448(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    56(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    152(CX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 92(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       480(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    64(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 96(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       512(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    72(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 96(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       544(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    80(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 100(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       576(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    88(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(CX), Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 100(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       608(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    96(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 104(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       640(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    104(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 104(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       672(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    112(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 108(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       704(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    120(CX), Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(CX), Y8
-	VPSRLD       $0x02, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 108(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       736(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    64(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 112(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       768(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    72(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 112(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       800(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    80(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 116(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       832(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    88(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(CX), Y8
-	VPSRLD       $0x04, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 116(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       864(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    96(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    160(CX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 120(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       896(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    104(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    168(CX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 120(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       928(BX), Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VPMOVZXBD    112(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    176(CX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y5, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 124(SP), Y8
-	VMULPS       Y8, Y7, Y7
-	VMULPS       960(BX), Y7, Y7
-	VADDPS       Y7, Y2, Y2
-	VPMOVZXBD    120(CX), Y7
-	VPSRLD       $0x04, Y7, Y7
-	VPAND        Y4, Y7, Y7
-	VPMOVZXBD    184(CX), Y4
-	VPSRLD       $0x06, Y4, Y4
-	VPAND        Y5, Y4, Y4
-	VPSLLD       $0x04, Y4, Y4
-	VPOR         Y4, Y7, Y7
-	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
+	VMOVUPS      Y5, 128(SP)
+	VMOVDQU      (CX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(CX), Y5
+	VPSLLW       $0x06, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 96(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       (BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       32(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS 100(SP), Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       64(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       96(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVDQU      32(CX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(CX), Y5
+	VPSLLW       $0x04, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 104(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       128(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       160(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS 108(SP), Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       192(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       224(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVDQU      (CX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(CX), Y5
+	VPSLLW       $0x02, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 112(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       256(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       288(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS 116(SP), Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       320(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       352(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVDQU      32(CX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      128(CX), Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 120(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       384(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       416(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
 	VBROADCASTSS 124(SP), Y4
-	VMULPS       Y4, Y7, Y7
-	VMULPS       992(BX), Y7, Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       448(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       480(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVDQU      64(CX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(CX), Y5
+	VPSLLW       $0x06, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 128(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       512(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       544(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS 132(SP), Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       576(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       608(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVDQU      96(CX), Y4
+	VPSLLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(CX), Y5
+	VPSLLW       $0x04, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 136(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       640(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       672(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS 140(SP), Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       704(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       736(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVDQU      64(CX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(CX), Y5
+	VPSLLW       $0x02, Y5, Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 144(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       768(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       800(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS 148(SP), Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       832(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       864(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVDQU      96(CX), Y4
+	VPSRLW       $0x02, Y4, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VMOVDQU      160(CX), Y5
+	VPAND        q6KMasks<>+32(SB), Y5, Y5
+	VPXOR        q6KMasks<>+64(SB), Y5, Y5
+	VPOR         Y4, Y5, Y5
+	VMOVDQU      Y5, 160(SP)
+	VBROADCASTSS 152(SP), Y4
+	VPMOVSXBD    160(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       896(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    168(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       928(BX), Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS 156(SP), Y4
+	VPMOVSXBD    176(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       960(BX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPMOVSXBD    184(SP), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       992(BX), Y5, Y4
 	VADDPS       Y4, Y3, Y3
 	ADDQ         $0x000000d2, AX
 	ADDQ         $0x000000d2, CX
@@ -2103,7 +1673,7 @@ done:
 
 // func lanes4Q6KAVX2(w []byte, x []float32, stride int) [4][16]float32
 // Requires: AVX, AVX2, F16C
-TEXT ·lanes4Q6KAVX2(SB), NOSPLIT, $64-312
+TEXT ·lanes4Q6KAVX2(SB), NOSPLIT, $96-312
 	MOVQ  w_base+0(FP), AX
 	MOVQ  w_len+8(FP), CX
 	MOVQ  stride+48(FP), DX
@@ -2126,6 +1696,8 @@ loop:
 	JB           done
 	VPBROADCASTW 208(AX), X8
 	VCVTPH2PS    X8, Y8
+	VBROADCASTSS q6KScaleWiden<>+0(SB), Y9
+	VMULPS       Y9, Y8, Y8
 	VPMOVSXBD    192(AX), Y9
 	VCVTDQ2PS    Y9, Y9
 	VMULPS       Y8, Y9, Y9
@@ -2134,624 +1706,443 @@ loop:
 	VCVTDQ2PS    Y9, Y9
 	VMULPS       Y8, Y9, Y9
 	VMOVUPS      Y9, 32(SP)
-	VPBROADCASTD const15<>+0(SB), Y8
-	VPBROADCASTD const3<>+0(SB), Y9
-	VPBROADCASTD const32<>+0(SB), Y10
-	VPMOVZXBD    (AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    128(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS (SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       (BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       (SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       (DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       (DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    8(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    136(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS (SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       32(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       32(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       32(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       32(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    16(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    144(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 4(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       64(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       64(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       64(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       64(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    24(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    152(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 4(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       96(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       96(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       96(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       96(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    32(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    128(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 8(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       128(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       128(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       128(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       128(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    40(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    136(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 8(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       160(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       160(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       160(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       160(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    48(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    144(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 12(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       192(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       192(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       192(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       192(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    56(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    152(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 12(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       224(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       224(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       224(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       224(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    (AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    128(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 16(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       256(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       256(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       256(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       256(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    8(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    136(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 16(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       288(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       288(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       288(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       288(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    16(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    144(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 20(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       320(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       320(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       320(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       320(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    24(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    152(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 20(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       352(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       352(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       352(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       352(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    32(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    128(AX), Y12
-	VPSRLD       $0x06, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 24(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       384(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       384(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       384(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       384(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    40(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    136(AX), Y12
-	VPSRLD       $0x06, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 24(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       416(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       416(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       416(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       416(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    48(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    144(AX), Y12
-	VPSRLD       $0x06, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 28(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       448(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       448(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       448(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       448(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    56(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    152(AX), Y12
-	VPSRLD       $0x06, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 28(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       480(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       480(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       480(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       480(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    64(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    160(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 32(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       512(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       512(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       512(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       512(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    72(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    168(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 32(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       544(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       544(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       544(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       544(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    80(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    176(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 36(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       576(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       576(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       576(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       576(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    88(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    184(AX), Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 36(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       608(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       608(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       608(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       608(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    96(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    160(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 40(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       640(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       640(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       640(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       640(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    104(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    168(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 40(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       672(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       672(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       672(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       672(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    112(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    176(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 44(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       704(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       704(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       704(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       704(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    120(AX), Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    184(AX), Y12
-	VPSRLD       $0x02, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 44(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       736(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       736(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       736(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       736(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    64(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    160(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 48(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       768(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       768(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       768(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       768(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    72(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    168(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 48(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       800(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       800(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       800(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       800(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    80(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    176(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 52(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       832(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       832(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       832(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       832(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    88(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    184(AX), Y12
-	VPSRLD       $0x04, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 52(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       864(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       864(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       864(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       864(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    96(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    160(AX), Y12
-	VPSRLD       $0x06, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 56(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       896(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       896(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       896(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       896(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    104(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    168(AX), Y12
-	VPSRLD       $0x06, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 56(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       928(BX), Y11, Y12
-	VADDPS       Y12, Y1, Y1
-	VMULPS       928(SI), Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       928(DI), Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       928(DX), Y11, Y11
-	VADDPS       Y11, Y7, Y7
-	VPMOVZXBD    112(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    176(AX), Y12
-	VPSRLD       $0x06, Y12, Y12
-	VPAND        Y9, Y12, Y12
-	VPSLLD       $0x04, Y12, Y12
-	VPOR         Y12, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 60(SP), Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       960(BX), Y11, Y12
-	VADDPS       Y12, Y0, Y0
-	VMULPS       960(SI), Y11, Y12
-	VADDPS       Y12, Y2, Y2
-	VMULPS       960(DI), Y11, Y12
-	VADDPS       Y12, Y4, Y4
-	VMULPS       960(DX), Y11, Y11
-	VADDPS       Y11, Y6, Y6
-	VPMOVZXBD    120(AX), Y11
-	VPSRLD       $0x04, Y11, Y11
-	VPAND        Y8, Y11, Y11
-	VPMOVZXBD    184(AX), Y8
-	VPSRLD       $0x06, Y8, Y8
-	VPAND        Y9, Y8, Y8
-	VPSLLD       $0x04, Y8, Y8
-	VPOR         Y8, Y11, Y11
-	VPSUBD       Y10, Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 60(SP), Y8
-	VMULPS       Y8, Y11, Y11
-	VMULPS       992(BX), Y11, Y8
+	VMOVDQU      (AX), Y8
+	VPSLLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      128(AX), Y9
+	VPSLLW       $0x06, Y9, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS (SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       (BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       (SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       (DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       (DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       32(BX), Y9, Y8
 	VADDPS       Y8, Y1, Y1
-	VMULPS       992(SI), Y11, Y8
+	VMULPS       32(SI), Y9, Y8
 	VADDPS       Y8, Y3, Y3
-	VMULPS       992(DI), Y11, Y8
+	VMULPS       32(DI), Y9, Y8
 	VADDPS       Y8, Y5, Y5
-	VMULPS       992(DX), Y11, Y8
+	VMULPS       32(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 4(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       64(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       64(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       64(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       64(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       96(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       96(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       96(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       96(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VMOVDQU      32(AX), Y8
+	VPSLLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      128(AX), Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS 8(SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       128(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       128(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       128(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       128(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       160(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       160(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       160(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       160(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 12(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       192(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       192(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       192(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       192(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       224(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       224(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       224(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       224(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VMOVDQU      (AX), Y8
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      128(AX), Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS 16(SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       256(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       256(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       256(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       256(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       288(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       288(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       288(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       288(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 20(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       320(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       320(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       320(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       320(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       352(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       352(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       352(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       352(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VMOVDQU      32(AX), Y8
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      128(AX), Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS 24(SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       384(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       384(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       384(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       384(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       416(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       416(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       416(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       416(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 28(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       448(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       448(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       448(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       448(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       480(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       480(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       480(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       480(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VMOVDQU      64(AX), Y8
+	VPSLLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      160(AX), Y9
+	VPSLLW       $0x06, Y9, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS 32(SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       512(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       512(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       512(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       512(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       544(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       544(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       544(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       544(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 36(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       576(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       576(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       576(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       576(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       608(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       608(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       608(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       608(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VMOVDQU      96(AX), Y8
+	VPSLLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      160(AX), Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS 40(SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       640(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       640(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       640(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       640(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       672(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       672(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       672(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       672(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 44(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       704(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       704(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       704(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       704(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       736(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       736(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       736(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       736(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VMOVDQU      64(AX), Y8
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      160(AX), Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS 48(SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       768(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       768(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       768(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       768(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       800(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       800(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       800(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       800(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 52(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       832(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       832(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       832(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       832(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       864(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       864(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       864(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       864(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VMOVDQU      96(AX), Y8
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VMOVDQU      160(AX), Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPXOR        q6KMasks<>+64(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VMOVDQU      Y9, 64(SP)
+	VBROADCASTSS 56(SP), Y8
+	VPMOVSXBD    64(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       896(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       896(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       896(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       896(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    72(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       928(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       928(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       928(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       928(DX), Y9, Y8
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS 60(SP), Y8
+	VPMOVSXBD    80(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       960(BX), Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       960(SI), Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       960(DI), Y9, Y10
+	VADDPS       Y10, Y4, Y4
+	VMULPS       960(DX), Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVSXBD    88(SP), Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMULPS       992(BX), Y9, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       992(SI), Y9, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       992(DI), Y9, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       992(DX), Y9, Y8
 	VADDPS       Y8, Y7, Y7
 	ADDQ         $0x000000d2, AX
 	ADDQ         $0x00000400, BX
@@ -3528,149 +2919,124 @@ loop:
 	JB              done
 	VPBROADCASTW    208(CX), Y1
 	VCVTPH2PS       Y1, Z1
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z1, Z1
 	VPMOVSXBD       192(CX), Z2
 	VCVTDQ2PS       Z2, Z2
 	VMULPS          Z1, Z2, Z2
 	VMOVUPS         Z2, (SP)
-	VPBROADCASTD    const252645135<>+0(SB), Z1
-	VPBROADCASTD    const50529027<>+0(SB), Z2
-	VPBROADCASTD    const538976288<>+0(SB), Z3
+	VPBROADCASTD    q6KNibble<>+0(SB), Z1
+	VPBROADCASTD    q6KHighPair<>+0(SB), Z2
+	VPBROADCASTD    q6KSign<>+0(SB), Z3
 	VMOVDQU64       (CX), Z4
 	VBROADCASTI64X4 128(CX), Z5
-	VPANDD          Z1, Z4, Z6
-	VPSRLW          $0x04, Z4, Z4
-	VPANDD          Z1, Z4, Z4
-	VPSRLVW         q6KShifts<>+0(SB), Z5, Z7
-	VPANDD          Z2, Z7, Z7
-	VPSLLW          $0x04, Z7, Z7
-	VPORD           Z7, Z6, Z6
-	VPSUBB          Z3, Z6, Z6
-	VPMOVSXBD       X6, Z7
-	VCVTDQ2PS       Z7, Z7
-	VBROADCASTSS    (SP), Z8
-	VMULPS          Z8, Z7, Z7
-	VMULPS          (BX), Z7, Z7
-	VADDPS          Z7, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z6, X7
-	VPMOVSXBD       X7, Z7
-	VCVTDQ2PS       Z7, Z7
-	VBROADCASTSS    4(SP), Z8
-	VMULPS          Z8, Z7, Z7
-	VMULPS          64(BX), Z7, Z7
-	VADDPS          Z7, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z6, X7
-	VPMOVSXBD       X7, Z7
-	VCVTDQ2PS       Z7, Z7
-	VBROADCASTSS    8(SP), Z8
-	VMULPS          Z8, Z7, Z7
-	VMULPS          128(BX), Z7, Z7
-	VADDPS          Z7, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z6, X6
+	VPSLLW          $0x02, Z4, Z6
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z5, Z7
+	VPTERNLOGD      $0x6a, Z3, Z2, Z7
+	VPTERNLOGD      $0xf8, Z1, Z6, Z7
+	VPMOVSXBD       X7, Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS.BCST     (SP), Z6, Z6
+	VMULPS          (BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z7, X6
 	VPMOVSXBD       X6, Z6
 	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    12(SP), Z7
-	VMULPS          Z7, Z6, Z6
+	VMULPS.BCST     4(SP), Z6, Z6
+	VMULPS          64(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z7, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS.BCST     8(SP), Z6, Z6
+	VMULPS          128(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z7, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS.BCST     12(SP), Z6, Z6
 	VMULPS          192(BX), Z6, Z6
 	VADDPS          Z6, Z0, Z0
-	VPSRLVW         q6KShifts<>+64(SB), Z5, Z5
-	VPANDD          Z2, Z5, Z5
-	VPSLLW          $0x04, Z5, Z5
-	VPORD           Z5, Z4, Z4
-	VPSUBB          Z3, Z4, Z4
-	VPMOVSXBD       X4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTSS    16(SP), Z6
-	VMULPS          Z6, Z5, Z5
-	VMULPS          256(BX), Z5, Z5
-	VADDPS          Z5, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z4, X5
-	VPMOVSXBD       X5, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTSS    20(SP), Z6
-	VMULPS          Z6, Z5, Z5
-	VMULPS          320(BX), Z5, Z5
-	VADDPS          Z5, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z4, X5
-	VPMOVSXBD       X5, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTSS    24(SP), Z6
-	VMULPS          Z6, Z5, Z5
-	VMULPS          384(BX), Z5, Z5
-	VADDPS          Z5, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z4, X4
+	VPSRLW          $0x02, Z4, Z4
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z5, Z5
+	VPTERNLOGD      $0x6a, Z3, Z2, Z5
+	VPTERNLOGD      $0xf8, Z1, Z4, Z5
+	VPMOVSXBD       X5, Z4
+	VCVTDQ2PS       Z4, Z4
+	VMULPS.BCST     16(SP), Z4, Z4
+	VMULPS          256(BX), Z4, Z4
+	VADDPS          Z4, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z5, X4
 	VPMOVSXBD       X4, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    28(SP), Z5
-	VMULPS          Z5, Z4, Z4
+	VMULPS.BCST     20(SP), Z4, Z4
+	VMULPS          320(BX), Z4, Z4
+	VADDPS          Z4, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z5, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VMULPS.BCST     24(SP), Z4, Z4
+	VMULPS          384(BX), Z4, Z4
+	VADDPS          Z4, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z5, X4
+	VPMOVSXBD       X4, Z4
+	VCVTDQ2PS       Z4, Z4
+	VMULPS.BCST     28(SP), Z4, Z4
 	VMULPS          448(BX), Z4, Z4
 	VADDPS          Z4, Z0, Z0
 	VMOVDQU64       64(CX), Z4
 	VBROADCASTI64X4 160(CX), Z5
-	VPANDD          Z1, Z4, Z6
-	VPSRLW          $0x04, Z4, Z4
-	VPANDD          Z1, Z4, Z4
-	VPSRLVW         q6KShifts<>+0(SB), Z5, Z1
-	VPANDD          Z2, Z1, Z1
-	VPSLLW          $0x04, Z1, Z1
-	VPORD           Z1, Z6, Z6
-	VPSUBB          Z3, Z6, Z6
-	VPMOVSXBD       X6, Z1
+	VPSLLW          $0x02, Z4, Z6
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z5, Z7
+	VPTERNLOGD      $0x6a, Z3, Z2, Z7
+	VPTERNLOGD      $0xf8, Z1, Z6, Z7
+	VPMOVSXBD       X7, Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS.BCST     32(SP), Z6, Z6
+	VMULPS          512(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z7, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS.BCST     36(SP), Z6, Z6
+	VMULPS          576(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z7, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS.BCST     40(SP), Z6, Z6
+	VMULPS          640(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z7, X6
+	VPMOVSXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS.BCST     44(SP), Z6, Z6
+	VMULPS          704(BX), Z6, Z6
+	VADDPS          Z6, Z0, Z0
+	VPSRLW          $0x02, Z4, Z4
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z5, Z5
+	VPTERNLOGD      $0x6a, Z3, Z2, Z5
+	VPTERNLOGD      $0xf8, Z1, Z4, Z5
+	VPMOVSXBD       X5, Z1
 	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    32(SP), Z7
-	VMULPS          Z7, Z1, Z1
-	VMULPS          512(BX), Z1, Z1
-	VADDPS          Z1, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z6, X1
-	VPMOVSXBD       X1, Z1
-	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    36(SP), Z7
-	VMULPS          Z7, Z1, Z1
-	VMULPS          576(BX), Z1, Z1
-	VADDPS          Z1, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z6, X1
-	VPMOVSXBD       X1, Z1
-	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    40(SP), Z7
-	VMULPS          Z7, Z1, Z1
-	VMULPS          640(BX), Z1, Z1
-	VADDPS          Z1, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z6, X1
-	VPMOVSXBD       X1, Z1
-	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    44(SP), Z6
-	VMULPS          Z6, Z1, Z1
-	VMULPS          704(BX), Z1, Z1
-	VADDPS          Z1, Z0, Z0
-	VPSRLVW         q6KShifts<>+64(SB), Z5, Z1
-	VPANDD          Z2, Z1, Z1
-	VPSLLW          $0x04, Z1, Z1
-	VPORD           Z1, Z4, Z4
-	VPSUBB          Z3, Z4, Z4
-	VPMOVSXBD       X4, Z1
-	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    48(SP), Z2
-	VMULPS          Z2, Z1, Z1
+	VMULPS.BCST     48(SP), Z1, Z1
 	VMULPS          768(BX), Z1, Z1
 	VADDPS          Z1, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z4, X1
+	VEXTRACTI32X4   $0x01, Z5, X1
 	VPMOVSXBD       X1, Z1
 	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    52(SP), Z2
-	VMULPS          Z2, Z1, Z1
+	VMULPS.BCST     52(SP), Z1, Z1
 	VMULPS          832(BX), Z1, Z1
 	VADDPS          Z1, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z4, X1
+	VEXTRACTI32X4   $0x02, Z5, X1
 	VPMOVSXBD       X1, Z1
 	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    56(SP), Z2
-	VMULPS          Z2, Z1, Z1
+	VMULPS.BCST     56(SP), Z1, Z1
 	VMULPS          896(BX), Z1, Z1
 	VADDPS          Z1, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z4, X1
+	VEXTRACTI32X4   $0x03, Z5, X1
 	VPMOVSXBD       X1, Z1
 	VCVTDQ2PS       Z1, Z1
-	VBROADCASTSS    60(SP), Z2
-	VMULPS          Z2, Z1, Z1
+	VMULPS.BCST     60(SP), Z1, Z1
 	VMULPS          960(BX), Z1, Z1
 	VADDPS          Z1, Z0, Z0
 	ADDQ            $0x000000d2, CX
@@ -3681,334 +3047,6 @@ loop:
 done:
 	LEAQ    ret_0+112(FP), AX
 	VMOVUPS Z0, (AX)
-	VZEROUPPER
-	RET
-
-// func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, MMX+
-TEXT ·lanes2Q6KAVX512(SB), NOSPLIT, $128-200
-	MOVQ   w0_base+0(FP), AX
-	MOVQ   w1_base+24(FP), CX
-	MOVQ   w0_len+8(FP), DX
-	MOVQ   x_base+48(FP), BX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-
-loop:
-	CMPQ            DX, $0x000000d2
-	JB              done
-	PREFETCHT0      4096(AX)
-	PREFETCHT0      4160(AX)
-	PREFETCHT0      4224(AX)
-	PREFETCHT0      4288(AX)
-	VPBROADCASTW    208(AX), Y2
-	VCVTPH2PS       Y2, Z2
-	VPMOVSXBD       192(AX), Z3
-	VCVTDQ2PS       Z3, Z3
-	VMULPS          Z2, Z3, Z3
-	VMOVUPS         Z3, (SP)
-	VPBROADCASTD    const252645135<>+0(SB), Z2
-	VPBROADCASTD    const50529027<>+0(SB), Z3
-	VPBROADCASTD    const538976288<>+0(SB), Z4
-	VMOVDQU64       (AX), Z5
-	VBROADCASTI64X4 128(AX), Z6
-	VPANDD          Z2, Z5, Z7
-	VPSRLW          $0x04, Z5, Z5
-	VPANDD          Z2, Z5, Z5
-	VPSRLVW         q6KShifts<>+0(SB), Z6, Z8
-	VPANDD          Z3, Z8, Z8
-	VPSLLW          $0x04, Z8, Z8
-	VPORD           Z8, Z7, Z7
-	VPSUBB          Z4, Z7, Z7
-	VPMOVSXBD       X7, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    (SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          (BX), Z8, Z8
-	VADDPS          Z8, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z7, X8
-	VPMOVSXBD       X8, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    4(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          64(BX), Z8, Z8
-	VADDPS          Z8, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z7, X8
-	VPMOVSXBD       X8, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    8(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          128(BX), Z8, Z8
-	VADDPS          Z8, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z7, X7
-	VPMOVSXBD       X7, Z7
-	VCVTDQ2PS       Z7, Z7
-	VBROADCASTSS    12(SP), Z8
-	VMULPS          Z8, Z7, Z7
-	VMULPS          192(BX), Z7, Z7
-	VADDPS          Z7, Z0, Z0
-	VPSRLVW         q6KShifts<>+64(SB), Z6, Z6
-	VPANDD          Z3, Z6, Z6
-	VPSLLW          $0x04, Z6, Z6
-	VPORD           Z6, Z5, Z5
-	VPSUBB          Z4, Z5, Z5
-	VPMOVSXBD       X5, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    16(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMULPS          256(BX), Z6, Z6
-	VADDPS          Z6, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z5, X6
-	VPMOVSXBD       X6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    20(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMULPS          320(BX), Z6, Z6
-	VADDPS          Z6, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z5, X6
-	VPMOVSXBD       X6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    24(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMULPS          384(BX), Z6, Z6
-	VADDPS          Z6, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z5, X5
-	VPMOVSXBD       X5, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTSS    28(SP), Z6
-	VMULPS          Z6, Z5, Z5
-	VMULPS          448(BX), Z5, Z5
-	VADDPS          Z5, Z0, Z0
-	VMOVDQU64       64(AX), Z5
-	VBROADCASTI64X4 160(AX), Z6
-	VPANDD          Z2, Z5, Z7
-	VPSRLW          $0x04, Z5, Z5
-	VPANDD          Z2, Z5, Z5
-	VPSRLVW         q6KShifts<>+0(SB), Z6, Z2
-	VPANDD          Z3, Z2, Z2
-	VPSLLW          $0x04, Z2, Z2
-	VPORD           Z2, Z7, Z7
-	VPSUBB          Z4, Z7, Z7
-	VPMOVSXBD       X7, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    32(SP), Z8
-	VMULPS          Z8, Z2, Z2
-	VMULPS          512(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z7, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    36(SP), Z8
-	VMULPS          Z8, Z2, Z2
-	VMULPS          576(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z7, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    40(SP), Z8
-	VMULPS          Z8, Z2, Z2
-	VMULPS          640(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z7, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    44(SP), Z7
-	VMULPS          Z7, Z2, Z2
-	VMULPS          704(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	VPSRLVW         q6KShifts<>+64(SB), Z6, Z2
-	VPANDD          Z3, Z2, Z2
-	VPSLLW          $0x04, Z2, Z2
-	VPORD           Z2, Z5, Z5
-	VPSUBB          Z4, Z5, Z5
-	VPMOVSXBD       X5, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    48(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          768(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	VEXTRACTI32X4   $0x01, Z5, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    52(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          832(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	VEXTRACTI32X4   $0x02, Z5, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    56(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          896(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	VEXTRACTI32X4   $0x03, Z5, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    60(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          960(BX), Z2, Z2
-	VADDPS          Z2, Z0, Z0
-	PREFETCHT0      4096(CX)
-	PREFETCHT0      4160(CX)
-	PREFETCHT0      4224(CX)
-	PREFETCHT0      4288(CX)
-	VPBROADCASTW    208(CX), Y2
-	VCVTPH2PS       Y2, Z2
-	VPMOVSXBD       192(CX), Z3
-	VCVTDQ2PS       Z3, Z3
-	VMULPS          Z2, Z3, Z3
-	VMOVUPS         Z3, 64(SP)
-	VPBROADCASTD    const252645135<>+0(SB), Z2
-	VPBROADCASTD    const50529027<>+0(SB), Z3
-	VPBROADCASTD    const538976288<>+0(SB), Z4
-	VMOVDQU64       (CX), Z5
-	VBROADCASTI64X4 128(CX), Z6
-	VPANDD          Z2, Z5, Z7
-	VPSRLW          $0x04, Z5, Z5
-	VPANDD          Z2, Z5, Z5
-	VPSRLVW         q6KShifts<>+0(SB), Z6, Z8
-	VPANDD          Z3, Z8, Z8
-	VPSLLW          $0x04, Z8, Z8
-	VPORD           Z8, Z7, Z7
-	VPSUBB          Z4, Z7, Z7
-	VPMOVSXBD       X7, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    64(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          (BX), Z8, Z8
-	VADDPS          Z8, Z1, Z1
-	VEXTRACTI32X4   $0x01, Z7, X8
-	VPMOVSXBD       X8, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    68(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          64(BX), Z8, Z8
-	VADDPS          Z8, Z1, Z1
-	VEXTRACTI32X4   $0x02, Z7, X8
-	VPMOVSXBD       X8, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    72(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          128(BX), Z8, Z8
-	VADDPS          Z8, Z1, Z1
-	VEXTRACTI32X4   $0x03, Z7, X7
-	VPMOVSXBD       X7, Z7
-	VCVTDQ2PS       Z7, Z7
-	VBROADCASTSS    76(SP), Z8
-	VMULPS          Z8, Z7, Z7
-	VMULPS          192(BX), Z7, Z7
-	VADDPS          Z7, Z1, Z1
-	VPSRLVW         q6KShifts<>+64(SB), Z6, Z6
-	VPANDD          Z3, Z6, Z6
-	VPSLLW          $0x04, Z6, Z6
-	VPORD           Z6, Z5, Z5
-	VPSUBB          Z4, Z5, Z5
-	VPMOVSXBD       X5, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    80(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMULPS          256(BX), Z6, Z6
-	VADDPS          Z6, Z1, Z1
-	VEXTRACTI32X4   $0x01, Z5, X6
-	VPMOVSXBD       X6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    84(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMULPS          320(BX), Z6, Z6
-	VADDPS          Z6, Z1, Z1
-	VEXTRACTI32X4   $0x02, Z5, X6
-	VPMOVSXBD       X6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    88(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMULPS          384(BX), Z6, Z6
-	VADDPS          Z6, Z1, Z1
-	VEXTRACTI32X4   $0x03, Z5, X5
-	VPMOVSXBD       X5, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTSS    92(SP), Z6
-	VMULPS          Z6, Z5, Z5
-	VMULPS          448(BX), Z5, Z5
-	VADDPS          Z5, Z1, Z1
-	VMOVDQU64       64(CX), Z5
-	VBROADCASTI64X4 160(CX), Z6
-	VPANDD          Z2, Z5, Z7
-	VPSRLW          $0x04, Z5, Z5
-	VPANDD          Z2, Z5, Z5
-	VPSRLVW         q6KShifts<>+0(SB), Z6, Z2
-	VPANDD          Z3, Z2, Z2
-	VPSLLW          $0x04, Z2, Z2
-	VPORD           Z2, Z7, Z7
-	VPSUBB          Z4, Z7, Z7
-	VPMOVSXBD       X7, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    96(SP), Z8
-	VMULPS          Z8, Z2, Z2
-	VMULPS          512(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	VEXTRACTI32X4   $0x01, Z7, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    100(SP), Z8
-	VMULPS          Z8, Z2, Z2
-	VMULPS          576(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	VEXTRACTI32X4   $0x02, Z7, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    104(SP), Z8
-	VMULPS          Z8, Z2, Z2
-	VMULPS          640(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	VEXTRACTI32X4   $0x03, Z7, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    108(SP), Z7
-	VMULPS          Z7, Z2, Z2
-	VMULPS          704(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	VPSRLVW         q6KShifts<>+64(SB), Z6, Z2
-	VPANDD          Z3, Z2, Z2
-	VPSLLW          $0x04, Z2, Z2
-	VPORD           Z2, Z5, Z5
-	VPSUBB          Z4, Z5, Z5
-	VPMOVSXBD       X5, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    112(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          768(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	VEXTRACTI32X4   $0x01, Z5, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    116(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          832(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	VEXTRACTI32X4   $0x02, Z5, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    120(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          896(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	VEXTRACTI32X4   $0x03, Z5, X2
-	VPMOVSXBD       X2, Z2
-	VCVTDQ2PS       Z2, Z2
-	VBROADCASTSS    124(SP), Z3
-	VMULPS          Z3, Z2, Z2
-	VMULPS          960(BX), Z2, Z2
-	VADDPS          Z2, Z1, Z1
-	ADDQ            $0x000000d2, AX
-	ADDQ            $0x000000d2, CX
-	ADDQ            $0x00000400, BX
-	SUBQ            $0x000000d2, DX
-	JMP             loop
-
-done:
-	LEAQ    ret_0_0+72(FP), AX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
 	VZEROUPPER
 	RET
 
@@ -4033,66 +3071,59 @@ loop:
 	JB              done
 	VPBROADCASTW    208(AX), Y4
 	VCVTPH2PS       Y4, Z4
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z4, Z4
 	VPMOVSXBD       192(AX), Z5
 	VCVTDQ2PS       Z5, Z5
 	VMULPS          Z4, Z5, Z5
 	VMOVUPS         Z5, (SP)
-	VPBROADCASTD    const252645135<>+0(SB), Z4
-	VPBROADCASTD    const50529027<>+0(SB), Z5
-	VPBROADCASTD    const538976288<>+0(SB), Z6
+	VPBROADCASTD    q6KNibble<>+0(SB), Z4
+	VPBROADCASTD    q6KHighPair<>+0(SB), Z5
+	VPBROADCASTD    q6KSign<>+0(SB), Z6
 	VMOVDQU64       (AX), Z7
 	VBROADCASTI64X4 128(AX), Z8
-	VPANDD          Z4, Z7, Z9
-	VPSRLW          $0x04, Z7, Z7
-	VPANDD          Z4, Z7, Z7
-	VPSRLVW         q6KShifts<>+0(SB), Z8, Z10
-	VPANDD          Z5, Z10, Z10
-	VPSLLW          $0x04, Z10, Z10
-	VPORD           Z10, Z9, Z9
-	VPSUBB          Z6, Z9, Z9
-	VPMOVSXBD       X9, Z10
-	VCVTDQ2PS       Z10, Z10
-	VBROADCASTSS    (SP), Z11
-	VMULPS          Z11, Z10, Z10
-	VMULPS          (BX), Z10, Z11
+	VPSLLW          $0x02, Z7, Z9
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0x6a, Z6, Z5, Z10
+	VPTERNLOGD      $0xf8, Z4, Z9, Z10
+	VPMOVSXBD       X10, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     (SP), Z9, Z9
+	VMULPS          (BX), Z9, Z11
 	VADDPS          Z11, Z0, Z0
-	VMULPS          (SI), Z10, Z11
+	VMULPS          (SI), Z9, Z11
 	VADDPS          Z11, Z1, Z1
-	VMULPS          (DI), Z10, Z11
+	VMULPS          (DI), Z9, Z11
 	VADDPS          Z11, Z2, Z2
-	VMULPS          (DX), Z10, Z10
-	VADDPS          Z10, Z3, Z3
-	VEXTRACTI32X4   $0x01, Z9, X10
-	VPMOVSXBD       X10, Z10
-	VCVTDQ2PS       Z10, Z10
-	VBROADCASTSS    4(SP), Z11
-	VMULPS          Z11, Z10, Z10
-	VMULPS          64(BX), Z10, Z11
-	VADDPS          Z11, Z0, Z0
-	VMULPS          64(SI), Z10, Z11
-	VADDPS          Z11, Z1, Z1
-	VMULPS          64(DI), Z10, Z11
-	VADDPS          Z11, Z2, Z2
-	VMULPS          64(DX), Z10, Z10
-	VADDPS          Z10, Z3, Z3
-	VEXTRACTI32X4   $0x02, Z9, X10
-	VPMOVSXBD       X10, Z10
-	VCVTDQ2PS       Z10, Z10
-	VBROADCASTSS    8(SP), Z11
-	VMULPS          Z11, Z10, Z10
-	VMULPS          128(BX), Z10, Z11
-	VADDPS          Z11, Z0, Z0
-	VMULPS          128(SI), Z10, Z11
-	VADDPS          Z11, Z1, Z1
-	VMULPS          128(DI), Z10, Z11
-	VADDPS          Z11, Z2, Z2
-	VMULPS          128(DX), Z10, Z10
-	VADDPS          Z10, Z3, Z3
-	VEXTRACTI32X4   $0x03, Z9, X9
+	VMULPS          (DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z10, X9
 	VPMOVSXBD       X9, Z9
 	VCVTDQ2PS       Z9, Z9
-	VBROADCASTSS    12(SP), Z10
-	VMULPS          Z10, Z9, Z9
+	VMULPS.BCST     4(SP), Z9, Z9
+	VMULPS          64(BX), Z9, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          64(SI), Z9, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          64(DI), Z9, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          64(DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     8(SP), Z9, Z9
+	VMULPS          128(BX), Z9, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          128(SI), Z9, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          128(DI), Z9, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          128(DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     12(SP), Z9, Z9
 	VMULPS          192(BX), Z9, Z10
 	VADDPS          Z10, Z0, Z0
 	VMULPS          192(SI), Z9, Z10
@@ -4101,54 +3132,49 @@ loop:
 	VADDPS          Z10, Z2, Z2
 	VMULPS          192(DX), Z9, Z9
 	VADDPS          Z9, Z3, Z3
-	VPSRLVW         q6KShifts<>+64(SB), Z8, Z8
-	VPANDD          Z5, Z8, Z8
-	VPSLLW          $0x04, Z8, Z8
-	VPORD           Z8, Z7, Z7
-	VPSUBB          Z6, Z7, Z7
-	VPMOVSXBD       X7, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    16(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          256(BX), Z8, Z9
+	VPSRLW          $0x02, Z7, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z6, Z5, Z8
+	VPTERNLOGD      $0xf8, Z4, Z7, Z8
+	VPMOVSXBD       X8, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     16(SP), Z7, Z7
+	VMULPS          256(BX), Z7, Z9
 	VADDPS          Z9, Z0, Z0
-	VMULPS          256(SI), Z8, Z9
+	VMULPS          256(SI), Z7, Z9
 	VADDPS          Z9, Z1, Z1
-	VMULPS          256(DI), Z8, Z9
+	VMULPS          256(DI), Z7, Z9
 	VADDPS          Z9, Z2, Z2
-	VMULPS          256(DX), Z8, Z8
-	VADDPS          Z8, Z3, Z3
-	VEXTRACTI32X4   $0x01, Z7, X8
-	VPMOVSXBD       X8, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    20(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          320(BX), Z8, Z9
-	VADDPS          Z9, Z0, Z0
-	VMULPS          320(SI), Z8, Z9
-	VADDPS          Z9, Z1, Z1
-	VMULPS          320(DI), Z8, Z9
-	VADDPS          Z9, Z2, Z2
-	VMULPS          320(DX), Z8, Z8
-	VADDPS          Z8, Z3, Z3
-	VEXTRACTI32X4   $0x02, Z7, X8
-	VPMOVSXBD       X8, Z8
-	VCVTDQ2PS       Z8, Z8
-	VBROADCASTSS    24(SP), Z9
-	VMULPS          Z9, Z8, Z8
-	VMULPS          384(BX), Z8, Z9
-	VADDPS          Z9, Z0, Z0
-	VMULPS          384(SI), Z8, Z9
-	VADDPS          Z9, Z1, Z1
-	VMULPS          384(DI), Z8, Z9
-	VADDPS          Z9, Z2, Z2
-	VMULPS          384(DX), Z8, Z8
-	VADDPS          Z8, Z3, Z3
-	VEXTRACTI32X4   $0x03, Z7, X7
+	VMULPS          256(DX), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z8, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
-	VBROADCASTSS    28(SP), Z8
-	VMULPS          Z8, Z7, Z7
+	VMULPS.BCST     20(SP), Z7, Z7
+	VMULPS          320(BX), Z7, Z9
+	VADDPS          Z9, Z0, Z0
+	VMULPS          320(SI), Z7, Z9
+	VADDPS          Z9, Z1, Z1
+	VMULPS          320(DI), Z7, Z9
+	VADDPS          Z9, Z2, Z2
+	VMULPS          320(DX), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     24(SP), Z7, Z7
+	VMULPS          384(BX), Z7, Z9
+	VADDPS          Z9, Z0, Z0
+	VMULPS          384(SI), Z7, Z9
+	VADDPS          Z9, Z1, Z1
+	VMULPS          384(DI), Z7, Z9
+	VADDPS          Z9, Z2, Z2
+	VMULPS          384(DX), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     28(SP), Z7, Z7
 	VMULPS          448(BX), Z7, Z8
 	VADDPS          Z8, Z0, Z0
 	VMULPS          448(SI), Z7, Z8
@@ -4159,74 +3185,64 @@ loop:
 	VADDPS          Z7, Z3, Z3
 	VMOVDQU64       64(AX), Z7
 	VBROADCASTI64X4 160(AX), Z8
-	VPANDD          Z4, Z7, Z9
-	VPSRLW          $0x04, Z7, Z7
-	VPANDD          Z4, Z7, Z7
-	VPSRLVW         q6KShifts<>+0(SB), Z8, Z4
-	VPANDD          Z5, Z4, Z4
-	VPSLLW          $0x04, Z4, Z4
-	VPORD           Z4, Z9, Z9
-	VPSUBB          Z6, Z9, Z9
-	VPMOVSXBD       X9, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    32(SP), Z10
-	VMULPS          Z10, Z4, Z4
-	VMULPS          512(BX), Z4, Z10
+	VPSLLW          $0x02, Z7, Z9
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0x6a, Z6, Z5, Z10
+	VPTERNLOGD      $0xf8, Z4, Z9, Z10
+	VPMOVSXBD       X10, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     32(SP), Z9, Z9
+	VMULPS          512(BX), Z9, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          512(SI), Z9, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          512(DI), Z9, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          512(DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     36(SP), Z9, Z9
+	VMULPS          576(BX), Z9, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          576(SI), Z9, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          576(DI), Z9, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          576(DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     40(SP), Z9, Z9
+	VMULPS          640(BX), Z9, Z11
+	VADDPS          Z11, Z0, Z0
+	VMULPS          640(SI), Z9, Z11
+	VADDPS          Z11, Z1, Z1
+	VMULPS          640(DI), Z9, Z11
+	VADDPS          Z11, Z2, Z2
+	VMULPS          640(DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     44(SP), Z9, Z9
+	VMULPS          704(BX), Z9, Z10
 	VADDPS          Z10, Z0, Z0
-	VMULPS          512(SI), Z4, Z10
+	VMULPS          704(SI), Z9, Z10
 	VADDPS          Z10, Z1, Z1
-	VMULPS          512(DI), Z4, Z10
+	VMULPS          704(DI), Z9, Z10
 	VADDPS          Z10, Z2, Z2
-	VMULPS          512(DX), Z4, Z4
-	VADDPS          Z4, Z3, Z3
-	VEXTRACTI32X4   $0x01, Z9, X4
-	VPMOVSXBD       X4, Z4
+	VMULPS          704(DX), Z9, Z9
+	VADDPS          Z9, Z3, Z3
+	VPSRLW          $0x02, Z7, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z6, Z5, Z8
+	VPTERNLOGD      $0xf8, Z4, Z7, Z8
+	VPMOVSXBD       X8, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    36(SP), Z10
-	VMULPS          Z10, Z4, Z4
-	VMULPS          576(BX), Z4, Z10
-	VADDPS          Z10, Z0, Z0
-	VMULPS          576(SI), Z4, Z10
-	VADDPS          Z10, Z1, Z1
-	VMULPS          576(DI), Z4, Z10
-	VADDPS          Z10, Z2, Z2
-	VMULPS          576(DX), Z4, Z4
-	VADDPS          Z4, Z3, Z3
-	VEXTRACTI32X4   $0x02, Z9, X4
-	VPMOVSXBD       X4, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    40(SP), Z10
-	VMULPS          Z10, Z4, Z4
-	VMULPS          640(BX), Z4, Z10
-	VADDPS          Z10, Z0, Z0
-	VMULPS          640(SI), Z4, Z10
-	VADDPS          Z10, Z1, Z1
-	VMULPS          640(DI), Z4, Z10
-	VADDPS          Z10, Z2, Z2
-	VMULPS          640(DX), Z4, Z4
-	VADDPS          Z4, Z3, Z3
-	VEXTRACTI32X4   $0x03, Z9, X4
-	VPMOVSXBD       X4, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    44(SP), Z9
-	VMULPS          Z9, Z4, Z4
-	VMULPS          704(BX), Z4, Z9
-	VADDPS          Z9, Z0, Z0
-	VMULPS          704(SI), Z4, Z9
-	VADDPS          Z9, Z1, Z1
-	VMULPS          704(DI), Z4, Z9
-	VADDPS          Z9, Z2, Z2
-	VMULPS          704(DX), Z4, Z4
-	VADDPS          Z4, Z3, Z3
-	VPSRLVW         q6KShifts<>+64(SB), Z8, Z4
-	VPANDD          Z5, Z4, Z4
-	VPSLLW          $0x04, Z4, Z4
-	VPORD           Z4, Z7, Z7
-	VPSUBB          Z6, Z7, Z7
-	VPMOVSXBD       X7, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    48(SP), Z5
-	VMULPS          Z5, Z4, Z4
+	VMULPS.BCST     48(SP), Z4, Z4
 	VMULPS          768(BX), Z4, Z5
 	VADDPS          Z5, Z0, Z0
 	VMULPS          768(SI), Z4, Z5
@@ -4235,11 +3251,10 @@ loop:
 	VADDPS          Z5, Z2, Z2
 	VMULPS          768(DX), Z4, Z4
 	VADDPS          Z4, Z3, Z3
-	VEXTRACTI32X4   $0x01, Z7, X4
+	VEXTRACTI32X4   $0x01, Z8, X4
 	VPMOVSXBD       X4, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    52(SP), Z5
-	VMULPS          Z5, Z4, Z4
+	VMULPS.BCST     52(SP), Z4, Z4
 	VMULPS          832(BX), Z4, Z5
 	VADDPS          Z5, Z0, Z0
 	VMULPS          832(SI), Z4, Z5
@@ -4248,11 +3263,10 @@ loop:
 	VADDPS          Z5, Z2, Z2
 	VMULPS          832(DX), Z4, Z4
 	VADDPS          Z4, Z3, Z3
-	VEXTRACTI32X4   $0x02, Z7, X4
+	VEXTRACTI32X4   $0x02, Z8, X4
 	VPMOVSXBD       X4, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    56(SP), Z5
-	VMULPS          Z5, Z4, Z4
+	VMULPS.BCST     56(SP), Z4, Z4
 	VMULPS          896(BX), Z4, Z5
 	VADDPS          Z5, Z0, Z0
 	VMULPS          896(SI), Z4, Z5
@@ -4261,11 +3275,10 @@ loop:
 	VADDPS          Z5, Z2, Z2
 	VMULPS          896(DX), Z4, Z4
 	VADDPS          Z4, Z3, Z3
-	VEXTRACTI32X4   $0x03, Z7, X4
+	VEXTRACTI32X4   $0x03, Z8, X4
 	VPMOVSXBD       X4, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    60(SP), Z5
-	VMULPS          Z5, Z4, Z4
+	VMULPS.BCST     60(SP), Z4, Z4
 	VMULPS          960(BX), Z4, Z5
 	VADDPS          Z5, Z0, Z0
 	VMULPS          960(SI), Z4, Z5
@@ -4311,6 +3324,1945 @@ loop:
 done:
 	LEAQ    ret_0+88(FP), AX
 	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+// func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, MMX+
+TEXT ·lanes2Q6KAVX512(SB), NOSPLIT, $128-200
+	MOVQ         w0_base+0(FP), AX
+	MOVQ         w1_base+24(FP), CX
+	MOVQ         w0_len+8(FP), DX
+	MOVQ         x_base+48(FP), BX
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPBROADCASTD q6KNibble<>+0(SB), Z2
+	VPBROADCASTD q6KHighPair<>+0(SB), Z3
+	VPBROADCASTD q6KSign<>+0(SB), Z4
+
+loop:
+	CMPQ            DX, $0x000000d2
+	JB              done
+	PREFETCHT0      4096(AX)
+	PREFETCHT0      4160(AX)
+	PREFETCHT0      4224(AX)
+	PREFETCHT0      4288(AX)
+	PREFETCHT0      4096(CX)
+	PREFETCHT0      4160(CX)
+	PREFETCHT0      4224(CX)
+	PREFETCHT0      4288(CX)
+	VPBROADCASTW    208(AX), Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z5, Z5
+	VPMOVSXBD       192(AX), Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS          Z5, Z6, Z6
+	VMOVUPS         Z6, (SP)
+	VPBROADCASTW    208(CX), Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z5, Z5
+	VPMOVSXBD       192(CX), Z6
+	VCVTDQ2PS       Z6, Z6
+	VMULPS          Z5, Z6, Z6
+	VMOVUPS         Z6, 64(SP)
+	VMOVDQU64       (AX), Z5
+	VBROADCASTI64X4 128(AX), Z6
+	VMOVDQU64       (CX), Z7
+	VBROADCASTI64X4 128(CX), Z8
+	VPSLLW          $0x02, Z5, Z9
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z6, Z10
+	VPTERNLOGD      $0x6a, Z4, Z3, Z10
+	VPTERNLOGD      $0xf8, Z2, Z9, Z10
+	VPSLLW          $0x02, Z7, Z9
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0x6a, Z4, Z3, Z11
+	VPTERNLOGD      $0xf8, Z2, Z9, Z11
+	VPMOVSXBD       X10, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     (SP), Z9, Z9
+	VMULPS          (BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPMOVSXBD       X11, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     64(SP), Z9, Z9
+	VMULPS          (BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     4(SP), Z9, Z9
+	VMULPS          64(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z11, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     68(SP), Z9, Z9
+	VMULPS          64(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     8(SP), Z9, Z9
+	VMULPS          128(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z11, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     72(SP), Z9, Z9
+	VMULPS          128(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     12(SP), Z9, Z9
+	VMULPS          192(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z11, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     76(SP), Z9, Z9
+	VMULPS          192(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPSRLW          $0x02, Z5, Z5
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z4, Z3, Z6
+	VPTERNLOGD      $0xf8, Z2, Z5, Z6
+	VPSRLW          $0x02, Z7, Z5
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z7
+	VPTERNLOGD      $0x6a, Z4, Z3, Z7
+	VPTERNLOGD      $0xf8, Z2, Z5, Z7
+	VPMOVSXBD       X6, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     16(SP), Z5, Z5
+	VMULPS          256(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VPMOVSXBD       X7, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     80(SP), Z5, Z5
+	VMULPS          256(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     20(SP), Z5, Z5
+	VMULPS          320(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z7, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     84(SP), Z5, Z5
+	VMULPS          320(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     24(SP), Z5, Z5
+	VMULPS          384(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z7, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     88(SP), Z5, Z5
+	VMULPS          384(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     28(SP), Z5, Z5
+	VMULPS          448(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z7, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     92(SP), Z5, Z5
+	VMULPS          448(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VMOVDQU64       64(AX), Z5
+	VBROADCASTI64X4 160(AX), Z6
+	VMOVDQU64       64(CX), Z7
+	VBROADCASTI64X4 160(CX), Z8
+	VPSLLW          $0x02, Z5, Z9
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z6, Z10
+	VPTERNLOGD      $0x6a, Z4, Z3, Z10
+	VPTERNLOGD      $0xf8, Z2, Z9, Z10
+	VPSLLW          $0x02, Z7, Z9
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0x6a, Z4, Z3, Z11
+	VPTERNLOGD      $0xf8, Z2, Z9, Z11
+	VPMOVSXBD       X10, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     32(SP), Z9, Z9
+	VMULPS          512(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPMOVSXBD       X11, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     96(SP), Z9, Z9
+	VMULPS          512(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     36(SP), Z9, Z9
+	VMULPS          576(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z11, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     100(SP), Z9, Z9
+	VMULPS          576(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     40(SP), Z9, Z9
+	VMULPS          640(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z11, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     104(SP), Z9, Z9
+	VMULPS          640(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z10, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     44(SP), Z9, Z9
+	VMULPS          704(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z11, X9
+	VPMOVSXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     108(SP), Z9, Z9
+	VMULPS          704(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPSRLW          $0x02, Z5, Z5
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z4, Z3, Z6
+	VPTERNLOGD      $0xf8, Z2, Z5, Z6
+	VPSRLW          $0x02, Z7, Z5
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z7
+	VPTERNLOGD      $0x6a, Z4, Z3, Z7
+	VPTERNLOGD      $0xf8, Z2, Z5, Z7
+	VPMOVSXBD       X6, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     48(SP), Z5, Z5
+	VMULPS          768(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VPMOVSXBD       X7, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     112(SP), Z5, Z5
+	VMULPS          768(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     52(SP), Z5, Z5
+	VMULPS          832(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z7, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     116(SP), Z5, Z5
+	VMULPS          832(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     56(SP), Z5, Z5
+	VMULPS          896(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z7, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     120(SP), Z5, Z5
+	VMULPS          896(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     60(SP), Z5, Z5
+	VMULPS          960(BX), Z5, Z5
+	VADDPS          Z5, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z7, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     124(SP), Z5, Z5
+	VMULPS          960(BX), Z5, Z5
+	VADDPS          Z5, Z1, Z1
+	ADDQ            $0x000000d2, AX
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000400, BX
+	SUBQ            $0x000000d2, DX
+	JMP             loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func lanesRows4Q6KAVX512(w []byte, x []float32) [4][16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, MMX+
+TEXT ·lanesRows4Q6KAVX512(SB), $256-304
+	MOVQ         w_base+0(FP), AX
+	MOVQ         w_len+8(FP), CX
+	MOVQ         CX, DX
+	SHRQ         $0x02, DX
+	LEAQ         (AX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DI
+	MOVQ         x_base+24(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPBROADCASTD q6KNibble<>+0(SB), Z4
+	VPBROADCASTD q6KHighPair<>+0(SB), Z5
+	VPBROADCASTD q6KSign<>+0(SB), Z6
+
+loop:
+	CMPQ            DX, $0x000000d2
+	JB              done
+	PREFETCHT0      (AX)(CX*1)
+	PREFETCHT0      64(AX)(CX*1)
+	PREFETCHT0      128(AX)(CX*1)
+	PREFETCHT0      192(AX)(CX*1)
+	PREFETCHT0      (BX)(CX*1)
+	PREFETCHT0      64(BX)(CX*1)
+	PREFETCHT0      128(BX)(CX*1)
+	PREFETCHT0      192(BX)(CX*1)
+	PREFETCHT0      (SI)(CX*1)
+	PREFETCHT0      64(SI)(CX*1)
+	PREFETCHT0      128(SI)(CX*1)
+	PREFETCHT0      192(SI)(CX*1)
+	PREFETCHT0      (DI)(CX*1)
+	PREFETCHT0      64(DI)(CX*1)
+	PREFETCHT0      128(DI)(CX*1)
+	PREFETCHT0      192(DI)(CX*1)
+	VPBROADCASTW    208(AX), Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z7, Z7
+	VPMOVSXBD       192(AX), Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS          Z7, Z8, Z8
+	VMOVUPS         Z8, (SP)
+	VPBROADCASTW    208(BX), Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z7, Z7
+	VPMOVSXBD       192(BX), Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS          Z7, Z8, Z8
+	VMOVUPS         Z8, 64(SP)
+	VPBROADCASTW    208(SI), Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z7, Z7
+	VPMOVSXBD       192(SI), Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS          Z7, Z8, Z8
+	VMOVUPS         Z8, 128(SP)
+	VPBROADCASTW    208(DI), Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z7, Z7
+	VPMOVSXBD       192(DI), Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS          Z7, Z8, Z8
+	VMOVUPS         Z8, 192(SP)
+	VMOVDQU64       (AX), Z7
+	VBROADCASTI64X4 128(AX), Z8
+	VMOVDQU64       (BX), Z9
+	VBROADCASTI64X4 128(BX), Z10
+	VMOVDQU64       (SI), Z11
+	VBROADCASTI64X4 128(SI), Z12
+	VMOVDQU64       (DI), Z13
+	VBROADCASTI64X4 128(DI), Z14
+	VPSLLW          $0x02, Z7, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z16
+	VPTERNLOGD      $0x6a, Z6, Z5, Z16
+	VPTERNLOGD      $0xf8, Z4, Z15, Z16
+	VPSLLW          $0x02, Z9, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z17
+	VPTERNLOGD      $0x6a, Z6, Z5, Z17
+	VPTERNLOGD      $0xf8, Z4, Z15, Z17
+	VPSLLW          $0x02, Z11, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z18
+	VPTERNLOGD      $0x6a, Z6, Z5, Z18
+	VPTERNLOGD      $0xf8, Z4, Z15, Z18
+	VPSLLW          $0x02, Z13, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z19
+	VPTERNLOGD      $0x6a, Z6, Z5, Z19
+	VPTERNLOGD      $0xf8, Z4, Z15, Z19
+	VPMOVSXBD       X16, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     (SP), Z15, Z15
+	VMULPS          (R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VPMOVSXBD       X17, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     64(SP), Z15, Z15
+	VMULPS          (R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VPMOVSXBD       X18, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     128(SP), Z15, Z15
+	VMULPS          (R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VPMOVSXBD       X19, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     192(SP), Z15, Z15
+	VMULPS          (R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z16, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     4(SP), Z15, Z15
+	VMULPS          64(R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z17, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     68(SP), Z15, Z15
+	VMULPS          64(R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z18, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     132(SP), Z15, Z15
+	VMULPS          64(R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VEXTRACTI32X4   $0x01, Z19, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     196(SP), Z15, Z15
+	VMULPS          64(R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z16, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     8(SP), Z15, Z15
+	VMULPS          128(R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z17, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     72(SP), Z15, Z15
+	VMULPS          128(R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z18, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     136(SP), Z15, Z15
+	VMULPS          128(R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VEXTRACTI32X4   $0x02, Z19, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     200(SP), Z15, Z15
+	VMULPS          128(R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z16, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     12(SP), Z15, Z15
+	VMULPS          192(R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z17, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     76(SP), Z15, Z15
+	VMULPS          192(R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z18, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     140(SP), Z15, Z15
+	VMULPS          192(R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VEXTRACTI32X4   $0x03, Z19, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     204(SP), Z15, Z15
+	VMULPS          192(R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VPSRLW          $0x02, Z7, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z6, Z5, Z8
+	VPTERNLOGD      $0xf8, Z4, Z7, Z8
+	VPSRLW          $0x02, Z9, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z9
+	VPTERNLOGD      $0x6a, Z6, Z5, Z9
+	VPTERNLOGD      $0xf8, Z4, Z7, Z9
+	VPSRLW          $0x02, Z11, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z10
+	VPTERNLOGD      $0x6a, Z6, Z5, Z10
+	VPTERNLOGD      $0xf8, Z4, Z7, Z10
+	VPSRLW          $0x02, Z13, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z11
+	VPTERNLOGD      $0x6a, Z6, Z5, Z11
+	VPTERNLOGD      $0xf8, Z4, Z7, Z11
+	VPMOVSXBD       X8, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     16(SP), Z7, Z7
+	VMULPS          256(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VPMOVSXBD       X9, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     80(SP), Z7, Z7
+	VMULPS          256(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VPMOVSXBD       X10, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     144(SP), Z7, Z7
+	VMULPS          256(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VPMOVSXBD       X11, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     208(SP), Z7, Z7
+	VMULPS          256(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     20(SP), Z7, Z7
+	VMULPS          320(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z9, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     84(SP), Z7, Z7
+	VMULPS          320(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z10, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     148(SP), Z7, Z7
+	VMULPS          320(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VEXTRACTI32X4   $0x01, Z11, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     212(SP), Z7, Z7
+	VMULPS          320(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     24(SP), Z7, Z7
+	VMULPS          384(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z9, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     88(SP), Z7, Z7
+	VMULPS          384(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z10, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     152(SP), Z7, Z7
+	VMULPS          384(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VEXTRACTI32X4   $0x02, Z11, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     216(SP), Z7, Z7
+	VMULPS          384(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     28(SP), Z7, Z7
+	VMULPS          448(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z9, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     92(SP), Z7, Z7
+	VMULPS          448(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z10, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     156(SP), Z7, Z7
+	VMULPS          448(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VEXTRACTI32X4   $0x03, Z11, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     220(SP), Z7, Z7
+	VMULPS          448(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VMOVDQU64       64(AX), Z7
+	VBROADCASTI64X4 160(AX), Z8
+	VMOVDQU64       64(BX), Z9
+	VBROADCASTI64X4 160(BX), Z10
+	VMOVDQU64       64(SI), Z11
+	VBROADCASTI64X4 160(SI), Z12
+	VMOVDQU64       64(DI), Z13
+	VBROADCASTI64X4 160(DI), Z14
+	VPSLLW          $0x02, Z7, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z16
+	VPTERNLOGD      $0x6a, Z6, Z5, Z16
+	VPTERNLOGD      $0xf8, Z4, Z15, Z16
+	VPSLLW          $0x02, Z9, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z17
+	VPTERNLOGD      $0x6a, Z6, Z5, Z17
+	VPTERNLOGD      $0xf8, Z4, Z15, Z17
+	VPSLLW          $0x02, Z11, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z18
+	VPTERNLOGD      $0x6a, Z6, Z5, Z18
+	VPTERNLOGD      $0xf8, Z4, Z15, Z18
+	VPSLLW          $0x02, Z13, Z15
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z19
+	VPTERNLOGD      $0x6a, Z6, Z5, Z19
+	VPTERNLOGD      $0xf8, Z4, Z15, Z19
+	VPMOVSXBD       X16, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     32(SP), Z15, Z15
+	VMULPS          512(R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VPMOVSXBD       X17, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     96(SP), Z15, Z15
+	VMULPS          512(R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VPMOVSXBD       X18, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     160(SP), Z15, Z15
+	VMULPS          512(R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VPMOVSXBD       X19, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     224(SP), Z15, Z15
+	VMULPS          512(R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z16, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     36(SP), Z15, Z15
+	VMULPS          576(R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z17, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     100(SP), Z15, Z15
+	VMULPS          576(R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z18, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     164(SP), Z15, Z15
+	VMULPS          576(R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VEXTRACTI32X4   $0x01, Z19, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     228(SP), Z15, Z15
+	VMULPS          576(R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z16, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     40(SP), Z15, Z15
+	VMULPS          640(R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z17, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     104(SP), Z15, Z15
+	VMULPS          640(R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z18, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     168(SP), Z15, Z15
+	VMULPS          640(R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VEXTRACTI32X4   $0x02, Z19, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     232(SP), Z15, Z15
+	VMULPS          640(R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z16, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     44(SP), Z15, Z15
+	VMULPS          704(R8), Z15, Z15
+	VADDPS          Z15, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z17, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     108(SP), Z15, Z15
+	VMULPS          704(R8), Z15, Z15
+	VADDPS          Z15, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z18, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     172(SP), Z15, Z15
+	VMULPS          704(R8), Z15, Z15
+	VADDPS          Z15, Z2, Z2
+	VEXTRACTI32X4   $0x03, Z19, X15
+	VPMOVSXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS.BCST     236(SP), Z15, Z15
+	VMULPS          704(R8), Z15, Z15
+	VADDPS          Z15, Z3, Z3
+	VPSRLW          $0x02, Z7, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z6, Z5, Z8
+	VPTERNLOGD      $0xf8, Z4, Z7, Z8
+	VPSRLW          $0x02, Z9, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z9
+	VPTERNLOGD      $0x6a, Z6, Z5, Z9
+	VPTERNLOGD      $0xf8, Z4, Z7, Z9
+	VPSRLW          $0x02, Z11, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z10
+	VPTERNLOGD      $0x6a, Z6, Z5, Z10
+	VPTERNLOGD      $0xf8, Z4, Z7, Z10
+	VPSRLW          $0x02, Z13, Z7
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z11
+	VPTERNLOGD      $0x6a, Z6, Z5, Z11
+	VPTERNLOGD      $0xf8, Z4, Z7, Z11
+	VPMOVSXBD       X8, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     48(SP), Z7, Z7
+	VMULPS          768(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VPMOVSXBD       X9, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     112(SP), Z7, Z7
+	VMULPS          768(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VPMOVSXBD       X10, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     176(SP), Z7, Z7
+	VMULPS          768(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VPMOVSXBD       X11, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     240(SP), Z7, Z7
+	VMULPS          768(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x01, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     52(SP), Z7, Z7
+	VMULPS          832(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x01, Z9, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     116(SP), Z7, Z7
+	VMULPS          832(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VEXTRACTI32X4   $0x01, Z10, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     180(SP), Z7, Z7
+	VMULPS          832(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VEXTRACTI32X4   $0x01, Z11, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     244(SP), Z7, Z7
+	VMULPS          832(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x02, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     56(SP), Z7, Z7
+	VMULPS          896(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x02, Z9, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     120(SP), Z7, Z7
+	VMULPS          896(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VEXTRACTI32X4   $0x02, Z10, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     184(SP), Z7, Z7
+	VMULPS          896(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VEXTRACTI32X4   $0x02, Z11, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     248(SP), Z7, Z7
+	VMULPS          896(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	VEXTRACTI32X4   $0x03, Z8, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     60(SP), Z7, Z7
+	VMULPS          960(R8), Z7, Z7
+	VADDPS          Z7, Z0, Z0
+	VEXTRACTI32X4   $0x03, Z9, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     124(SP), Z7, Z7
+	VMULPS          960(R8), Z7, Z7
+	VADDPS          Z7, Z1, Z1
+	VEXTRACTI32X4   $0x03, Z10, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     188(SP), Z7, Z7
+	VMULPS          960(R8), Z7, Z7
+	VADDPS          Z7, Z2, Z2
+	VEXTRACTI32X4   $0x03, Z11, X7
+	VPMOVSXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS.BCST     252(SP), Z7, Z7
+	VMULPS          960(R8), Z7, Z7
+	VADDPS          Z7, Z3, Z3
+	ADDQ            $0x000000d2, AX
+	ADDQ            $0x000000d2, BX
+	ADDQ            $0x000000d2, SI
+	ADDQ            $0x000000d2, DI
+	ADDQ            $0x00000400, R8
+	SUBQ            $0x000000d2, DX
+	JMP             loop
+
+done:
+	LEAQ    ret_0_0+48(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func lanesQ6KAVX512VNNI(l [16]float32, w []byte, x []float32) [16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VBMI
+TEXT ·lanesQ6KAVX512VNNI(SB), NOSPLIT, $64-176
+	LEAQ    l_0+0(FP), AX
+	MOVQ    w_base+64(FP), CX
+	MOVQ    w_len+72(FP), DX
+	MOVQ    x_base+88(FP), BX
+	VMOVUPS (AX), Z0
+
+loop:
+	CMPQ            DX, $0x000000d2
+	JB              done
+	VPBROADCASTW    208(CX), Y1
+	VCVTPH2PS       Y1, Z1
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z1, Z1
+	VPMOVSXBD       192(CX), Z2
+	VCVTDQ2PS       Z2, Z2
+	VMULPS          Z1, Z2, Z2
+	VMOVUPS         Z2, (SP)
+	VMOVDQU64       q6KSpread<>+0(SB), Z1
+	VMOVDQU64       q6KSpread<>+64(SB), Z2
+	VMOVDQU64       q6KSpread<>+128(SB), Z3
+	VMOVDQU64       q6KSpread<>+192(SB), Z4
+	MOVQ            $0x8888888888888888, AX
+	KMOVQ           AX, K1
+	VPBROADCASTD    q6KNibble<>+0(SB), Z5
+	VPBROADCASTD    q6KHighPair<>+0(SB), Z6
+	VPBROADCASTD    q6KSign<>+0(SB), Z7
+	VMOVDQU64       (CX), Z8
+	VBROADCASTI64X4 128(CX), Z9
+	VPSLLW          $0x02, Z8, Z10
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z9, Z11
+	VPTERNLOGD      $0x6a, Z7, Z6, Z11
+	VPTERNLOGD      $0xf8, Z5, Z10, Z11
+	VPERMB.Z        Z11, Z1, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     (SP), Z10, Z10
+	VMULPS          (BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPERMB.Z        Z11, Z2, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     4(SP), Z10, Z10
+	VMULPS          64(BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPERMB.Z        Z11, Z3, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     8(SP), Z10, Z10
+	VMULPS          128(BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPERMB.Z        Z11, Z4, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     12(SP), Z10, Z10
+	VMULPS          192(BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPSRLW          $0x02, Z8, Z8
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z7, Z6, Z9
+	VPTERNLOGD      $0xf8, Z5, Z8, Z9
+	VPERMB.Z        Z9, Z1, K1, Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS.BCST     16(SP), Z8, Z8
+	VMULPS          256(BX), Z8, Z8
+	VADDPS          Z8, Z0, Z0
+	VPERMB.Z        Z9, Z2, K1, Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS.BCST     20(SP), Z8, Z8
+	VMULPS          320(BX), Z8, Z8
+	VADDPS          Z8, Z0, Z0
+	VPERMB.Z        Z9, Z3, K1, Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS.BCST     24(SP), Z8, Z8
+	VMULPS          384(BX), Z8, Z8
+	VADDPS          Z8, Z0, Z0
+	VPERMB.Z        Z9, Z4, K1, Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS.BCST     28(SP), Z8, Z8
+	VMULPS          448(BX), Z8, Z8
+	VADDPS          Z8, Z0, Z0
+	VMOVDQU64       64(CX), Z8
+	VBROADCASTI64X4 160(CX), Z9
+	VPSLLW          $0x02, Z8, Z10
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z9, Z11
+	VPTERNLOGD      $0x6a, Z7, Z6, Z11
+	VPTERNLOGD      $0xf8, Z5, Z10, Z11
+	VPERMB.Z        Z11, Z1, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     32(SP), Z10, Z10
+	VMULPS          512(BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPERMB.Z        Z11, Z2, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     36(SP), Z10, Z10
+	VMULPS          576(BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPERMB.Z        Z11, Z3, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     40(SP), Z10, Z10
+	VMULPS          640(BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPERMB.Z        Z11, Z4, K1, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS.BCST     44(SP), Z10, Z10
+	VMULPS          704(BX), Z10, Z10
+	VADDPS          Z10, Z0, Z0
+	VPSRLW          $0x02, Z8, Z8
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z7, Z6, Z9
+	VPTERNLOGD      $0xf8, Z5, Z8, Z9
+	VPERMB.Z        Z9, Z1, K1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS.BCST     48(SP), Z1, Z1
+	VMULPS          768(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VPERMB.Z        Z9, Z2, K1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS.BCST     52(SP), Z1, Z1
+	VMULPS          832(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VPERMB.Z        Z9, Z3, K1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS.BCST     56(SP), Z1, Z1
+	VMULPS          896(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	VPERMB.Z        Z9, Z4, K1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS.BCST     60(SP), Z1, Z1
+	VMULPS          960(BX), Z1, Z1
+	VADDPS          Z1, Z0, Z0
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000400, BX
+	SUBQ            $0x000000d2, DX
+	JMP             loop
+
+done:
+	LEAQ    ret_0+112(FP), AX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+// func lanes2Q6KAVX512VNNI(w0 []byte, w1 []byte, x []float32) [2][16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VBMI, MMX+
+TEXT ·lanes2Q6KAVX512VNNI(SB), NOSPLIT, $128-200
+	MOVQ         w0_base+0(FP), AX
+	MOVQ         w1_base+24(FP), CX
+	MOVQ         w0_len+8(FP), DX
+	MOVQ         x_base+48(FP), BX
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VMOVDQU64    q6KSpread<>+0(SB), Z2
+	VMOVDQU64    q6KSpread<>+64(SB), Z3
+	VMOVDQU64    q6KSpread<>+128(SB), Z4
+	VMOVDQU64    q6KSpread<>+192(SB), Z5
+	MOVQ         $0x8888888888888888, SI
+	KMOVQ        SI, K1
+	VPBROADCASTD q6KNibble<>+0(SB), Z6
+	VPBROADCASTD q6KHighPair<>+0(SB), Z7
+	VPBROADCASTD q6KSign<>+0(SB), Z8
+
+loop:
+	CMPQ            DX, $0x000000d2
+	JB              done
+	PREFETCHT0      4096(AX)
+	PREFETCHT0      4160(AX)
+	PREFETCHT0      4224(AX)
+	PREFETCHT0      4288(AX)
+	PREFETCHT0      4096(CX)
+	PREFETCHT0      4160(CX)
+	PREFETCHT0      4224(CX)
+	PREFETCHT0      4288(CX)
+	VPBROADCASTW    208(AX), Y9
+	VCVTPH2PS       Y9, Z9
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z9, Z9
+	VPMOVSXBD       192(AX), Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS          Z9, Z10, Z10
+	VMOVUPS         Z10, (SP)
+	VPBROADCASTW    208(CX), Y9
+	VCVTPH2PS       Y9, Z9
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z9, Z9
+	VPMOVSXBD       192(CX), Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS          Z9, Z10, Z10
+	VMOVUPS         Z10, 64(SP)
+	VMOVDQU64       (AX), Z9
+	VBROADCASTI64X4 128(AX), Z10
+	VMOVDQU64       (CX), Z11
+	VBROADCASTI64X4 128(CX), Z12
+	VPSLLW          $0x02, Z9, Z13
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z14
+	VPTERNLOGD      $0x6a, Z8, Z7, Z14
+	VPTERNLOGD      $0xf8, Z6, Z13, Z14
+	VPSLLW          $0x02, Z11, Z13
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z15
+	VPTERNLOGD      $0x6a, Z8, Z7, Z15
+	VPTERNLOGD      $0xf8, Z6, Z13, Z15
+	VPERMB.Z        Z14, Z2, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     (SP), Z13, Z13
+	VMULPS          (BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z2, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     64(SP), Z13, Z13
+	VMULPS          (BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPERMB.Z        Z14, Z3, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     4(SP), Z13, Z13
+	VMULPS          64(BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z3, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     68(SP), Z13, Z13
+	VMULPS          64(BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPERMB.Z        Z14, Z4, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     8(SP), Z13, Z13
+	VMULPS          128(BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z4, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     72(SP), Z13, Z13
+	VMULPS          128(BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPERMB.Z        Z14, Z5, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     12(SP), Z13, Z13
+	VMULPS          192(BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z5, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     76(SP), Z13, Z13
+	VMULPS          192(BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPSRLW          $0x02, Z9, Z9
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z8, Z7, Z10
+	VPTERNLOGD      $0xf8, Z6, Z9, Z10
+	VPSRLW          $0x02, Z11, Z9
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z11
+	VPTERNLOGD      $0x6a, Z8, Z7, Z11
+	VPTERNLOGD      $0xf8, Z6, Z9, Z11
+	VPERMB.Z        Z10, Z2, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     16(SP), Z9, Z9
+	VMULPS          256(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z2, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     80(SP), Z9, Z9
+	VMULPS          256(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPERMB.Z        Z10, Z3, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     20(SP), Z9, Z9
+	VMULPS          320(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z3, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     84(SP), Z9, Z9
+	VMULPS          320(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPERMB.Z        Z10, Z4, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     24(SP), Z9, Z9
+	VMULPS          384(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z4, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     88(SP), Z9, Z9
+	VMULPS          384(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPERMB.Z        Z10, Z5, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     28(SP), Z9, Z9
+	VMULPS          448(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z5, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     92(SP), Z9, Z9
+	VMULPS          448(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VMOVDQU64       64(AX), Z9
+	VBROADCASTI64X4 160(AX), Z10
+	VMOVDQU64       64(CX), Z11
+	VBROADCASTI64X4 160(CX), Z12
+	VPSLLW          $0x02, Z9, Z13
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z14
+	VPTERNLOGD      $0x6a, Z8, Z7, Z14
+	VPTERNLOGD      $0xf8, Z6, Z13, Z14
+	VPSLLW          $0x02, Z11, Z13
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z15
+	VPTERNLOGD      $0x6a, Z8, Z7, Z15
+	VPTERNLOGD      $0xf8, Z6, Z13, Z15
+	VPERMB.Z        Z14, Z2, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     32(SP), Z13, Z13
+	VMULPS          512(BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z2, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     96(SP), Z13, Z13
+	VMULPS          512(BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPERMB.Z        Z14, Z3, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     36(SP), Z13, Z13
+	VMULPS          576(BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z3, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     100(SP), Z13, Z13
+	VMULPS          576(BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPERMB.Z        Z14, Z4, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     40(SP), Z13, Z13
+	VMULPS          640(BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z4, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     104(SP), Z13, Z13
+	VMULPS          640(BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPERMB.Z        Z14, Z5, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     44(SP), Z13, Z13
+	VMULPS          704(BX), Z13, Z13
+	VADDPS          Z13, Z0, Z0
+	VPERMB.Z        Z15, Z5, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     108(SP), Z13, Z13
+	VMULPS          704(BX), Z13, Z13
+	VADDPS          Z13, Z1, Z1
+	VPSRLW          $0x02, Z9, Z9
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z8, Z7, Z10
+	VPTERNLOGD      $0xf8, Z6, Z9, Z10
+	VPSRLW          $0x02, Z11, Z9
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z11
+	VPTERNLOGD      $0x6a, Z8, Z7, Z11
+	VPTERNLOGD      $0xf8, Z6, Z9, Z11
+	VPERMB.Z        Z10, Z2, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     48(SP), Z9, Z9
+	VMULPS          768(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z2, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     112(SP), Z9, Z9
+	VMULPS          768(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPERMB.Z        Z10, Z3, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     52(SP), Z9, Z9
+	VMULPS          832(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z3, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     116(SP), Z9, Z9
+	VMULPS          832(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPERMB.Z        Z10, Z4, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     56(SP), Z9, Z9
+	VMULPS          896(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z4, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     120(SP), Z9, Z9
+	VMULPS          896(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	VPERMB.Z        Z10, Z5, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     60(SP), Z9, Z9
+	VMULPS          960(BX), Z9, Z9
+	VADDPS          Z9, Z0, Z0
+	VPERMB.Z        Z11, Z5, K1, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS.BCST     124(SP), Z9, Z9
+	VMULPS          960(BX), Z9, Z9
+	VADDPS          Z9, Z1, Z1
+	ADDQ            $0x000000d2, AX
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000400, BX
+	SUBQ            $0x000000d2, DX
+	JMP             loop
+
+done:
+	LEAQ    ret_0_0+72(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func lanes4Q6KAVX512VNNI(w []byte, x []float32, stride int) [4][16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VBMI
+TEXT ·lanes4Q6KAVX512VNNI(SB), NOSPLIT, $64-312
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   stride+48(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   x_base+24(FP), BX
+	LEAQ   (BX)(DX*1), SI
+	LEAQ   (SI)(DX*1), DI
+	LEAQ   (DI)(DX*1), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+loop:
+	CMPQ            CX, $0x000000d2
+	JB              done
+	VPBROADCASTW    208(AX), Y4
+	VCVTPH2PS       Y4, Z4
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z4, Z4
+	VPMOVSXBD       192(AX), Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS          Z4, Z5, Z5
+	VMOVUPS         Z5, (SP)
+	VMOVDQU64       q6KSpread<>+0(SB), Z4
+	VMOVDQU64       q6KSpread<>+64(SB), Z5
+	VMOVDQU64       q6KSpread<>+128(SB), Z6
+	VMOVDQU64       q6KSpread<>+192(SB), Z7
+	MOVQ            $0x8888888888888888, R8
+	KMOVQ           R8, K1
+	VPBROADCASTD    q6KNibble<>+0(SB), Z8
+	VPBROADCASTD    q6KHighPair<>+0(SB), Z9
+	VPBROADCASTD    q6KSign<>+0(SB), Z10
+	VMOVDQU64       (AX), Z11
+	VBROADCASTI64X4 128(AX), Z12
+	VPSLLW          $0x02, Z11, Z13
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0x6a, Z10, Z9, Z14
+	VPTERNLOGD      $0xf8, Z8, Z13, Z14
+	VPERMB.Z        Z14, Z4, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     (SP), Z13, Z13
+	VMULPS          (BX), Z13, Z15
+	VADDPS          Z15, Z0, Z0
+	VMULPS          (SI), Z13, Z15
+	VADDPS          Z15, Z1, Z1
+	VMULPS          (DI), Z13, Z15
+	VADDPS          Z15, Z2, Z2
+	VMULPS          (DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPERMB.Z        Z14, Z5, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     4(SP), Z13, Z13
+	VMULPS          64(BX), Z13, Z15
+	VADDPS          Z15, Z0, Z0
+	VMULPS          64(SI), Z13, Z15
+	VADDPS          Z15, Z1, Z1
+	VMULPS          64(DI), Z13, Z15
+	VADDPS          Z15, Z2, Z2
+	VMULPS          64(DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPERMB.Z        Z14, Z6, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     8(SP), Z13, Z13
+	VMULPS          128(BX), Z13, Z15
+	VADDPS          Z15, Z0, Z0
+	VMULPS          128(SI), Z13, Z15
+	VADDPS          Z15, Z1, Z1
+	VMULPS          128(DI), Z13, Z15
+	VADDPS          Z15, Z2, Z2
+	VMULPS          128(DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPERMB.Z        Z14, Z7, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     12(SP), Z13, Z13
+	VMULPS          192(BX), Z13, Z14
+	VADDPS          Z14, Z0, Z0
+	VMULPS          192(SI), Z13, Z14
+	VADDPS          Z14, Z1, Z1
+	VMULPS          192(DI), Z13, Z14
+	VADDPS          Z14, Z2, Z2
+	VMULPS          192(DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPSRLW          $0x02, Z11, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z10, Z9, Z12
+	VPTERNLOGD      $0xf8, Z8, Z11, Z12
+	VPERMB.Z        Z12, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     16(SP), Z11, Z11
+	VMULPS          256(BX), Z11, Z13
+	VADDPS          Z13, Z0, Z0
+	VMULPS          256(SI), Z11, Z13
+	VADDPS          Z13, Z1, Z1
+	VMULPS          256(DI), Z11, Z13
+	VADDPS          Z13, Z2, Z2
+	VMULPS          256(DX), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     20(SP), Z11, Z11
+	VMULPS          320(BX), Z11, Z13
+	VADDPS          Z13, Z0, Z0
+	VMULPS          320(SI), Z11, Z13
+	VADDPS          Z13, Z1, Z1
+	VMULPS          320(DI), Z11, Z13
+	VADDPS          Z13, Z2, Z2
+	VMULPS          320(DX), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     24(SP), Z11, Z11
+	VMULPS          384(BX), Z11, Z13
+	VADDPS          Z13, Z0, Z0
+	VMULPS          384(SI), Z11, Z13
+	VADDPS          Z13, Z1, Z1
+	VMULPS          384(DI), Z11, Z13
+	VADDPS          Z13, Z2, Z2
+	VMULPS          384(DX), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     28(SP), Z11, Z11
+	VMULPS          448(BX), Z11, Z12
+	VADDPS          Z12, Z0, Z0
+	VMULPS          448(SI), Z11, Z12
+	VADDPS          Z12, Z1, Z1
+	VMULPS          448(DI), Z11, Z12
+	VADDPS          Z12, Z2, Z2
+	VMULPS          448(DX), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VMOVDQU64       64(AX), Z11
+	VBROADCASTI64X4 160(AX), Z12
+	VPSLLW          $0x02, Z11, Z13
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0x6a, Z10, Z9, Z14
+	VPTERNLOGD      $0xf8, Z8, Z13, Z14
+	VPERMB.Z        Z14, Z4, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     32(SP), Z13, Z13
+	VMULPS          512(BX), Z13, Z15
+	VADDPS          Z15, Z0, Z0
+	VMULPS          512(SI), Z13, Z15
+	VADDPS          Z15, Z1, Z1
+	VMULPS          512(DI), Z13, Z15
+	VADDPS          Z15, Z2, Z2
+	VMULPS          512(DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPERMB.Z        Z14, Z5, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     36(SP), Z13, Z13
+	VMULPS          576(BX), Z13, Z15
+	VADDPS          Z15, Z0, Z0
+	VMULPS          576(SI), Z13, Z15
+	VADDPS          Z15, Z1, Z1
+	VMULPS          576(DI), Z13, Z15
+	VADDPS          Z15, Z2, Z2
+	VMULPS          576(DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPERMB.Z        Z14, Z6, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     40(SP), Z13, Z13
+	VMULPS          640(BX), Z13, Z15
+	VADDPS          Z15, Z0, Z0
+	VMULPS          640(SI), Z13, Z15
+	VADDPS          Z15, Z1, Z1
+	VMULPS          640(DI), Z13, Z15
+	VADDPS          Z15, Z2, Z2
+	VMULPS          640(DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPERMB.Z        Z14, Z7, K1, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS.BCST     44(SP), Z13, Z13
+	VMULPS          704(BX), Z13, Z14
+	VADDPS          Z14, Z0, Z0
+	VMULPS          704(SI), Z13, Z14
+	VADDPS          Z14, Z1, Z1
+	VMULPS          704(DI), Z13, Z14
+	VADDPS          Z14, Z2, Z2
+	VMULPS          704(DX), Z13, Z13
+	VADDPS          Z13, Z3, Z3
+	VPSRLW          $0x02, Z11, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z10, Z9, Z12
+	VPTERNLOGD      $0xf8, Z8, Z11, Z12
+	VPERMB.Z        Z12, Z4, K1, Z4
+	VCVTDQ2PS       Z4, Z4
+	VMULPS.BCST     48(SP), Z4, Z4
+	VMULPS          768(BX), Z4, Z8
+	VADDPS          Z8, Z0, Z0
+	VMULPS          768(SI), Z4, Z8
+	VADDPS          Z8, Z1, Z1
+	VMULPS          768(DI), Z4, Z8
+	VADDPS          Z8, Z2, Z2
+	VMULPS          768(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VPERMB.Z        Z12, Z5, K1, Z4
+	VCVTDQ2PS       Z4, Z4
+	VMULPS.BCST     52(SP), Z4, Z4
+	VMULPS          832(BX), Z4, Z5
+	VADDPS          Z5, Z0, Z0
+	VMULPS          832(SI), Z4, Z5
+	VADDPS          Z5, Z1, Z1
+	VMULPS          832(DI), Z4, Z5
+	VADDPS          Z5, Z2, Z2
+	VMULPS          832(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VPERMB.Z        Z12, Z6, K1, Z4
+	VCVTDQ2PS       Z4, Z4
+	VMULPS.BCST     56(SP), Z4, Z4
+	VMULPS          896(BX), Z4, Z5
+	VADDPS          Z5, Z0, Z0
+	VMULPS          896(SI), Z4, Z5
+	VADDPS          Z5, Z1, Z1
+	VMULPS          896(DI), Z4, Z5
+	VADDPS          Z5, Z2, Z2
+	VMULPS          896(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	VPERMB.Z        Z12, Z7, K1, Z4
+	VCVTDQ2PS       Z4, Z4
+	VMULPS.BCST     60(SP), Z4, Z4
+	VMULPS          960(BX), Z4, Z5
+	VADDPS          Z5, Z0, Z0
+	VMULPS          960(SI), Z4, Z5
+	VADDPS          Z5, Z1, Z1
+	VMULPS          960(DI), Z4, Z5
+	VADDPS          Z5, Z2, Z2
+	VMULPS          960(DX), Z4, Z4
+	VADDPS          Z4, Z3, Z3
+	ADDQ            $0x000000d2, AX
+	ADDQ            $0x00000400, BX
+	ADDQ            $0x00000400, SI
+	ADDQ            $0x00000400, DI
+	ADDQ            $0x00000400, DX
+	SUBQ            $0x000000d2, CX
+	JMP             loop
+
+done:
+	LEAQ    ret_0_0+56(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func lanesRows4Q6KAVX512VNNI(w []byte, x []float32) [4][16]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VBMI, MMX+
+TEXT ·lanesRows4Q6KAVX512VNNI(SB), $256-304
+	MOVQ         w_base+0(FP), AX
+	MOVQ         w_len+8(FP), CX
+	MOVQ         CX, DX
+	SHRQ         $0x02, DX
+	LEAQ         (AX)(DX*1), BX
+	LEAQ         (BX)(DX*1), SI
+	LEAQ         (SI)(DX*1), DI
+	MOVQ         x_base+24(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VMOVDQU64    q6KSpread<>+0(SB), Z4
+	VMOVDQU64    q6KSpread<>+64(SB), Z5
+	VMOVDQU64    q6KSpread<>+128(SB), Z6
+	VMOVDQU64    q6KSpread<>+192(SB), Z7
+	MOVQ         $0x8888888888888888, R9
+	KMOVQ        R9, K1
+	VPBROADCASTD q6KNibble<>+0(SB), Z8
+	VPBROADCASTD q6KHighPair<>+0(SB), Z9
+	VPBROADCASTD q6KSign<>+0(SB), Z10
+
+loop:
+	CMPQ            DX, $0x000000d2
+	JB              done
+	PREFETCHT0      (AX)(CX*1)
+	PREFETCHT0      64(AX)(CX*1)
+	PREFETCHT0      128(AX)(CX*1)
+	PREFETCHT0      192(AX)(CX*1)
+	PREFETCHT0      (BX)(CX*1)
+	PREFETCHT0      64(BX)(CX*1)
+	PREFETCHT0      128(BX)(CX*1)
+	PREFETCHT0      192(BX)(CX*1)
+	PREFETCHT0      (SI)(CX*1)
+	PREFETCHT0      64(SI)(CX*1)
+	PREFETCHT0      128(SI)(CX*1)
+	PREFETCHT0      192(SI)(CX*1)
+	PREFETCHT0      (DI)(CX*1)
+	PREFETCHT0      64(DI)(CX*1)
+	PREFETCHT0      128(DI)(CX*1)
+	PREFETCHT0      192(DI)(CX*1)
+	VPBROADCASTW    208(AX), Y11
+	VCVTPH2PS       Y11, Z11
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z11, Z11
+	VPMOVSXBD       192(AX), Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z11, Z12, Z12
+	VMOVUPS         Z12, (SP)
+	VPBROADCASTW    208(BX), Y11
+	VCVTPH2PS       Y11, Z11
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z11, Z11
+	VPMOVSXBD       192(BX), Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z11, Z12, Z12
+	VMOVUPS         Z12, 64(SP)
+	VPBROADCASTW    208(SI), Y11
+	VCVTPH2PS       Y11, Z11
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z11, Z11
+	VPMOVSXBD       192(SI), Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z11, Z12, Z12
+	VMOVUPS         Z12, 128(SP)
+	VPBROADCASTW    208(DI), Y11
+	VCVTPH2PS       Y11, Z11
+	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z11, Z11
+	VPMOVSXBD       192(DI), Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z11, Z12, Z12
+	VMOVUPS         Z12, 192(SP)
+	VMOVDQU64       (AX), Z11
+	VBROADCASTI64X4 128(AX), Z12
+	VMOVDQU64       (BX), Z13
+	VBROADCASTI64X4 128(BX), Z14
+	VMOVDQU64       (SI), Z15
+	VBROADCASTI64X4 128(SI), Z16
+	VMOVDQU64       (DI), Z17
+	VBROADCASTI64X4 128(DI), Z18
+	VPSLLW          $0x02, Z11, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z20
+	VPTERNLOGD      $0x6a, Z10, Z9, Z20
+	VPTERNLOGD      $0xf8, Z8, Z19, Z20
+	VPSLLW          $0x02, Z13, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z21
+	VPTERNLOGD      $0x6a, Z10, Z9, Z21
+	VPTERNLOGD      $0xf8, Z8, Z19, Z21
+	VPSLLW          $0x02, Z15, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z16, Z22
+	VPTERNLOGD      $0x6a, Z10, Z9, Z22
+	VPTERNLOGD      $0xf8, Z8, Z19, Z22
+	VPSLLW          $0x02, Z17, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z18, Z23
+	VPTERNLOGD      $0x6a, Z10, Z9, Z23
+	VPTERNLOGD      $0xf8, Z8, Z19, Z23
+	VPERMB.Z        Z20, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     (SP), Z19, Z19
+	VMULPS          (R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     64(SP), Z19, Z19
+	VMULPS          (R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     128(SP), Z19, Z19
+	VMULPS          (R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     192(SP), Z19, Z19
+	VMULPS          (R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPERMB.Z        Z20, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     4(SP), Z19, Z19
+	VMULPS          64(R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     68(SP), Z19, Z19
+	VMULPS          64(R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     132(SP), Z19, Z19
+	VMULPS          64(R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     196(SP), Z19, Z19
+	VMULPS          64(R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPERMB.Z        Z20, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     8(SP), Z19, Z19
+	VMULPS          128(R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     72(SP), Z19, Z19
+	VMULPS          128(R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     136(SP), Z19, Z19
+	VMULPS          128(R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     200(SP), Z19, Z19
+	VMULPS          128(R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPERMB.Z        Z20, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     12(SP), Z19, Z19
+	VMULPS          192(R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     76(SP), Z19, Z19
+	VMULPS          192(R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     140(SP), Z19, Z19
+	VMULPS          192(R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     204(SP), Z19, Z19
+	VMULPS          192(R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPSRLW          $0x02, Z11, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z10, Z9, Z12
+	VPTERNLOGD      $0xf8, Z8, Z11, Z12
+	VPSRLW          $0x02, Z13, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z13
+	VPTERNLOGD      $0x6a, Z10, Z9, Z13
+	VPTERNLOGD      $0xf8, Z8, Z11, Z13
+	VPSRLW          $0x02, Z15, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z16, Z14
+	VPTERNLOGD      $0x6a, Z10, Z9, Z14
+	VPTERNLOGD      $0xf8, Z8, Z11, Z14
+	VPSRLW          $0x02, Z17, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z18, Z15
+	VPTERNLOGD      $0x6a, Z10, Z9, Z15
+	VPTERNLOGD      $0xf8, Z8, Z11, Z15
+	VPERMB.Z        Z12, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     16(SP), Z11, Z11
+	VMULPS          256(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     80(SP), Z11, Z11
+	VMULPS          256(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     144(SP), Z11, Z11
+	VMULPS          256(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     208(SP), Z11, Z11
+	VMULPS          256(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     20(SP), Z11, Z11
+	VMULPS          320(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     84(SP), Z11, Z11
+	VMULPS          320(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     148(SP), Z11, Z11
+	VMULPS          320(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     212(SP), Z11, Z11
+	VMULPS          320(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     24(SP), Z11, Z11
+	VMULPS          384(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     88(SP), Z11, Z11
+	VMULPS          384(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     152(SP), Z11, Z11
+	VMULPS          384(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     216(SP), Z11, Z11
+	VMULPS          384(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     28(SP), Z11, Z11
+	VMULPS          448(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     92(SP), Z11, Z11
+	VMULPS          448(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     156(SP), Z11, Z11
+	VMULPS          448(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     220(SP), Z11, Z11
+	VMULPS          448(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VMOVDQU64       64(AX), Z11
+	VBROADCASTI64X4 160(AX), Z12
+	VMOVDQU64       64(BX), Z13
+	VBROADCASTI64X4 160(BX), Z14
+	VMOVDQU64       64(SI), Z15
+	VBROADCASTI64X4 160(SI), Z16
+	VMOVDQU64       64(DI), Z17
+	VBROADCASTI64X4 160(DI), Z18
+	VPSLLW          $0x02, Z11, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z20
+	VPTERNLOGD      $0x6a, Z10, Z9, Z20
+	VPTERNLOGD      $0xf8, Z8, Z19, Z20
+	VPSLLW          $0x02, Z13, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z21
+	VPTERNLOGD      $0x6a, Z10, Z9, Z21
+	VPTERNLOGD      $0xf8, Z8, Z19, Z21
+	VPSLLW          $0x02, Z15, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z16, Z22
+	VPTERNLOGD      $0x6a, Z10, Z9, Z22
+	VPTERNLOGD      $0xf8, Z8, Z19, Z22
+	VPSLLW          $0x02, Z17, Z19
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z18, Z23
+	VPTERNLOGD      $0x6a, Z10, Z9, Z23
+	VPTERNLOGD      $0xf8, Z8, Z19, Z23
+	VPERMB.Z        Z20, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     32(SP), Z19, Z19
+	VMULPS          512(R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     96(SP), Z19, Z19
+	VMULPS          512(R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     160(SP), Z19, Z19
+	VMULPS          512(R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z4, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     224(SP), Z19, Z19
+	VMULPS          512(R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPERMB.Z        Z20, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     36(SP), Z19, Z19
+	VMULPS          576(R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     100(SP), Z19, Z19
+	VMULPS          576(R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     164(SP), Z19, Z19
+	VMULPS          576(R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z5, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     228(SP), Z19, Z19
+	VMULPS          576(R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPERMB.Z        Z20, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     40(SP), Z19, Z19
+	VMULPS          640(R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     104(SP), Z19, Z19
+	VMULPS          640(R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     168(SP), Z19, Z19
+	VMULPS          640(R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z6, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     232(SP), Z19, Z19
+	VMULPS          640(R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPERMB.Z        Z20, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     44(SP), Z19, Z19
+	VMULPS          704(R8), Z19, Z19
+	VADDPS          Z19, Z0, Z0
+	VPERMB.Z        Z21, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     108(SP), Z19, Z19
+	VMULPS          704(R8), Z19, Z19
+	VADDPS          Z19, Z1, Z1
+	VPERMB.Z        Z22, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     172(SP), Z19, Z19
+	VMULPS          704(R8), Z19, Z19
+	VADDPS          Z19, Z2, Z2
+	VPERMB.Z        Z23, Z7, K1, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS.BCST     236(SP), Z19, Z19
+	VMULPS          704(R8), Z19, Z19
+	VADDPS          Z19, Z3, Z3
+	VPSRLW          $0x02, Z11, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z10, Z9, Z12
+	VPTERNLOGD      $0xf8, Z8, Z11, Z12
+	VPSRLW          $0x02, Z13, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z13
+	VPTERNLOGD      $0x6a, Z10, Z9, Z13
+	VPTERNLOGD      $0xf8, Z8, Z11, Z13
+	VPSRLW          $0x02, Z15, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z16, Z14
+	VPTERNLOGD      $0x6a, Z10, Z9, Z14
+	VPTERNLOGD      $0xf8, Z8, Z11, Z14
+	VPSRLW          $0x02, Z17, Z11
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z18, Z15
+	VPTERNLOGD      $0x6a, Z10, Z9, Z15
+	VPTERNLOGD      $0xf8, Z8, Z11, Z15
+	VPERMB.Z        Z12, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     48(SP), Z11, Z11
+	VMULPS          768(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     112(SP), Z11, Z11
+	VMULPS          768(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     176(SP), Z11, Z11
+	VMULPS          768(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z4, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     240(SP), Z11, Z11
+	VMULPS          768(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     52(SP), Z11, Z11
+	VMULPS          832(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     116(SP), Z11, Z11
+	VMULPS          832(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     180(SP), Z11, Z11
+	VMULPS          832(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z5, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     244(SP), Z11, Z11
+	VMULPS          832(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     56(SP), Z11, Z11
+	VMULPS          896(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     120(SP), Z11, Z11
+	VMULPS          896(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     184(SP), Z11, Z11
+	VMULPS          896(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z6, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     248(SP), Z11, Z11
+	VMULPS          896(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	VPERMB.Z        Z12, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     60(SP), Z11, Z11
+	VMULPS          960(R8), Z11, Z11
+	VADDPS          Z11, Z0, Z0
+	VPERMB.Z        Z13, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     124(SP), Z11, Z11
+	VMULPS          960(R8), Z11, Z11
+	VADDPS          Z11, Z1, Z1
+	VPERMB.Z        Z14, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     188(SP), Z11, Z11
+	VMULPS          960(R8), Z11, Z11
+	VADDPS          Z11, Z2, Z2
+	VPERMB.Z        Z15, Z7, K1, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS.BCST     252(SP), Z11, Z11
+	VMULPS          960(R8), Z11, Z11
+	VADDPS          Z11, Z3, Z3
+	ADDQ            $0x000000d2, AX
+	ADDQ            $0x000000d2, BX
+	ADDQ            $0x000000d2, SI
+	ADDQ            $0x000000d2, DI
+	ADDQ            $0x00000400, R8
+	SUBQ            $0x000000d2, DX
+	JMP             loop
+
+done:
+	LEAQ    ret_0_0+48(FP), AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
 	VZEROUPPER
 	RET
 
@@ -12697,6 +13649,1540 @@ DATA q4KPanelBuildAVX512VNNI_mins<>+20(SB)/4, $0x00000280
 DATA q4KPanelBuildAVX512VNNI_mins<>+24(SB)/4, $0x00000300
 DATA q4KPanelBuildAVX512VNNI_mins<>+28(SB)/4, $0x00000380
 GLOBL q4KPanelBuildAVX512VNNI_mins<>(SB), RODATA|NOPTR, $32
+
+// func q4KRows4AVX512(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VBMI, AVX512VL, F16C, MMX+
+TEXT ·q4KRows4AVX512(SB), NOSPLIT, $128-112
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   digits_base+24(FP), DX
+	MOVQ   sums_base+48(FP), BX
+	MOVQ   scale_base+72(FP), SI
+	MOVQ   scale_len+80(FP), DI
+	VXORPD Z0, Z0, Z0
+	TESTQ  DI, DI
+	JZ     done
+	MOVQ   CX, R8
+	SHRQ   $0x02, R8
+	LEAQ   (R8)(R8*2), R9
+	SHLQ   $0x03, DI
+	LEAQ   (BX)(DI*8), BX
+	ADDQ   DI, SI
+	NEGQ   DI
+	TESTQ  CX, CX
+	JZ     done
+	MOVQ   CX, R10
+
+ahead:
+	CMPQ R10, $0x00001000
+	JAE  far
+	ADDQ CX, R10
+	JMP  ahead
+
+far:
+	VBROADCASTI64X4 q4KRows4AVX512_pick<>+0(SB), Z1
+	VBROADCASTI64X4 q4KRows4AVX512_pickHigh<>+0(SB), Z2
+	VBROADCASTI64X4 q4KRows4AVX512_pickTop<>+0(SB), Z3
+	VBROADCASTI64X4 q4KRows4AVX512_keep<>+0(SB), Z4
+	VBROADCASTI64X4 q4KRows4AVX512_top<>+0(SB), Z5
+	VMOVDQU64       q4KRows4AVX512_spread<>+0(SB), Z6
+	VMOVDQU64       q4KRows4AVX512_mins<>+0(SB), Z7
+	VMOVDQU64       q4KRows4AVX512_spread<>+64(SB), Z8
+	VMOVDQU64       q4KRows4AVX512_mins<>+64(SB), Z9
+	VMOVDQU32       q4KRows4AVX512_heads<>+0(SB), X10
+	VPBROADCASTD    const983055<>+0(SB), Z11
+	MOVQ            $0x1111111111111111, CX
+	KMOVQ           CX, K1
+
+block:
+	PREFETCHT0       (AX)(R10*1)
+	PREFETCHT0       64(AX)(R10*1)
+	PREFETCHT0       128(AX)(R10*1)
+	PREFETCHT0       192(AX)(R10*1)
+	PREFETCHT0       256(AX)(R10*1)
+	PREFETCHT0       320(AX)(R10*1)
+	PREFETCHT0       384(AX)(R10*1)
+	PREFETCHT0       448(AX)(R10*1)
+	PREFETCHT0       512(AX)(R10*1)
+	VMOVDQU32        (AX), X12
+	VINSERTI32X4     $0x01, (AX)(R8*1), Z12, Z12
+	VINSERTI32X4     $0x02, (AX)(R8*2), Z12, Z12
+	VINSERTI32X4     $0x03, (AX)(R9*1), Z12, Z12
+	VPSHUFB          Z1, Z12, Z13
+	VPSRLW           $0x04, Z12, Z14
+	VPSHUFB          Z2, Z14, Z14
+	VPTERNLOGD       $0xa8, Z4, Z14, Z13
+	VPSRLW           $0x02, Z12, Z14
+	VPSHUFB          Z3, Z14, Z14
+	VPTERNLOGD       $0xf8, Z5, Z14, Z13
+	VPERMB.Z         Z13, Z6, K1, Z14
+	VMOVDQU32        Y14, (SP)
+	VEXTRACTI64X4    $0x01, Z14, Y14
+	VMOVDQU32        Y14, 32(SP)
+	VPERMB.Z         Z13, Z8, K1, Z14
+	VMOVDQU32        Y14, 64(SP)
+	VEXTRACTI64X4    $0x01, Z14, Y14
+	VMOVDQU32        Y14, 96(SP)
+	VMOVDQU32        (DX), Z20
+	VMOVDQU32        64(DX), Z21
+	VMOVDQU32        128(DX), Z22
+	VMOVDQU32        192(DX), Z23
+	VPMOVZXBW        16(AX), Z16
+	VPANDD           Z11, Z16, Z15
+	VPSRLW           $0x04, Z16, Z16
+	VPMULLD.BCST     (SP), Z15, Z15
+	VPMULLD.BCST     4(SP), Z16, Z16
+	VPMADDWD         Z20, Z15, Z14
+	VPMADDWD         Z21, Z15, Z15
+	VPMADDWD         Z22, Z16, Z17
+	VPADDD           Z17, Z14, Z14
+	VPMADDWD         Z23, Z16, Z16
+	VPADDD           Z16, Z15, Z15
+	VPMOVZXBW        16(AX)(R8*1), Z18
+	VPANDD           Z11, Z18, Z17
+	VPSRLW           $0x04, Z18, Z18
+	VPMULLD.BCST     32(SP), Z17, Z17
+	VPMULLD.BCST     36(SP), Z18, Z18
+	VPMADDWD         Z20, Z17, Z16
+	VPMADDWD         Z21, Z17, Z17
+	VPMADDWD         Z22, Z18, Z19
+	VPADDD           Z19, Z16, Z16
+	VPMADDWD         Z23, Z18, Z18
+	VPADDD           Z18, Z17, Z17
+	VPMOVZXBW        16(AX)(R8*2), Z24
+	VPANDD           Z11, Z24, Z19
+	VPSRLW           $0x04, Z24, Z24
+	VPMULLD.BCST     64(SP), Z19, Z19
+	VPMULLD.BCST     68(SP), Z24, Z24
+	VPMADDWD         Z20, Z19, Z18
+	VPMADDWD         Z21, Z19, Z19
+	VPMADDWD         Z22, Z24, Z25
+	VPADDD           Z25, Z18, Z18
+	VPMADDWD         Z23, Z24, Z24
+	VPADDD           Z24, Z19, Z19
+	VPMOVZXBW        16(AX)(R9*1), Z24
+	VPANDD           Z11, Z24, Z25
+	VPSRLW           $0x04, Z24, Z24
+	VPMULLD.BCST     96(SP), Z25, Z25
+	VPMULLD.BCST     100(SP), Z24, Z24
+	VPMADDWD         Z20, Z25, Z20
+	VPMADDWD         Z21, Z25, Z21
+	VPMADDWD         Z22, Z24, Z22
+	VPADDD           Z22, Z20, Z20
+	VPMADDWD         Z23, Z24, Z22
+	VPADDD           Z22, Z21, Z21
+	VMOVDQU32        256(DX), Z22
+	VMOVDQU32        320(DX), Z23
+	VMOVDQU32        384(DX), Z24
+	VMOVDQU32        448(DX), Z25
+	VPMOVZXBW        48(AX), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     8(SP), Z27, Z27
+	VPMULLD.BCST     12(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z14, Z14
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z15, Z15
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z14, Z14
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z15, Z15
+	VPMOVZXBW        48(AX)(R8*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     40(SP), Z27, Z27
+	VPMULLD.BCST     44(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z16, Z16
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z17, Z17
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z16, Z16
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z17, Z17
+	VPMOVZXBW        48(AX)(R8*2), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     72(SP), Z27, Z27
+	VPMULLD.BCST     76(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z18, Z18
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z19, Z19
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z18, Z18
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z19, Z19
+	VPMOVZXBW        48(AX)(R9*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     104(SP), Z27, Z27
+	VPMULLD.BCST     108(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z22
+	VPADDD           Z22, Z20, Z20
+	VPMADDWD         Z23, Z27, Z22
+	VPADDD           Z22, Z21, Z21
+	VPMADDWD         Z24, Z26, Z22
+	VPADDD           Z22, Z20, Z20
+	VPMADDWD         Z25, Z26, Z22
+	VPADDD           Z22, Z21, Z21
+	VMOVDQU32        512(DX), Z22
+	VMOVDQU32        576(DX), Z23
+	VMOVDQU32        640(DX), Z24
+	VMOVDQU32        704(DX), Z25
+	VPMOVZXBW        80(AX), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     16(SP), Z27, Z27
+	VPMULLD.BCST     20(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z14, Z14
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z15, Z15
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z14, Z14
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z15, Z15
+	VPMOVZXBW        80(AX)(R8*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     48(SP), Z27, Z27
+	VPMULLD.BCST     52(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z16, Z16
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z17, Z17
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z16, Z16
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z17, Z17
+	VPMOVZXBW        80(AX)(R8*2), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     80(SP), Z27, Z27
+	VPMULLD.BCST     84(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z18, Z18
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z19, Z19
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z18, Z18
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z19, Z19
+	VPMOVZXBW        80(AX)(R9*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     112(SP), Z27, Z27
+	VPMULLD.BCST     116(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z22
+	VPADDD           Z22, Z20, Z20
+	VPMADDWD         Z23, Z27, Z22
+	VPADDD           Z22, Z21, Z21
+	VPMADDWD         Z24, Z26, Z22
+	VPADDD           Z22, Z20, Z20
+	VPMADDWD         Z25, Z26, Z22
+	VPADDD           Z22, Z21, Z21
+	VMOVDQU32        768(DX), Z22
+	VMOVDQU32        832(DX), Z23
+	VMOVDQU32        896(DX), Z24
+	VMOVDQU32        960(DX), Z25
+	VPMOVZXBW        112(AX), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     24(SP), Z27, Z27
+	VPMULLD.BCST     28(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z14, Z14
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z15, Z15
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z14, Z14
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z15, Z15
+	VPMOVZXBW        112(AX)(R8*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     56(SP), Z27, Z27
+	VPMULLD.BCST     60(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z16, Z16
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z17, Z17
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z16, Z16
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z17, Z17
+	VPMOVZXBW        112(AX)(R8*2), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     88(SP), Z27, Z27
+	VPMULLD.BCST     92(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z28
+	VPADDD           Z28, Z18, Z18
+	VPMADDWD         Z23, Z27, Z27
+	VPADDD           Z27, Z19, Z19
+	VPMADDWD         Z24, Z26, Z27
+	VPADDD           Z27, Z18, Z18
+	VPMADDWD         Z25, Z26, Z26
+	VPADDD           Z26, Z19, Z19
+	VPMOVZXBW        112(AX)(R9*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     120(SP), Z27, Z27
+	VPMULLD.BCST     124(SP), Z26, Z26
+	VPMADDWD         Z22, Z27, Z22
+	VPADDD           Z22, Z20, Z20
+	VPMADDWD         Z23, Z27, Z22
+	VPADDD           Z22, Z21, Z21
+	VPMADDWD         Z24, Z26, Z22
+	VPADDD           Z22, Z20, Z20
+	VPMADDWD         Z25, Z26, Z22
+	VPADDD           Z22, Z21, Z21
+	VSHUFI64X2       $0x44, Z16, Z14, Z22
+	VSHUFI64X2       $0xee, Z16, Z14, Z14
+	VPADDD           Z14, Z22, Z22
+	VSHUFI64X2       $0x44, Z20, Z18, Z14
+	VSHUFI64X2       $0xee, Z20, Z18, Z16
+	VPADDD           Z16, Z14, Z14
+	VSHUFI64X2       $0x88, Z14, Z22, Z16
+	VSHUFI64X2       $0xdd, Z14, Z22, Z14
+	VPADDD           Z14, Z16, Z16
+	VSHUFI64X2       $0x44, Z17, Z15, Z14
+	VSHUFI64X2       $0xee, Z17, Z15, Z15
+	VPADDD           Z15, Z14, Z14
+	VSHUFI64X2       $0x44, Z21, Z19, Z15
+	VSHUFI64X2       $0xee, Z21, Z19, Z17
+	VPADDD           Z17, Z15, Z15
+	VSHUFI64X2       $0x88, Z15, Z14, Z17
+	VSHUFI64X2       $0xdd, Z15, Z14, Z14
+	VPADDD           Z14, Z17, Z17
+	VCVTDQ2PD        Y16, Z14
+	VCVTDQ2PD        Y17, Z15
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z15, Z14
+	VEXTRACTI64X4    $0x01, Z16, Y16
+	VCVTDQ2PD        Y16, Z15
+	VEXTRACTI64X4    $0x01, Z17, Y16
+	VCVTDQ2PD        Y16, Z16
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z16, Z15
+	VBROADCASTF64X4  (BX)(DI*8), Z16
+	VBROADCASTF64X4  32(BX)(DI*8), Z17
+	VPERMB.Z         Z13, Z7, K1, Z18
+	VCVTDQ2PD        Y18, Z19
+	VEXTRACTI64X4    $0x01, Z18, Y18
+	VCVTDQ2PD        Y18, Z18
+	VMULPD           Z16, Z19, Z19
+	VFMADD231PD      Z17, Z18, Z19
+	VUNPCKLPD        Z19, Z14, Z18
+	VUNPCKHPD        Z19, Z14, Z14
+	VADDPD           Z14, Z18, Z18
+	VPERMB.Z         Z13, Z9, K1, Z13
+	VCVTDQ2PD        Y13, Z14
+	VEXTRACTI64X4    $0x01, Z13, Y13
+	VCVTDQ2PD        Y13, Z13
+	VMULPD           Z16, Z14, Z14
+	VFMADD231PD      Z17, Z13, Z14
+	VUNPCKLPD        Z14, Z15, Z13
+	VUNPCKHPD        Z14, Z15, Z14
+	VADDPD           Z14, Z13, Z13
+	VSHUFF64X2       $0x88, Z13, Z18, Z14
+	VSHUFF64X2       $0xdd, Z13, Z18, Z13
+	VADDPD           Z13, Z14, Z14
+	VPERMD           Z12, Z10, Z13
+	VCVTPH2PS        X13, Y13
+	VCVTPS2PD        Y13, Z13
+	VMULPD           Z13, Z14, Z14
+	VPERMILPD        $0x55, Z14, Z13
+	VSUBPD           Z13, Z14, Z14
+	VMULPD.BCST      (SI)(DI*1), Z14, Z14
+	VADDPD           Z14, Z0, Z0
+	ADDQ             $0x00000090, AX
+	ADDQ             $0x00000400, DX
+	ADDQ             $0x000001b0, R10
+	ADDQ             $0x08, DI
+	JNZ              block
+
+done:
+	VCVTPD2PS Z0, Y0
+	LEAQ      ret_0+96(FP), AX
+	VPMOVQD   Y0, (AX)
+	VZEROUPPER
+	RET
+
+DATA q4KRows4AVX512_pick<>+0(SB)/1, $0x04
+DATA q4KRows4AVX512_pick<>+1(SB)/1, $0x05
+DATA q4KRows4AVX512_pick<>+2(SB)/1, $0x06
+DATA q4KRows4AVX512_pick<>+3(SB)/1, $0x07
+DATA q4KRows4AVX512_pick<>+4(SB)/1, $0x0c
+DATA q4KRows4AVX512_pick<>+5(SB)/1, $0x0d
+DATA q4KRows4AVX512_pick<>+6(SB)/1, $0x0e
+DATA q4KRows4AVX512_pick<>+7(SB)/1, $0x0f
+DATA q4KRows4AVX512_pick<>+8(SB)/1, $0x08
+DATA q4KRows4AVX512_pick<>+9(SB)/1, $0x09
+DATA q4KRows4AVX512_pick<>+10(SB)/1, $0x0a
+DATA q4KRows4AVX512_pick<>+11(SB)/1, $0x0b
+DATA q4KRows4AVX512_pick<>+12(SB)/1, $0x80
+DATA q4KRows4AVX512_pick<>+13(SB)/1, $0x80
+DATA q4KRows4AVX512_pick<>+14(SB)/1, $0x80
+DATA q4KRows4AVX512_pick<>+15(SB)/1, $0x80
+DATA q4KRows4AVX512_pick<>+16(SB)/1, $0x04
+DATA q4KRows4AVX512_pick<>+17(SB)/1, $0x05
+DATA q4KRows4AVX512_pick<>+18(SB)/1, $0x06
+DATA q4KRows4AVX512_pick<>+19(SB)/1, $0x07
+DATA q4KRows4AVX512_pick<>+20(SB)/1, $0x0c
+DATA q4KRows4AVX512_pick<>+21(SB)/1, $0x0d
+DATA q4KRows4AVX512_pick<>+22(SB)/1, $0x0e
+DATA q4KRows4AVX512_pick<>+23(SB)/1, $0x0f
+DATA q4KRows4AVX512_pick<>+24(SB)/1, $0x08
+DATA q4KRows4AVX512_pick<>+25(SB)/1, $0x09
+DATA q4KRows4AVX512_pick<>+26(SB)/1, $0x0a
+DATA q4KRows4AVX512_pick<>+27(SB)/1, $0x0b
+DATA q4KRows4AVX512_pick<>+28(SB)/1, $0x80
+DATA q4KRows4AVX512_pick<>+29(SB)/1, $0x80
+DATA q4KRows4AVX512_pick<>+30(SB)/1, $0x80
+DATA q4KRows4AVX512_pick<>+31(SB)/1, $0x80
+GLOBL q4KRows4AVX512_pick<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512_pickHigh<>+0(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+1(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+2(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+3(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+4(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+5(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+6(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+7(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+8(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+9(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+10(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+11(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+12(SB)/1, $0x0c
+DATA q4KRows4AVX512_pickHigh<>+13(SB)/1, $0x0d
+DATA q4KRows4AVX512_pickHigh<>+14(SB)/1, $0x0e
+DATA q4KRows4AVX512_pickHigh<>+15(SB)/1, $0x0f
+DATA q4KRows4AVX512_pickHigh<>+16(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+17(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+18(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+19(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+20(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+21(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+22(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+23(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+24(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+25(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+26(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+27(SB)/1, $0x80
+DATA q4KRows4AVX512_pickHigh<>+28(SB)/1, $0x0c
+DATA q4KRows4AVX512_pickHigh<>+29(SB)/1, $0x0d
+DATA q4KRows4AVX512_pickHigh<>+30(SB)/1, $0x0e
+DATA q4KRows4AVX512_pickHigh<>+31(SB)/1, $0x0f
+GLOBL q4KRows4AVX512_pickHigh<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512_pickTop<>+0(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+1(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+2(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+3(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+4(SB)/1, $0x04
+DATA q4KRows4AVX512_pickTop<>+5(SB)/1, $0x05
+DATA q4KRows4AVX512_pickTop<>+6(SB)/1, $0x06
+DATA q4KRows4AVX512_pickTop<>+7(SB)/1, $0x07
+DATA q4KRows4AVX512_pickTop<>+8(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+9(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+10(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+11(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+12(SB)/1, $0x08
+DATA q4KRows4AVX512_pickTop<>+13(SB)/1, $0x09
+DATA q4KRows4AVX512_pickTop<>+14(SB)/1, $0x0a
+DATA q4KRows4AVX512_pickTop<>+15(SB)/1, $0x0b
+DATA q4KRows4AVX512_pickTop<>+16(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+17(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+18(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+19(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+20(SB)/1, $0x04
+DATA q4KRows4AVX512_pickTop<>+21(SB)/1, $0x05
+DATA q4KRows4AVX512_pickTop<>+22(SB)/1, $0x06
+DATA q4KRows4AVX512_pickTop<>+23(SB)/1, $0x07
+DATA q4KRows4AVX512_pickTop<>+24(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+25(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+26(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+27(SB)/1, $0x80
+DATA q4KRows4AVX512_pickTop<>+28(SB)/1, $0x08
+DATA q4KRows4AVX512_pickTop<>+29(SB)/1, $0x09
+DATA q4KRows4AVX512_pickTop<>+30(SB)/1, $0x0a
+DATA q4KRows4AVX512_pickTop<>+31(SB)/1, $0x0b
+GLOBL q4KRows4AVX512_pickTop<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512_keep<>+0(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+1(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+2(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+3(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+4(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+5(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+6(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+7(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+8(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+9(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+10(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+11(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+12(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+13(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+14(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+15(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+16(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+17(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+18(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+19(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+20(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+21(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+22(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+23(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+24(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+25(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+26(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+27(SB)/1, $0x3f
+DATA q4KRows4AVX512_keep<>+28(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+29(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+30(SB)/1, $0x0f
+DATA q4KRows4AVX512_keep<>+31(SB)/1, $0x0f
+GLOBL q4KRows4AVX512_keep<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512_top<>+0(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+1(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+2(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+3(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+4(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+5(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+6(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+7(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+8(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+9(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+10(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+11(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+12(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+13(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+14(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+15(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+16(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+17(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+18(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+19(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+20(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+21(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+22(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+23(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+24(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+25(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+26(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+27(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+28(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+29(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+30(SB)/1, $0x30
+DATA q4KRows4AVX512_top<>+31(SB)/1, $0x30
+GLOBL q4KRows4AVX512_top<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512_spread<>+0(SB)/1, $0x00
+DATA q4KRows4AVX512_spread<>+1(SB)/1, $0x00
+DATA q4KRows4AVX512_spread<>+2(SB)/1, $0x00
+DATA q4KRows4AVX512_spread<>+3(SB)/1, $0x00
+DATA q4KRows4AVX512_spread<>+4(SB)/1, $0x01
+DATA q4KRows4AVX512_spread<>+5(SB)/1, $0x01
+DATA q4KRows4AVX512_spread<>+6(SB)/1, $0x01
+DATA q4KRows4AVX512_spread<>+7(SB)/1, $0x01
+DATA q4KRows4AVX512_spread<>+8(SB)/1, $0x02
+DATA q4KRows4AVX512_spread<>+9(SB)/1, $0x02
+DATA q4KRows4AVX512_spread<>+10(SB)/1, $0x02
+DATA q4KRows4AVX512_spread<>+11(SB)/1, $0x02
+DATA q4KRows4AVX512_spread<>+12(SB)/1, $0x03
+DATA q4KRows4AVX512_spread<>+13(SB)/1, $0x03
+DATA q4KRows4AVX512_spread<>+14(SB)/1, $0x03
+DATA q4KRows4AVX512_spread<>+15(SB)/1, $0x03
+DATA q4KRows4AVX512_spread<>+16(SB)/1, $0x04
+DATA q4KRows4AVX512_spread<>+17(SB)/1, $0x04
+DATA q4KRows4AVX512_spread<>+18(SB)/1, $0x04
+DATA q4KRows4AVX512_spread<>+19(SB)/1, $0x04
+DATA q4KRows4AVX512_spread<>+20(SB)/1, $0x05
+DATA q4KRows4AVX512_spread<>+21(SB)/1, $0x05
+DATA q4KRows4AVX512_spread<>+22(SB)/1, $0x05
+DATA q4KRows4AVX512_spread<>+23(SB)/1, $0x05
+DATA q4KRows4AVX512_spread<>+24(SB)/1, $0x06
+DATA q4KRows4AVX512_spread<>+25(SB)/1, $0x06
+DATA q4KRows4AVX512_spread<>+26(SB)/1, $0x06
+DATA q4KRows4AVX512_spread<>+27(SB)/1, $0x06
+DATA q4KRows4AVX512_spread<>+28(SB)/1, $0x07
+DATA q4KRows4AVX512_spread<>+29(SB)/1, $0x07
+DATA q4KRows4AVX512_spread<>+30(SB)/1, $0x07
+DATA q4KRows4AVX512_spread<>+31(SB)/1, $0x07
+DATA q4KRows4AVX512_spread<>+32(SB)/1, $0x10
+DATA q4KRows4AVX512_spread<>+33(SB)/1, $0x10
+DATA q4KRows4AVX512_spread<>+34(SB)/1, $0x10
+DATA q4KRows4AVX512_spread<>+35(SB)/1, $0x10
+DATA q4KRows4AVX512_spread<>+36(SB)/1, $0x11
+DATA q4KRows4AVX512_spread<>+37(SB)/1, $0x11
+DATA q4KRows4AVX512_spread<>+38(SB)/1, $0x11
+DATA q4KRows4AVX512_spread<>+39(SB)/1, $0x11
+DATA q4KRows4AVX512_spread<>+40(SB)/1, $0x12
+DATA q4KRows4AVX512_spread<>+41(SB)/1, $0x12
+DATA q4KRows4AVX512_spread<>+42(SB)/1, $0x12
+DATA q4KRows4AVX512_spread<>+43(SB)/1, $0x12
+DATA q4KRows4AVX512_spread<>+44(SB)/1, $0x13
+DATA q4KRows4AVX512_spread<>+45(SB)/1, $0x13
+DATA q4KRows4AVX512_spread<>+46(SB)/1, $0x13
+DATA q4KRows4AVX512_spread<>+47(SB)/1, $0x13
+DATA q4KRows4AVX512_spread<>+48(SB)/1, $0x14
+DATA q4KRows4AVX512_spread<>+49(SB)/1, $0x14
+DATA q4KRows4AVX512_spread<>+50(SB)/1, $0x14
+DATA q4KRows4AVX512_spread<>+51(SB)/1, $0x14
+DATA q4KRows4AVX512_spread<>+52(SB)/1, $0x15
+DATA q4KRows4AVX512_spread<>+53(SB)/1, $0x15
+DATA q4KRows4AVX512_spread<>+54(SB)/1, $0x15
+DATA q4KRows4AVX512_spread<>+55(SB)/1, $0x15
+DATA q4KRows4AVX512_spread<>+56(SB)/1, $0x16
+DATA q4KRows4AVX512_spread<>+57(SB)/1, $0x16
+DATA q4KRows4AVX512_spread<>+58(SB)/1, $0x16
+DATA q4KRows4AVX512_spread<>+59(SB)/1, $0x16
+DATA q4KRows4AVX512_spread<>+60(SB)/1, $0x17
+DATA q4KRows4AVX512_spread<>+61(SB)/1, $0x17
+DATA q4KRows4AVX512_spread<>+62(SB)/1, $0x17
+DATA q4KRows4AVX512_spread<>+63(SB)/1, $0x17
+DATA q4KRows4AVX512_spread<>+64(SB)/1, $0x20
+DATA q4KRows4AVX512_spread<>+65(SB)/1, $0x20
+DATA q4KRows4AVX512_spread<>+66(SB)/1, $0x20
+DATA q4KRows4AVX512_spread<>+67(SB)/1, $0x20
+DATA q4KRows4AVX512_spread<>+68(SB)/1, $0x21
+DATA q4KRows4AVX512_spread<>+69(SB)/1, $0x21
+DATA q4KRows4AVX512_spread<>+70(SB)/1, $0x21
+DATA q4KRows4AVX512_spread<>+71(SB)/1, $0x21
+DATA q4KRows4AVX512_spread<>+72(SB)/1, $0x22
+DATA q4KRows4AVX512_spread<>+73(SB)/1, $0x22
+DATA q4KRows4AVX512_spread<>+74(SB)/1, $0x22
+DATA q4KRows4AVX512_spread<>+75(SB)/1, $0x22
+DATA q4KRows4AVX512_spread<>+76(SB)/1, $0x23
+DATA q4KRows4AVX512_spread<>+77(SB)/1, $0x23
+DATA q4KRows4AVX512_spread<>+78(SB)/1, $0x23
+DATA q4KRows4AVX512_spread<>+79(SB)/1, $0x23
+DATA q4KRows4AVX512_spread<>+80(SB)/1, $0x24
+DATA q4KRows4AVX512_spread<>+81(SB)/1, $0x24
+DATA q4KRows4AVX512_spread<>+82(SB)/1, $0x24
+DATA q4KRows4AVX512_spread<>+83(SB)/1, $0x24
+DATA q4KRows4AVX512_spread<>+84(SB)/1, $0x25
+DATA q4KRows4AVX512_spread<>+85(SB)/1, $0x25
+DATA q4KRows4AVX512_spread<>+86(SB)/1, $0x25
+DATA q4KRows4AVX512_spread<>+87(SB)/1, $0x25
+DATA q4KRows4AVX512_spread<>+88(SB)/1, $0x26
+DATA q4KRows4AVX512_spread<>+89(SB)/1, $0x26
+DATA q4KRows4AVX512_spread<>+90(SB)/1, $0x26
+DATA q4KRows4AVX512_spread<>+91(SB)/1, $0x26
+DATA q4KRows4AVX512_spread<>+92(SB)/1, $0x27
+DATA q4KRows4AVX512_spread<>+93(SB)/1, $0x27
+DATA q4KRows4AVX512_spread<>+94(SB)/1, $0x27
+DATA q4KRows4AVX512_spread<>+95(SB)/1, $0x27
+DATA q4KRows4AVX512_spread<>+96(SB)/1, $0x30
+DATA q4KRows4AVX512_spread<>+97(SB)/1, $0x30
+DATA q4KRows4AVX512_spread<>+98(SB)/1, $0x30
+DATA q4KRows4AVX512_spread<>+99(SB)/1, $0x30
+DATA q4KRows4AVX512_spread<>+100(SB)/1, $0x31
+DATA q4KRows4AVX512_spread<>+101(SB)/1, $0x31
+DATA q4KRows4AVX512_spread<>+102(SB)/1, $0x31
+DATA q4KRows4AVX512_spread<>+103(SB)/1, $0x31
+DATA q4KRows4AVX512_spread<>+104(SB)/1, $0x32
+DATA q4KRows4AVX512_spread<>+105(SB)/1, $0x32
+DATA q4KRows4AVX512_spread<>+106(SB)/1, $0x32
+DATA q4KRows4AVX512_spread<>+107(SB)/1, $0x32
+DATA q4KRows4AVX512_spread<>+108(SB)/1, $0x33
+DATA q4KRows4AVX512_spread<>+109(SB)/1, $0x33
+DATA q4KRows4AVX512_spread<>+110(SB)/1, $0x33
+DATA q4KRows4AVX512_spread<>+111(SB)/1, $0x33
+DATA q4KRows4AVX512_spread<>+112(SB)/1, $0x34
+DATA q4KRows4AVX512_spread<>+113(SB)/1, $0x34
+DATA q4KRows4AVX512_spread<>+114(SB)/1, $0x34
+DATA q4KRows4AVX512_spread<>+115(SB)/1, $0x34
+DATA q4KRows4AVX512_spread<>+116(SB)/1, $0x35
+DATA q4KRows4AVX512_spread<>+117(SB)/1, $0x35
+DATA q4KRows4AVX512_spread<>+118(SB)/1, $0x35
+DATA q4KRows4AVX512_spread<>+119(SB)/1, $0x35
+DATA q4KRows4AVX512_spread<>+120(SB)/1, $0x36
+DATA q4KRows4AVX512_spread<>+121(SB)/1, $0x36
+DATA q4KRows4AVX512_spread<>+122(SB)/1, $0x36
+DATA q4KRows4AVX512_spread<>+123(SB)/1, $0x36
+DATA q4KRows4AVX512_spread<>+124(SB)/1, $0x37
+DATA q4KRows4AVX512_spread<>+125(SB)/1, $0x37
+DATA q4KRows4AVX512_spread<>+126(SB)/1, $0x37
+DATA q4KRows4AVX512_spread<>+127(SB)/1, $0x37
+GLOBL q4KRows4AVX512_spread<>(SB), RODATA|NOPTR, $128
+
+DATA q4KRows4AVX512_mins<>+0(SB)/1, $0x08
+DATA q4KRows4AVX512_mins<>+1(SB)/1, $0x08
+DATA q4KRows4AVX512_mins<>+2(SB)/1, $0x08
+DATA q4KRows4AVX512_mins<>+3(SB)/1, $0x08
+DATA q4KRows4AVX512_mins<>+4(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+5(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+6(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+7(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+8(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+9(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+10(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+11(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+12(SB)/1, $0x0b
+DATA q4KRows4AVX512_mins<>+13(SB)/1, $0x0b
+DATA q4KRows4AVX512_mins<>+14(SB)/1, $0x0b
+DATA q4KRows4AVX512_mins<>+15(SB)/1, $0x0b
+DATA q4KRows4AVX512_mins<>+16(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+17(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+18(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+19(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+20(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+21(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+22(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+23(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+24(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+25(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+26(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+27(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+28(SB)/1, $0x1b
+DATA q4KRows4AVX512_mins<>+29(SB)/1, $0x1b
+DATA q4KRows4AVX512_mins<>+30(SB)/1, $0x1b
+DATA q4KRows4AVX512_mins<>+31(SB)/1, $0x1b
+DATA q4KRows4AVX512_mins<>+32(SB)/1, $0x0c
+DATA q4KRows4AVX512_mins<>+33(SB)/1, $0x0c
+DATA q4KRows4AVX512_mins<>+34(SB)/1, $0x0c
+DATA q4KRows4AVX512_mins<>+35(SB)/1, $0x0c
+DATA q4KRows4AVX512_mins<>+36(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+37(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+38(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+39(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+40(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+41(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+42(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+43(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+44(SB)/1, $0x0f
+DATA q4KRows4AVX512_mins<>+45(SB)/1, $0x0f
+DATA q4KRows4AVX512_mins<>+46(SB)/1, $0x0f
+DATA q4KRows4AVX512_mins<>+47(SB)/1, $0x0f
+DATA q4KRows4AVX512_mins<>+48(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+49(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+50(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+51(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+52(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+53(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+54(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+55(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+56(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+57(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+58(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+59(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+60(SB)/1, $0x1f
+DATA q4KRows4AVX512_mins<>+61(SB)/1, $0x1f
+DATA q4KRows4AVX512_mins<>+62(SB)/1, $0x1f
+DATA q4KRows4AVX512_mins<>+63(SB)/1, $0x1f
+DATA q4KRows4AVX512_mins<>+64(SB)/1, $0x28
+DATA q4KRows4AVX512_mins<>+65(SB)/1, $0x28
+DATA q4KRows4AVX512_mins<>+66(SB)/1, $0x28
+DATA q4KRows4AVX512_mins<>+67(SB)/1, $0x28
+DATA q4KRows4AVX512_mins<>+68(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+69(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+70(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+71(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+72(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+73(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+74(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+75(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+76(SB)/1, $0x2b
+DATA q4KRows4AVX512_mins<>+77(SB)/1, $0x2b
+DATA q4KRows4AVX512_mins<>+78(SB)/1, $0x2b
+DATA q4KRows4AVX512_mins<>+79(SB)/1, $0x2b
+DATA q4KRows4AVX512_mins<>+80(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+81(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+82(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+83(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+84(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+85(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+86(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+87(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+88(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+89(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+90(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+91(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+92(SB)/1, $0x3b
+DATA q4KRows4AVX512_mins<>+93(SB)/1, $0x3b
+DATA q4KRows4AVX512_mins<>+94(SB)/1, $0x3b
+DATA q4KRows4AVX512_mins<>+95(SB)/1, $0x3b
+DATA q4KRows4AVX512_mins<>+96(SB)/1, $0x2c
+DATA q4KRows4AVX512_mins<>+97(SB)/1, $0x2c
+DATA q4KRows4AVX512_mins<>+98(SB)/1, $0x2c
+DATA q4KRows4AVX512_mins<>+99(SB)/1, $0x2c
+DATA q4KRows4AVX512_mins<>+100(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+101(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+102(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+103(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+104(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+105(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+106(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+107(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+108(SB)/1, $0x2f
+DATA q4KRows4AVX512_mins<>+109(SB)/1, $0x2f
+DATA q4KRows4AVX512_mins<>+110(SB)/1, $0x2f
+DATA q4KRows4AVX512_mins<>+111(SB)/1, $0x2f
+DATA q4KRows4AVX512_mins<>+112(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+113(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+114(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+115(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+116(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+117(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+118(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+119(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+120(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+121(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+122(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+123(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+124(SB)/1, $0x3f
+DATA q4KRows4AVX512_mins<>+125(SB)/1, $0x3f
+DATA q4KRows4AVX512_mins<>+126(SB)/1, $0x3f
+DATA q4KRows4AVX512_mins<>+127(SB)/1, $0x3f
+GLOBL q4KRows4AVX512_mins<>(SB), RODATA|NOPTR, $128
+
+DATA q4KRows4AVX512_heads<>+0(SB)/4, $0x00000000
+DATA q4KRows4AVX512_heads<>+4(SB)/4, $0x00000004
+DATA q4KRows4AVX512_heads<>+8(SB)/4, $0x00000008
+DATA q4KRows4AVX512_heads<>+12(SB)/4, $0x0000000c
+GLOBL q4KRows4AVX512_heads<>(SB), RODATA|NOPTR, $16
+
+// func q4KRows4AVX512VNNI(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VBMI, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q4KRows4AVX512VNNI(SB), NOSPLIT, $128-112
+	MOVQ   w_base+0(FP), AX
+	MOVQ   w_len+8(FP), CX
+	MOVQ   digits_base+24(FP), DX
+	MOVQ   sums_base+48(FP), BX
+	MOVQ   scale_base+72(FP), SI
+	MOVQ   scale_len+80(FP), DI
+	VXORPD Z0, Z0, Z0
+	TESTQ  DI, DI
+	JZ     done
+	MOVQ   CX, R8
+	SHRQ   $0x02, R8
+	LEAQ   (R8)(R8*2), R9
+	SHLQ   $0x03, DI
+	LEAQ   (BX)(DI*8), BX
+	ADDQ   DI, SI
+	NEGQ   DI
+	TESTQ  CX, CX
+	JZ     done
+	MOVQ   CX, R10
+
+ahead:
+	CMPQ R10, $0x00001000
+	JAE  far
+	ADDQ CX, R10
+	JMP  ahead
+
+far:
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_pick<>+0(SB), Z1
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_pickHigh<>+0(SB), Z2
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_pickTop<>+0(SB), Z3
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_keep<>+0(SB), Z4
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_top<>+0(SB), Z5
+	VMOVDQU64       q4KRows4AVX512VNNI_spread<>+0(SB), Z6
+	VMOVDQU64       q4KRows4AVX512VNNI_mins<>+0(SB), Z7
+	VMOVDQU64       q4KRows4AVX512VNNI_spread<>+64(SB), Z8
+	VMOVDQU64       q4KRows4AVX512VNNI_mins<>+64(SB), Z9
+	VMOVDQU32       q4KRows4AVX512VNNI_heads<>+0(SB), X10
+	VPBROADCASTD    const983055<>+0(SB), Z11
+	MOVQ            $0x1111111111111111, CX
+	KMOVQ           CX, K1
+
+block:
+	PREFETCHT0       (AX)(R10*1)
+	PREFETCHT0       64(AX)(R10*1)
+	PREFETCHT0       128(AX)(R10*1)
+	PREFETCHT0       192(AX)(R10*1)
+	PREFETCHT0       256(AX)(R10*1)
+	PREFETCHT0       320(AX)(R10*1)
+	PREFETCHT0       384(AX)(R10*1)
+	PREFETCHT0       448(AX)(R10*1)
+	PREFETCHT0       512(AX)(R10*1)
+	VMOVDQU32        (AX), X12
+	VINSERTI32X4     $0x01, (AX)(R8*1), Z12, Z12
+	VINSERTI32X4     $0x02, (AX)(R8*2), Z12, Z12
+	VINSERTI32X4     $0x03, (AX)(R9*1), Z12, Z12
+	VPSHUFB          Z1, Z12, Z13
+	VPSRLW           $0x04, Z12, Z14
+	VPSHUFB          Z2, Z14, Z14
+	VPTERNLOGD       $0xa8, Z4, Z14, Z13
+	VPSRLW           $0x02, Z12, Z14
+	VPSHUFB          Z3, Z14, Z14
+	VPTERNLOGD       $0xf8, Z5, Z14, Z13
+	VPERMB.Z         Z13, Z6, K1, Z14
+	VMOVDQU32        Y14, (SP)
+	VEXTRACTI64X4    $0x01, Z14, Y14
+	VMOVDQU32        Y14, 32(SP)
+	VPERMB.Z         Z13, Z8, K1, Z14
+	VMOVDQU32        Y14, 64(SP)
+	VEXTRACTI64X4    $0x01, Z14, Y14
+	VMOVDQU32        Y14, 96(SP)
+	VMOVDQU32        (DX), Z20
+	VMOVDQU32        64(DX), Z21
+	VMOVDQU32        128(DX), Z22
+	VMOVDQU32        192(DX), Z23
+	VPMOVZXBW        16(AX), Z16
+	VPANDD           Z11, Z16, Z15
+	VPSRLW           $0x04, Z16, Z16
+	VPMULLD.BCST     (SP), Z15, Z15
+	VPMULLD.BCST     4(SP), Z16, Z16
+	VPMADDWD         Z20, Z15, Z14
+	VPMADDWD         Z21, Z15, Z15
+	VPDPWSSD         Z22, Z16, Z14
+	VPDPWSSD         Z23, Z16, Z15
+	VPMOVZXBW        16(AX)(R8*1), Z18
+	VPANDD           Z11, Z18, Z17
+	VPSRLW           $0x04, Z18, Z18
+	VPMULLD.BCST     32(SP), Z17, Z17
+	VPMULLD.BCST     36(SP), Z18, Z18
+	VPMADDWD         Z20, Z17, Z16
+	VPMADDWD         Z21, Z17, Z17
+	VPDPWSSD         Z22, Z18, Z16
+	VPDPWSSD         Z23, Z18, Z17
+	VPMOVZXBW        16(AX)(R8*2), Z24
+	VPANDD           Z11, Z24, Z19
+	VPSRLW           $0x04, Z24, Z24
+	VPMULLD.BCST     64(SP), Z19, Z19
+	VPMULLD.BCST     68(SP), Z24, Z24
+	VPMADDWD         Z20, Z19, Z18
+	VPMADDWD         Z21, Z19, Z19
+	VPDPWSSD         Z22, Z24, Z18
+	VPDPWSSD         Z23, Z24, Z19
+	VPMOVZXBW        16(AX)(R9*1), Z24
+	VPANDD           Z11, Z24, Z25
+	VPSRLW           $0x04, Z24, Z24
+	VPMULLD.BCST     96(SP), Z25, Z25
+	VPMULLD.BCST     100(SP), Z24, Z24
+	VPMADDWD         Z20, Z25, Z20
+	VPMADDWD         Z21, Z25, Z21
+	VPDPWSSD         Z22, Z24, Z20
+	VPDPWSSD         Z23, Z24, Z21
+	VMOVDQU32        256(DX), Z22
+	VMOVDQU32        320(DX), Z23
+	VMOVDQU32        384(DX), Z24
+	VMOVDQU32        448(DX), Z25
+	VPMOVZXBW        48(AX), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     8(SP), Z27, Z27
+	VPMULLD.BCST     12(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z14
+	VPDPWSSD         Z23, Z27, Z15
+	VPDPWSSD         Z24, Z26, Z14
+	VPDPWSSD         Z25, Z26, Z15
+	VPMOVZXBW        48(AX)(R8*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     40(SP), Z27, Z27
+	VPMULLD.BCST     44(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z16
+	VPDPWSSD         Z23, Z27, Z17
+	VPDPWSSD         Z24, Z26, Z16
+	VPDPWSSD         Z25, Z26, Z17
+	VPMOVZXBW        48(AX)(R8*2), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     72(SP), Z27, Z27
+	VPMULLD.BCST     76(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z18
+	VPDPWSSD         Z23, Z27, Z19
+	VPDPWSSD         Z24, Z26, Z18
+	VPDPWSSD         Z25, Z26, Z19
+	VPMOVZXBW        48(AX)(R9*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     104(SP), Z27, Z27
+	VPMULLD.BCST     108(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z20
+	VPDPWSSD         Z23, Z27, Z21
+	VPDPWSSD         Z24, Z26, Z20
+	VPDPWSSD         Z25, Z26, Z21
+	VMOVDQU32        512(DX), Z22
+	VMOVDQU32        576(DX), Z23
+	VMOVDQU32        640(DX), Z24
+	VMOVDQU32        704(DX), Z25
+	VPMOVZXBW        80(AX), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     16(SP), Z27, Z27
+	VPMULLD.BCST     20(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z14
+	VPDPWSSD         Z23, Z27, Z15
+	VPDPWSSD         Z24, Z26, Z14
+	VPDPWSSD         Z25, Z26, Z15
+	VPMOVZXBW        80(AX)(R8*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     48(SP), Z27, Z27
+	VPMULLD.BCST     52(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z16
+	VPDPWSSD         Z23, Z27, Z17
+	VPDPWSSD         Z24, Z26, Z16
+	VPDPWSSD         Z25, Z26, Z17
+	VPMOVZXBW        80(AX)(R8*2), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     80(SP), Z27, Z27
+	VPMULLD.BCST     84(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z18
+	VPDPWSSD         Z23, Z27, Z19
+	VPDPWSSD         Z24, Z26, Z18
+	VPDPWSSD         Z25, Z26, Z19
+	VPMOVZXBW        80(AX)(R9*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     112(SP), Z27, Z27
+	VPMULLD.BCST     116(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z20
+	VPDPWSSD         Z23, Z27, Z21
+	VPDPWSSD         Z24, Z26, Z20
+	VPDPWSSD         Z25, Z26, Z21
+	VMOVDQU32        768(DX), Z22
+	VMOVDQU32        832(DX), Z23
+	VMOVDQU32        896(DX), Z24
+	VMOVDQU32        960(DX), Z25
+	VPMOVZXBW        112(AX), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     24(SP), Z27, Z27
+	VPMULLD.BCST     28(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z14
+	VPDPWSSD         Z23, Z27, Z15
+	VPDPWSSD         Z24, Z26, Z14
+	VPDPWSSD         Z25, Z26, Z15
+	VPMOVZXBW        112(AX)(R8*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     56(SP), Z27, Z27
+	VPMULLD.BCST     60(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z16
+	VPDPWSSD         Z23, Z27, Z17
+	VPDPWSSD         Z24, Z26, Z16
+	VPDPWSSD         Z25, Z26, Z17
+	VPMOVZXBW        112(AX)(R8*2), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     88(SP), Z27, Z27
+	VPMULLD.BCST     92(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z18
+	VPDPWSSD         Z23, Z27, Z19
+	VPDPWSSD         Z24, Z26, Z18
+	VPDPWSSD         Z25, Z26, Z19
+	VPMOVZXBW        112(AX)(R9*1), Z26
+	VPANDD           Z11, Z26, Z27
+	VPSRLW           $0x04, Z26, Z26
+	VPMULLD.BCST     120(SP), Z27, Z27
+	VPMULLD.BCST     124(SP), Z26, Z26
+	VPDPWSSD         Z22, Z27, Z20
+	VPDPWSSD         Z23, Z27, Z21
+	VPDPWSSD         Z24, Z26, Z20
+	VPDPWSSD         Z25, Z26, Z21
+	VSHUFI64X2       $0x44, Z16, Z14, Z22
+	VSHUFI64X2       $0xee, Z16, Z14, Z14
+	VPADDD           Z14, Z22, Z22
+	VSHUFI64X2       $0x44, Z20, Z18, Z14
+	VSHUFI64X2       $0xee, Z20, Z18, Z16
+	VPADDD           Z16, Z14, Z14
+	VSHUFI64X2       $0x88, Z14, Z22, Z16
+	VSHUFI64X2       $0xdd, Z14, Z22, Z14
+	VPADDD           Z14, Z16, Z16
+	VSHUFI64X2       $0x44, Z17, Z15, Z14
+	VSHUFI64X2       $0xee, Z17, Z15, Z15
+	VPADDD           Z15, Z14, Z14
+	VSHUFI64X2       $0x44, Z21, Z19, Z15
+	VSHUFI64X2       $0xee, Z21, Z19, Z17
+	VPADDD           Z17, Z15, Z15
+	VSHUFI64X2       $0x88, Z15, Z14, Z17
+	VSHUFI64X2       $0xdd, Z15, Z14, Z14
+	VPADDD           Z14, Z17, Z17
+	VCVTDQ2PD        Y16, Z14
+	VCVTDQ2PD        Y17, Z15
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z15, Z14
+	VEXTRACTI64X4    $0x01, Z16, Y16
+	VCVTDQ2PD        Y16, Z15
+	VEXTRACTI64X4    $0x01, Z17, Y16
+	VCVTDQ2PD        Y16, Z16
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z16, Z15
+	VBROADCASTF64X4  (BX)(DI*8), Z16
+	VBROADCASTF64X4  32(BX)(DI*8), Z17
+	VPERMB.Z         Z13, Z7, K1, Z18
+	VCVTDQ2PD        Y18, Z19
+	VEXTRACTI64X4    $0x01, Z18, Y18
+	VCVTDQ2PD        Y18, Z18
+	VMULPD           Z16, Z19, Z19
+	VFMADD231PD      Z17, Z18, Z19
+	VUNPCKLPD        Z19, Z14, Z18
+	VUNPCKHPD        Z19, Z14, Z14
+	VADDPD           Z14, Z18, Z18
+	VPERMB.Z         Z13, Z9, K1, Z13
+	VCVTDQ2PD        Y13, Z14
+	VEXTRACTI64X4    $0x01, Z13, Y13
+	VCVTDQ2PD        Y13, Z13
+	VMULPD           Z16, Z14, Z14
+	VFMADD231PD      Z17, Z13, Z14
+	VUNPCKLPD        Z14, Z15, Z13
+	VUNPCKHPD        Z14, Z15, Z14
+	VADDPD           Z14, Z13, Z13
+	VSHUFF64X2       $0x88, Z13, Z18, Z14
+	VSHUFF64X2       $0xdd, Z13, Z18, Z13
+	VADDPD           Z13, Z14, Z14
+	VPERMD           Z12, Z10, Z13
+	VCVTPH2PS        X13, Y13
+	VCVTPS2PD        Y13, Z13
+	VMULPD           Z13, Z14, Z14
+	VPERMILPD        $0x55, Z14, Z13
+	VSUBPD           Z13, Z14, Z14
+	VMULPD.BCST      (SI)(DI*1), Z14, Z14
+	VADDPD           Z14, Z0, Z0
+	ADDQ             $0x00000090, AX
+	ADDQ             $0x00000400, DX
+	ADDQ             $0x000001b0, R10
+	ADDQ             $0x08, DI
+	JNZ              block
+
+done:
+	VCVTPD2PS Z0, Y0
+	LEAQ      ret_0+96(FP), AX
+	VPMOVQD   Y0, (AX)
+	VZEROUPPER
+	RET
+
+DATA q4KRows4AVX512VNNI_pick<>+0(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_pick<>+1(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_pick<>+2(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_pick<>+3(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_pick<>+4(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_pick<>+5(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_pick<>+6(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_pick<>+7(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_pick<>+8(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_pick<>+9(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_pick<>+10(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_pick<>+11(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_pick<>+12(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pick<>+13(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pick<>+14(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pick<>+15(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pick<>+16(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_pick<>+17(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_pick<>+18(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_pick<>+19(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_pick<>+20(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_pick<>+21(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_pick<>+22(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_pick<>+23(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_pick<>+24(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_pick<>+25(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_pick<>+26(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_pick<>+27(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_pick<>+28(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pick<>+29(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pick<>+30(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pick<>+31(SB)/1, $0x80
+GLOBL q4KRows4AVX512VNNI_pick<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512VNNI_pickHigh<>+0(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+1(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+2(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+3(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+4(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+5(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+6(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+7(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+8(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+9(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+10(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+11(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+12(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_pickHigh<>+13(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_pickHigh<>+14(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_pickHigh<>+15(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_pickHigh<>+16(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+17(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+18(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+19(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+20(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+21(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+22(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+23(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+24(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+25(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+26(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+27(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickHigh<>+28(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_pickHigh<>+29(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_pickHigh<>+30(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_pickHigh<>+31(SB)/1, $0x0f
+GLOBL q4KRows4AVX512VNNI_pickHigh<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512VNNI_pickTop<>+0(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+1(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+2(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+3(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+4(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_pickTop<>+5(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_pickTop<>+6(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_pickTop<>+7(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_pickTop<>+8(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+9(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+10(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+11(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+12(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_pickTop<>+13(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_pickTop<>+14(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_pickTop<>+15(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_pickTop<>+16(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+17(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+18(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+19(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+20(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_pickTop<>+21(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_pickTop<>+22(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_pickTop<>+23(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_pickTop<>+24(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+25(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+26(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+27(SB)/1, $0x80
+DATA q4KRows4AVX512VNNI_pickTop<>+28(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_pickTop<>+29(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_pickTop<>+30(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_pickTop<>+31(SB)/1, $0x0b
+GLOBL q4KRows4AVX512VNNI_pickTop<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512VNNI_keep<>+0(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+1(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+2(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+3(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+4(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+5(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+6(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+7(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+8(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+9(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+10(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+11(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+12(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+13(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+14(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+15(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+16(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+17(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+18(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+19(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+20(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+21(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+22(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+23(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+24(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+25(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+26(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+27(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_keep<>+28(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+29(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+30(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_keep<>+31(SB)/1, $0x0f
+GLOBL q4KRows4AVX512VNNI_keep<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512VNNI_top<>+0(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+1(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+2(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+3(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+4(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+5(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+6(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+7(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+8(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+9(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+10(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+11(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+12(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+13(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+14(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+15(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+16(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+17(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+18(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+19(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+20(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+21(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+22(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+23(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+24(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+25(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+26(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+27(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+28(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+29(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+30(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_top<>+31(SB)/1, $0x30
+GLOBL q4KRows4AVX512VNNI_top<>(SB), RODATA|NOPTR, $32
+
+DATA q4KRows4AVX512VNNI_spread<>+0(SB)/1, $0x00
+DATA q4KRows4AVX512VNNI_spread<>+1(SB)/1, $0x00
+DATA q4KRows4AVX512VNNI_spread<>+2(SB)/1, $0x00
+DATA q4KRows4AVX512VNNI_spread<>+3(SB)/1, $0x00
+DATA q4KRows4AVX512VNNI_spread<>+4(SB)/1, $0x01
+DATA q4KRows4AVX512VNNI_spread<>+5(SB)/1, $0x01
+DATA q4KRows4AVX512VNNI_spread<>+6(SB)/1, $0x01
+DATA q4KRows4AVX512VNNI_spread<>+7(SB)/1, $0x01
+DATA q4KRows4AVX512VNNI_spread<>+8(SB)/1, $0x02
+DATA q4KRows4AVX512VNNI_spread<>+9(SB)/1, $0x02
+DATA q4KRows4AVX512VNNI_spread<>+10(SB)/1, $0x02
+DATA q4KRows4AVX512VNNI_spread<>+11(SB)/1, $0x02
+DATA q4KRows4AVX512VNNI_spread<>+12(SB)/1, $0x03
+DATA q4KRows4AVX512VNNI_spread<>+13(SB)/1, $0x03
+DATA q4KRows4AVX512VNNI_spread<>+14(SB)/1, $0x03
+DATA q4KRows4AVX512VNNI_spread<>+15(SB)/1, $0x03
+DATA q4KRows4AVX512VNNI_spread<>+16(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_spread<>+17(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_spread<>+18(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_spread<>+19(SB)/1, $0x04
+DATA q4KRows4AVX512VNNI_spread<>+20(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_spread<>+21(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_spread<>+22(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_spread<>+23(SB)/1, $0x05
+DATA q4KRows4AVX512VNNI_spread<>+24(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_spread<>+25(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_spread<>+26(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_spread<>+27(SB)/1, $0x06
+DATA q4KRows4AVX512VNNI_spread<>+28(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_spread<>+29(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_spread<>+30(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_spread<>+31(SB)/1, $0x07
+DATA q4KRows4AVX512VNNI_spread<>+32(SB)/1, $0x10
+DATA q4KRows4AVX512VNNI_spread<>+33(SB)/1, $0x10
+DATA q4KRows4AVX512VNNI_spread<>+34(SB)/1, $0x10
+DATA q4KRows4AVX512VNNI_spread<>+35(SB)/1, $0x10
+DATA q4KRows4AVX512VNNI_spread<>+36(SB)/1, $0x11
+DATA q4KRows4AVX512VNNI_spread<>+37(SB)/1, $0x11
+DATA q4KRows4AVX512VNNI_spread<>+38(SB)/1, $0x11
+DATA q4KRows4AVX512VNNI_spread<>+39(SB)/1, $0x11
+DATA q4KRows4AVX512VNNI_spread<>+40(SB)/1, $0x12
+DATA q4KRows4AVX512VNNI_spread<>+41(SB)/1, $0x12
+DATA q4KRows4AVX512VNNI_spread<>+42(SB)/1, $0x12
+DATA q4KRows4AVX512VNNI_spread<>+43(SB)/1, $0x12
+DATA q4KRows4AVX512VNNI_spread<>+44(SB)/1, $0x13
+DATA q4KRows4AVX512VNNI_spread<>+45(SB)/1, $0x13
+DATA q4KRows4AVX512VNNI_spread<>+46(SB)/1, $0x13
+DATA q4KRows4AVX512VNNI_spread<>+47(SB)/1, $0x13
+DATA q4KRows4AVX512VNNI_spread<>+48(SB)/1, $0x14
+DATA q4KRows4AVX512VNNI_spread<>+49(SB)/1, $0x14
+DATA q4KRows4AVX512VNNI_spread<>+50(SB)/1, $0x14
+DATA q4KRows4AVX512VNNI_spread<>+51(SB)/1, $0x14
+DATA q4KRows4AVX512VNNI_spread<>+52(SB)/1, $0x15
+DATA q4KRows4AVX512VNNI_spread<>+53(SB)/1, $0x15
+DATA q4KRows4AVX512VNNI_spread<>+54(SB)/1, $0x15
+DATA q4KRows4AVX512VNNI_spread<>+55(SB)/1, $0x15
+DATA q4KRows4AVX512VNNI_spread<>+56(SB)/1, $0x16
+DATA q4KRows4AVX512VNNI_spread<>+57(SB)/1, $0x16
+DATA q4KRows4AVX512VNNI_spread<>+58(SB)/1, $0x16
+DATA q4KRows4AVX512VNNI_spread<>+59(SB)/1, $0x16
+DATA q4KRows4AVX512VNNI_spread<>+60(SB)/1, $0x17
+DATA q4KRows4AVX512VNNI_spread<>+61(SB)/1, $0x17
+DATA q4KRows4AVX512VNNI_spread<>+62(SB)/1, $0x17
+DATA q4KRows4AVX512VNNI_spread<>+63(SB)/1, $0x17
+DATA q4KRows4AVX512VNNI_spread<>+64(SB)/1, $0x20
+DATA q4KRows4AVX512VNNI_spread<>+65(SB)/1, $0x20
+DATA q4KRows4AVX512VNNI_spread<>+66(SB)/1, $0x20
+DATA q4KRows4AVX512VNNI_spread<>+67(SB)/1, $0x20
+DATA q4KRows4AVX512VNNI_spread<>+68(SB)/1, $0x21
+DATA q4KRows4AVX512VNNI_spread<>+69(SB)/1, $0x21
+DATA q4KRows4AVX512VNNI_spread<>+70(SB)/1, $0x21
+DATA q4KRows4AVX512VNNI_spread<>+71(SB)/1, $0x21
+DATA q4KRows4AVX512VNNI_spread<>+72(SB)/1, $0x22
+DATA q4KRows4AVX512VNNI_spread<>+73(SB)/1, $0x22
+DATA q4KRows4AVX512VNNI_spread<>+74(SB)/1, $0x22
+DATA q4KRows4AVX512VNNI_spread<>+75(SB)/1, $0x22
+DATA q4KRows4AVX512VNNI_spread<>+76(SB)/1, $0x23
+DATA q4KRows4AVX512VNNI_spread<>+77(SB)/1, $0x23
+DATA q4KRows4AVX512VNNI_spread<>+78(SB)/1, $0x23
+DATA q4KRows4AVX512VNNI_spread<>+79(SB)/1, $0x23
+DATA q4KRows4AVX512VNNI_spread<>+80(SB)/1, $0x24
+DATA q4KRows4AVX512VNNI_spread<>+81(SB)/1, $0x24
+DATA q4KRows4AVX512VNNI_spread<>+82(SB)/1, $0x24
+DATA q4KRows4AVX512VNNI_spread<>+83(SB)/1, $0x24
+DATA q4KRows4AVX512VNNI_spread<>+84(SB)/1, $0x25
+DATA q4KRows4AVX512VNNI_spread<>+85(SB)/1, $0x25
+DATA q4KRows4AVX512VNNI_spread<>+86(SB)/1, $0x25
+DATA q4KRows4AVX512VNNI_spread<>+87(SB)/1, $0x25
+DATA q4KRows4AVX512VNNI_spread<>+88(SB)/1, $0x26
+DATA q4KRows4AVX512VNNI_spread<>+89(SB)/1, $0x26
+DATA q4KRows4AVX512VNNI_spread<>+90(SB)/1, $0x26
+DATA q4KRows4AVX512VNNI_spread<>+91(SB)/1, $0x26
+DATA q4KRows4AVX512VNNI_spread<>+92(SB)/1, $0x27
+DATA q4KRows4AVX512VNNI_spread<>+93(SB)/1, $0x27
+DATA q4KRows4AVX512VNNI_spread<>+94(SB)/1, $0x27
+DATA q4KRows4AVX512VNNI_spread<>+95(SB)/1, $0x27
+DATA q4KRows4AVX512VNNI_spread<>+96(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_spread<>+97(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_spread<>+98(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_spread<>+99(SB)/1, $0x30
+DATA q4KRows4AVX512VNNI_spread<>+100(SB)/1, $0x31
+DATA q4KRows4AVX512VNNI_spread<>+101(SB)/1, $0x31
+DATA q4KRows4AVX512VNNI_spread<>+102(SB)/1, $0x31
+DATA q4KRows4AVX512VNNI_spread<>+103(SB)/1, $0x31
+DATA q4KRows4AVX512VNNI_spread<>+104(SB)/1, $0x32
+DATA q4KRows4AVX512VNNI_spread<>+105(SB)/1, $0x32
+DATA q4KRows4AVX512VNNI_spread<>+106(SB)/1, $0x32
+DATA q4KRows4AVX512VNNI_spread<>+107(SB)/1, $0x32
+DATA q4KRows4AVX512VNNI_spread<>+108(SB)/1, $0x33
+DATA q4KRows4AVX512VNNI_spread<>+109(SB)/1, $0x33
+DATA q4KRows4AVX512VNNI_spread<>+110(SB)/1, $0x33
+DATA q4KRows4AVX512VNNI_spread<>+111(SB)/1, $0x33
+DATA q4KRows4AVX512VNNI_spread<>+112(SB)/1, $0x34
+DATA q4KRows4AVX512VNNI_spread<>+113(SB)/1, $0x34
+DATA q4KRows4AVX512VNNI_spread<>+114(SB)/1, $0x34
+DATA q4KRows4AVX512VNNI_spread<>+115(SB)/1, $0x34
+DATA q4KRows4AVX512VNNI_spread<>+116(SB)/1, $0x35
+DATA q4KRows4AVX512VNNI_spread<>+117(SB)/1, $0x35
+DATA q4KRows4AVX512VNNI_spread<>+118(SB)/1, $0x35
+DATA q4KRows4AVX512VNNI_spread<>+119(SB)/1, $0x35
+DATA q4KRows4AVX512VNNI_spread<>+120(SB)/1, $0x36
+DATA q4KRows4AVX512VNNI_spread<>+121(SB)/1, $0x36
+DATA q4KRows4AVX512VNNI_spread<>+122(SB)/1, $0x36
+DATA q4KRows4AVX512VNNI_spread<>+123(SB)/1, $0x36
+DATA q4KRows4AVX512VNNI_spread<>+124(SB)/1, $0x37
+DATA q4KRows4AVX512VNNI_spread<>+125(SB)/1, $0x37
+DATA q4KRows4AVX512VNNI_spread<>+126(SB)/1, $0x37
+DATA q4KRows4AVX512VNNI_spread<>+127(SB)/1, $0x37
+GLOBL q4KRows4AVX512VNNI_spread<>(SB), RODATA|NOPTR, $128
+
+DATA q4KRows4AVX512VNNI_mins<>+0(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_mins<>+1(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_mins<>+2(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_mins<>+3(SB)/1, $0x08
+DATA q4KRows4AVX512VNNI_mins<>+4(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+5(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+6(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+7(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+8(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+9(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+10(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+11(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+12(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_mins<>+13(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_mins<>+14(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_mins<>+15(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_mins<>+16(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+17(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+18(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+19(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+20(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+21(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+22(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+23(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+24(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+25(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+26(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+27(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+28(SB)/1, $0x1b
+DATA q4KRows4AVX512VNNI_mins<>+29(SB)/1, $0x1b
+DATA q4KRows4AVX512VNNI_mins<>+30(SB)/1, $0x1b
+DATA q4KRows4AVX512VNNI_mins<>+31(SB)/1, $0x1b
+DATA q4KRows4AVX512VNNI_mins<>+32(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_mins<>+33(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_mins<>+34(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_mins<>+35(SB)/1, $0x0c
+DATA q4KRows4AVX512VNNI_mins<>+36(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+37(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+38(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+39(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+40(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+41(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+42(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+43(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+44(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_mins<>+45(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_mins<>+46(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_mins<>+47(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_mins<>+48(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+49(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+50(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+51(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+52(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+53(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+54(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+55(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+56(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+57(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+58(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+59(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+60(SB)/1, $0x1f
+DATA q4KRows4AVX512VNNI_mins<>+61(SB)/1, $0x1f
+DATA q4KRows4AVX512VNNI_mins<>+62(SB)/1, $0x1f
+DATA q4KRows4AVX512VNNI_mins<>+63(SB)/1, $0x1f
+DATA q4KRows4AVX512VNNI_mins<>+64(SB)/1, $0x28
+DATA q4KRows4AVX512VNNI_mins<>+65(SB)/1, $0x28
+DATA q4KRows4AVX512VNNI_mins<>+66(SB)/1, $0x28
+DATA q4KRows4AVX512VNNI_mins<>+67(SB)/1, $0x28
+DATA q4KRows4AVX512VNNI_mins<>+68(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+69(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+70(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+71(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+72(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+73(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+74(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+75(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+76(SB)/1, $0x2b
+DATA q4KRows4AVX512VNNI_mins<>+77(SB)/1, $0x2b
+DATA q4KRows4AVX512VNNI_mins<>+78(SB)/1, $0x2b
+DATA q4KRows4AVX512VNNI_mins<>+79(SB)/1, $0x2b
+DATA q4KRows4AVX512VNNI_mins<>+80(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+81(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+82(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+83(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+84(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+85(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+86(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+87(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+88(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+89(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+90(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+91(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+92(SB)/1, $0x3b
+DATA q4KRows4AVX512VNNI_mins<>+93(SB)/1, $0x3b
+DATA q4KRows4AVX512VNNI_mins<>+94(SB)/1, $0x3b
+DATA q4KRows4AVX512VNNI_mins<>+95(SB)/1, $0x3b
+DATA q4KRows4AVX512VNNI_mins<>+96(SB)/1, $0x2c
+DATA q4KRows4AVX512VNNI_mins<>+97(SB)/1, $0x2c
+DATA q4KRows4AVX512VNNI_mins<>+98(SB)/1, $0x2c
+DATA q4KRows4AVX512VNNI_mins<>+99(SB)/1, $0x2c
+DATA q4KRows4AVX512VNNI_mins<>+100(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+101(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+102(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+103(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+104(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+105(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+106(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+107(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+108(SB)/1, $0x2f
+DATA q4KRows4AVX512VNNI_mins<>+109(SB)/1, $0x2f
+DATA q4KRows4AVX512VNNI_mins<>+110(SB)/1, $0x2f
+DATA q4KRows4AVX512VNNI_mins<>+111(SB)/1, $0x2f
+DATA q4KRows4AVX512VNNI_mins<>+112(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+113(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+114(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+115(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+116(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+117(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+118(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+119(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+120(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+121(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+122(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+123(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+124(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_mins<>+125(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_mins<>+126(SB)/1, $0x3f
+DATA q4KRows4AVX512VNNI_mins<>+127(SB)/1, $0x3f
+GLOBL q4KRows4AVX512VNNI_mins<>(SB), RODATA|NOPTR, $128
+
+DATA q4KRows4AVX512VNNI_heads<>+0(SB)/4, $0x00000000
+DATA q4KRows4AVX512VNNI_heads<>+4(SB)/4, $0x00000004
+DATA q4KRows4AVX512VNNI_heads<>+8(SB)/4, $0x00000008
+DATA q4KRows4AVX512VNNI_heads<>+12(SB)/4, $0x0000000c
+GLOBL q4KRows4AVX512VNNI_heads<>(SB), RODATA|NOPTR, $16
 
 // func expShiftAVX2(dst []float32, src []float32, shift float32, tab *[80]float64) int
 // Requires: AVX, AVX2, SSE
@@ -25325,134 +27811,109 @@ loop:
 	PREFETCHT0      192(CX)(SI*1)
 	VPBROADCASTW    208(CX), Y0
 	VCVTPH2PS       Y0, Z0
+	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z0, Z0
 	VPMOVSXBD       192(CX), Z1
 	VCVTDQ2PS       Z1, Z1
 	VMULPS          Z0, Z1, Z1
 	VMOVUPS         Z1, (SP)
-	VPBROADCASTD    const252645135<>+0(SB), Z0
-	VPBROADCASTD    const50529027<>+0(SB), Z1
-	VPBROADCASTD    const538976288<>+0(SB), Z2
+	VPBROADCASTD    q6KNibble<>+0(SB), Z0
+	VPBROADCASTD    q6KHighPair<>+0(SB), Z1
+	VPBROADCASTD    q6KSign<>+0(SB), Z2
 	VMOVDQU64       (CX), Z3
 	VBROADCASTI64X4 128(CX), Z4
-	VPANDD          Z0, Z3, Z5
-	VPSRLW          $0x04, Z3, Z3
-	VPANDD          Z0, Z3, Z3
-	VPSRLVW         q6KShifts<>+0(SB), Z4, Z6
-	VPANDD          Z1, Z6, Z6
-	VPSLLW          $0x04, Z6, Z6
-	VPORD           Z6, Z5, Z5
-	VPSUBB          Z2, Z5, Z5
-	VPMOVSXBD       X5, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    (SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMOVUPS         Z6, (AX)
-	VEXTRACTI32X4   $0x01, Z5, X6
-	VPMOVSXBD       X6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    4(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMOVUPS         Z6, 1088(AX)
-	VEXTRACTI32X4   $0x02, Z5, X6
-	VPMOVSXBD       X6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VBROADCASTSS    8(SP), Z7
-	VMULPS          Z7, Z6, Z6
-	VMOVUPS         Z6, 2176(AX)
-	VEXTRACTI32X4   $0x03, Z5, X5
+	VPSLLW          $0x02, Z3, Z5
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z4, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z5, Z6
+	VPMOVSXBD       X6, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     (SP), Z5, Z5
+	VMOVUPS         Z5, (AX)
+	VEXTRACTI32X4   $0x01, Z6, X5
 	VPMOVSXBD       X5, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTSS    12(SP), Z6
-	VMULPS          Z6, Z5, Z5
+	VMULPS.BCST     4(SP), Z5, Z5
+	VMOVUPS         Z5, 1088(AX)
+	VEXTRACTI32X4   $0x02, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     8(SP), Z5, Z5
+	VMOVUPS         Z5, 2176(AX)
+	VEXTRACTI32X4   $0x03, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     12(SP), Z5, Z5
 	VMOVUPS         Z5, 3264(AX)
-	VPSRLVW         q6KShifts<>+64(SB), Z4, Z4
-	VPANDD          Z1, Z4, Z4
-	VPSLLW          $0x04, Z4, Z4
-	VPORD           Z4, Z3, Z3
-	VPSUBB          Z2, Z3, Z3
-	VPMOVSXBD       X3, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    16(SP), Z5
-	VMULPS          Z5, Z4, Z4
-	VMOVUPS         Z4, 4352(AX)
-	VEXTRACTI32X4   $0x01, Z3, X4
-	VPMOVSXBD       X4, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    20(SP), Z5
-	VMULPS          Z5, Z4, Z4
-	VMOVUPS         Z4, 5440(AX)
-	VEXTRACTI32X4   $0x02, Z3, X4
-	VPMOVSXBD       X4, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTSS    24(SP), Z5
-	VMULPS          Z5, Z4, Z4
-	VMOVUPS         Z4, 6528(AX)
-	VEXTRACTI32X4   $0x03, Z3, X3
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBD       X4, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS.BCST     16(SP), Z3, Z3
+	VMOVUPS         Z3, 4352(AX)
+	VEXTRACTI32X4   $0x01, Z4, X3
 	VPMOVSXBD       X3, Z3
 	VCVTDQ2PS       Z3, Z3
-	VBROADCASTSS    28(SP), Z4
-	VMULPS          Z4, Z3, Z3
+	VMULPS.BCST     20(SP), Z3, Z3
+	VMOVUPS         Z3, 5440(AX)
+	VEXTRACTI32X4   $0x02, Z4, X3
+	VPMOVSXBD       X3, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS.BCST     24(SP), Z3, Z3
+	VMOVUPS         Z3, 6528(AX)
+	VEXTRACTI32X4   $0x03, Z4, X3
+	VPMOVSXBD       X3, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS.BCST     28(SP), Z3, Z3
 	VMOVUPS         Z3, 7616(AX)
 	VMOVDQU64       64(CX), Z3
 	VBROADCASTI64X4 160(CX), Z4
-	VPANDD          Z0, Z3, Z5
-	VPSRLW          $0x04, Z3, Z3
-	VPANDD          Z0, Z3, Z3
-	VPSRLVW         q6KShifts<>+0(SB), Z4, Z0
-	VPANDD          Z1, Z0, Z0
-	VPSLLW          $0x04, Z0, Z0
-	VPORD           Z0, Z5, Z5
-	VPSUBB          Z2, Z5, Z5
-	VPMOVSXBD       X5, Z0
+	VPSLLW          $0x02, Z3, Z5
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z4, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z5, Z6
+	VPMOVSXBD       X6, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     32(SP), Z5, Z5
+	VMOVUPS         Z5, 8704(AX)
+	VEXTRACTI32X4   $0x01, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     36(SP), Z5, Z5
+	VMOVUPS         Z5, 9792(AX)
+	VEXTRACTI32X4   $0x02, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     40(SP), Z5, Z5
+	VMOVUPS         Z5, 10880(AX)
+	VEXTRACTI32X4   $0x03, Z6, X5
+	VPMOVSXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     44(SP), Z5, Z5
+	VMOVUPS         Z5, 11968(AX)
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBD       X4, Z0
 	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    32(SP), Z6
-	VMULPS          Z6, Z0, Z0
-	VMOVUPS         Z0, 8704(AX)
-	VEXTRACTI32X4   $0x01, Z5, X0
-	VPMOVSXBD       X0, Z0
-	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    36(SP), Z6
-	VMULPS          Z6, Z0, Z0
-	VMOVUPS         Z0, 9792(AX)
-	VEXTRACTI32X4   $0x02, Z5, X0
-	VPMOVSXBD       X0, Z0
-	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    40(SP), Z6
-	VMULPS          Z6, Z0, Z0
-	VMOVUPS         Z0, 10880(AX)
-	VEXTRACTI32X4   $0x03, Z5, X0
-	VPMOVSXBD       X0, Z0
-	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    44(SP), Z5
-	VMULPS          Z5, Z0, Z0
-	VMOVUPS         Z0, 11968(AX)
-	VPSRLVW         q6KShifts<>+64(SB), Z4, Z0
-	VPANDD          Z1, Z0, Z0
-	VPSLLW          $0x04, Z0, Z0
-	VPORD           Z0, Z3, Z3
-	VPSUBB          Z2, Z3, Z3
-	VPMOVSXBD       X3, Z0
-	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    48(SP), Z1
-	VMULPS          Z1, Z0, Z0
+	VMULPS.BCST     48(SP), Z0, Z0
 	VMOVUPS         Z0, 13056(AX)
-	VEXTRACTI32X4   $0x01, Z3, X0
+	VEXTRACTI32X4   $0x01, Z4, X0
 	VPMOVSXBD       X0, Z0
 	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    52(SP), Z1
-	VMULPS          Z1, Z0, Z0
+	VMULPS.BCST     52(SP), Z0, Z0
 	VMOVUPS         Z0, 14144(AX)
-	VEXTRACTI32X4   $0x02, Z3, X0
+	VEXTRACTI32X4   $0x02, Z4, X0
 	VPMOVSXBD       X0, Z0
 	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    56(SP), Z1
-	VMULPS          Z1, Z0, Z0
+	VMULPS.BCST     56(SP), Z0, Z0
 	VMOVUPS         Z0, 15232(AX)
-	VEXTRACTI32X4   $0x03, Z3, X0
+	VEXTRACTI32X4   $0x03, Z4, X0
 	VPMOVSXBD       X0, Z0
 	VCVTDQ2PS       Z0, Z0
-	VBROADCASTSS    60(SP), Z1
-	VMULPS          Z1, Z0, Z0
+	VMULPS.BCST     60(SP), Z0, Z0
 	VMOVUPS         Z0, 16320(AX)
 	ADDQ            $0x000000d2, CX
 	ADDQ            $0x00004400, AX

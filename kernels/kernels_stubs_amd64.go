@@ -167,11 +167,6 @@ func lanesRows4Q8_0AVX512(w []byte, x []float32) [4][16]float32
 //go:noescape
 func lanesQ6KAVX512(l [16]float32, w []byte, x []float32) [16]float32
 
-// lanes2Q6KAVX512 returns the lanes of the products of the len(w0)/210 whole units of w0 and of as many of w1 with x.
-//
-//go:noescape
-func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-
 // lanes4Q6KAVX512 returns the lanes of the products of the len(w)/210 whole units of w with the rows x[t·stride:], t < 4.
 //
 //go:noescape
@@ -181,6 +176,36 @@ func lanes4Q6KAVX512(w []byte, x []float32, stride int) [4][16]float32
 //
 //go:noescape
 func sumLanesAVX512(l [16]float32, v []float32) [16]float32
+
+// lanes2Q6KAVX512 returns the lanes of the products of the len(w0)/210 whole Q6_K blocks of w0 and of as many of w1 with x.
+//
+//go:noescape
+func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
+
+// lanesRows4Q6KAVX512 returns the lanes of the products of the whole Q6_K blocks of the four rows of w (len(w)/4 bytes each) with x.
+//
+//go:noescape
+func lanesRows4Q6KAVX512(w []byte, x []float32) [4][16]float32
+
+// lanesQ6KAVX512VNNI continues the lanes l with the products of the len(w)/210 whole units of w with x.
+//
+//go:noescape
+func lanesQ6KAVX512VNNI(l [16]float32, w []byte, x []float32) [16]float32
+
+// lanes2Q6KAVX512VNNI returns the lanes of the products of the len(w0)/210 whole Q6_K blocks of w0 and of as many of w1 with x.
+//
+//go:noescape
+func lanes2Q6KAVX512VNNI(w0 []byte, w1 []byte, x []float32) [2][16]float32
+
+// lanes4Q6KAVX512VNNI returns the lanes of the products of the len(w)/210 whole units of w with the rows x[t·stride:], t < 4.
+//
+//go:noescape
+func lanes4Q6KAVX512VNNI(w []byte, x []float32, stride int) [4][16]float32
+
+// lanesRows4Q6KAVX512VNNI returns the lanes of the products of the whole Q6_K blocks of the four rows of w (len(w)/4 bytes each) with x.
+//
+//go:noescape
+func lanesRows4Q6KAVX512VNNI(w []byte, x []float32) [4][16]float32
 
 // q4KDot2AVX2 returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.
 //
@@ -231,6 +256,16 @@ func q4KPanel4AVX512VNNI(panel []byte, in [12]*byte, nb int, rows int) [4][16]fl
 //
 //go:noescape
 func q4KPanelBuildAVX512VNNI(panel []byte, rows [16]*byte, nb int)
+
+// q4KRows4AVX512 returns DotQ4K of the four Q4_K rows of w (len(w)/4 bytes each) against a prepared input.
+//
+//go:noescape
+func q4KRows4AVX512(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
+
+// q4KRows4AVX512VNNI returns DotQ4K of the four Q4_K rows of w (len(w)/4 bytes each) against a prepared input.
+//
+//go:noescape
+func q4KRows4AVX512VNNI(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
 
 // expShiftAVX2 writes Exp(src[i] − shift) into dst for the whole groups of 8 of src up to the first it leaves to the scalar Exp, and returns how many it wrote.
 //

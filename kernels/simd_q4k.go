@@ -45,8 +45,9 @@ func (a *asmKernels) dotQ4K(row []byte, in *Q4KInput) float32 {
 // q4KRows is the Q4_K rows kernel of a tier. A batch of four tokens or more runs in tiles of
 // one weight row against eight tokens (where the tier has the kernel) and then four (the
 // nibbles widened and scaled once for the group), tileRows rows at a time so they stay in cache
-// across the token groups; the tokens left over, and smaller batches, run two weight rows a
-// call.
+// across the token groups; the tokens left over, and smaller batches, run four weight rows a
+// call where the tier has the kernel (each digit load shared by four rows, the four block ends
+// finished together), then two, then one.
 func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	nb := in.Cols / kElems
 	wide := 0 // tokens [0, wide) run eight a call, [wide, tiled) four
@@ -80,6 +81,17 @@ func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 		}
 	}
 	r := r0
+	if a.q4Kr4 != nil && tiled < in.Ntok {
+		rb := m.RowBytes()
+		for ; r+4 <= r1; r += 4 {
+			w := m.Data[r*rb : (r+4)*rb]
+			for t := tiled; t < in.Ntok; t++ {
+				x := &in.q4k[t]
+				y := a.q4Kr4(w, x.wide.digits, x.wide.sums, x.scale)
+				copy(dst[t*m.Rows+r:t*m.Rows+r+4], y[:])
+			}
+		}
+	}
 	for ; r+2 <= r1; r += 2 {
 		w0, w1 := m.Row(r), m.Row(r+1)
 		for t := tiled; t < in.Ntok; t++ {

@@ -24,6 +24,7 @@ func simdTiers() []*simdTier {
 		q8_0x4: lanes4Q8_0AVX512, q6Kx4: lanes4Q6KAVX512,
 		f32r4: lanesRows4F32AVX512, f16r4: lanesRows4F16AVX512, bf16r4: lanesRows4BF16AVX512,
 		q8_0r4: lanesRows4Q8_0AVX512,
+		q4Kr4:  q4KRows4AVX512,
 		panel: &panelTiles{
 			panelTile1AVX512, panelTile2AVX512, panelTile3AVX512, panelTile4AVX512,
 			panelTile5AVX512, panelTile6AVX512, panelTile7AVX512, panelTile8AVX512,
@@ -35,6 +36,7 @@ func simdTiers() []*simdTier {
 		panelF32: panelRowF32AVX512, panelF16: panelRowF16AVX512, panelBF16: panelRowBF16AVX512,
 		panelQ8_0: panelRowQ8_0AVX512, panelQ6K: panelRowQ6KAVX512, panelPack: panelPackAVX512,
 	}
+	avx512.q6Kr4 = lanesRows4Q6KAVX512
 	avx2.attendV, avx2.attendW = attendValuesAVX2, 8
 	avx512.attendV, avx512.attendW = attendValuesAVX512, 16
 	avx2.scores, avx512.scores = attendScoresAVX2, attendScoresAVX512
@@ -43,6 +45,9 @@ func simdTiers() []*simdTier {
 	}
 	vnni := avx512
 	vnni.q4K, vnni.q4K4, vnni.q4K8 = q4KDot2AVX512VNNI, q4KDot4AVX512VNNI, q4KDot8AVX512VNNI
+	vnni.q4Kr4 = q4KRows4AVX512VNNI
+	vnni.q6K, vnni.q6Kx2, vnni.q6Kx4 = lanesQ6KAVX512VNNI, lanes2Q6KAVX512VNNI, lanes4Q6KAVX512VNNI
+	vnni.q6Kr4 = lanesRows4Q6KAVX512VNNI
 	vnni.q4KPanelBuild, vnni.q4KPanel4, vnni.q4KPanels = q4KPanelBuildAVX512VNNI, q4KPanel4AVX512VNNI, newQ4KPanels()
 	hasAVX2 := func() bool { return cpuid.CPU.Supports(cpuid.AVX2, cpuid.F16C) }
 	hasAVX512 := func() bool {

@@ -92,9 +92,9 @@ func TestTierTableNotScalar(t *testing.T) {
 			"f32x2": a.f32x2, "f16x2": a.f16x2, "bf16x2": a.bf16x2, "q8_0x2": a.q8_0x2, "q6Kx2": a.q6Kx2,
 			"q4K4": a.q4K4, "f32x4": a.f32x4, "f16x4": a.f16x4, "bf16x4": a.bf16x4, "q8_0x4": a.q8_0x4, "q6Kx4": a.q6Kx4}
 		if st.name != "avx2" { // four rows and panels: AVX-512 only
-			for name, f := range map[string]any{"f32r4": a.f32r4, "f16r4": a.f16r4, "bf16r4": a.bf16r4, "q8_0r4": a.q8_0r4,
+			for name, f := range map[string]any{"f32r4": a.f32r4, "f16r4": a.f16r4, "bf16r4": a.bf16r4, "q8_0r4": a.q8_0r4, "q6Kr4": a.q6Kr4,
 				"panelF32": a.panelF32, "panelF16": a.panelF16, "panelBF16": a.panelBF16, "panelQ8_0": a.panelQ8_0,
-				"panelQ6K": a.panelQ6K, "panelPack": a.panelPack} {
+				"panelQ6K": a.panelQ6K, "panelPack": a.panelPack, "q4Kr4": a.q4Kr4} {
 				kernels[name] = f
 			}
 			if a.panel == nil {
@@ -115,7 +115,7 @@ func TestTierTableNotScalar(t *testing.T) {
 			if entry == "expShift" || entry == "swiGLU" {
 				want = "AVX2"
 			}
-			if (entry == "q4K" || entry == "q4K4") && st.name == "avx512vnni" {
+			if (entry == "q4K" || entry == "q4K4" || entry == "q4Kr4" || strings.HasPrefix(entry, "q6K")) && st.name == "avx512vnni" {
 				want = "AVX512VNNI"
 			}
 			if !strings.HasSuffix(name, want) {
@@ -199,6 +199,7 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 	c.f16r4 = rows4(a.f16r4, 32, 16)
 	c.bf16r4 = rows4(a.bf16r4, 32, 16)
 	c.q8_0r4 = rows4(a.q8_0r4, q8_0Bytes, q8_0Elems)
+	c.q6Kr4 = rows4(a.q6Kr4, q6KBytes, kElems)
 	if a.panel != nil {
 		// A tile multiplies the 16 panel rows by T tokens over the panel's len/16 − 16
 		// elements (a vector of padding follows each phase).
@@ -224,6 +225,12 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 		c.q4KPanel4 = func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32 {
 			n.Add(4 * int64(rows*nb*kElems))
 			return a.q4KPanel4(panel, in, nb, rows)
+		}
+	}
+	if a.q4Kr4 != nil {
+		c.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+			n.Add(4 * int64(len(scale)*kElems))
+			return a.q4Kr4(w, digits, sums, scale)
 		}
 	}
 	if a.q4K8 != nil {

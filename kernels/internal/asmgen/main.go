@@ -50,10 +50,7 @@ func main() {
 	for i := range 4 { // the float64 65536 four times, a ymm operand
 		DATA(8*i, U64(0x40f0000000000000))
 	}
-	q6KShifts = GLOBL("q6KShifts", RODATA|NOPTR)
-	for i := range 64 { // words: 0 then 2 (low nibbles' high bits), 4 then 6 (high nibbles')
-		DATA(2*i, U16(2*(i/16)))
-	}
+	q6KTables = q6KConstants()
 	avx2 := isa{f64Digit: f64Digit, suffix: "AVX2", parts: 2, vec: YMM, and: VPAND, or: VPOR, xor: VPXOR, consts: consts}
 	avx512 := isa{suffix: "AVX512", parts: 1, vec: ZMM, consts: consts, f64Digit: f64Digit,
 		and: func(a, b, c Op) { VPANDD(a, b, c) },
@@ -63,20 +60,25 @@ func main() {
 	for _, s := range []isa{avx2, avx512} {
 		for _, k := range laneTypes(s) {
 			lanesKernel(s, k.name, k.unit, k.body)
-			lanes2Kernel(s, k.name, k.unit, k.body)
+			if s.parts == 2 || k.name != "Q6K" { // AVX-512 Q6_K pairs: q6KAVX512Kernels
+				lanes2Kernel(s, k.name, k.unit, k.body)
+			}
 			lanes4Kernel(s, k.name, k.unit, k.body)
-			if s.parts == 1 && k.name != "Q6K" { // four Q6_K rows measured slower than two
+			if s.parts == 1 && k.name != "Q6K" { // AVX-512 four Q6_K rows: q6KAVX512Kernels
 				rows4Kernel(s, k.name, k.unit, k.body)
 			}
 		}
 		sumKernel(s)
 	}
+	q6KAVX512Kernels(avx512)
 	q4KKernel(avx2, false)
 	q4KKernel(avx512, false)
 	q4KKernel(avx512, true)
 	q4KTileKernel(avx2, false)
 	q4KTileKernel(avx512, false)
 	q4KTileKernel(avx512, true)
+	q4KRows4Kernel(avx512, false)
+	q4KRows4Kernel(avx512, true)
 	expKernel(false)
 	expKernel(true)
 	attendKernel(avx2)

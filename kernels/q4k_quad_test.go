@@ -1,0 +1,297 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// q4KRows4Kernel is the signature of the four-row Q4_K kernels (asmKernels.q4Kr4).
+type q4KRows4Kernel = func(w []byte, digits []int16, sums, scale []float64) [4]float32
+
+// q4KRows4Case is one input of the four-row kernel checks: six contiguous Q4_K rows (the
+// kernel takes windows of four starting at rows 0, 1 and 2) and two prepared inputs.
+type q4KRows4Case struct {
+	blocks int
+	m      *Matrix
+	ins    [2]Q4KInput
+}
+
+// q4KRows4Cases builds rows of 0 to 16 blocks (the kernel has no block-level unrolling or
+// pipelining, so 16 covers its loop; 0 its guard), mixing random blocks, blocks of very
+// different magnitudes and zero blocks, special scales (subnormal, infinite and NaN d and
+// dmin), a NaN or infinite input block, and the largest integer sums (every q 15, every scale
+// and min 63, both digits of every X at their extremes), where a fold that left the int32
+// range would show.
+func q4KRows4Cases(t *testing.T) []q4KRows4Case {
+	rng := rand.New(rand.NewPCG(41, 42))
+	var cases []q4KRows4Case
+	for i := range 68 {
+		c := q4KRows4Case{blocks: i % 17}
+		n := c.blocks * kElems
+		c.m = &Matrix{Type: gguf.TypeQ4_K, Rows: 6, Cols: n}
+		for range 6 {
+			c.m.Data = append(c.m.Data, randRow(rng, gguf.TypeQ4_K, n, i%3 == 1)...)
+		}
+		largest := i%8 == 7 && c.blocks > 0
+		if largest {
+			for b := 0; b < len(c.m.Data); b += q4KBytes {
+				for k := 4; k < q4KBytes; k++ {
+					c.m.Data[b+k] = 0xff
+				}
+			}
+		}
+		for j := range c.ins {
+			_, x := randQ4KCase(rng, c.blocks, i%2 == 1, false)
+			switch {
+			case largest:
+				// |X| = 31829·65536 + 32768 in every element: both digits at their extremes
+				// (the low one -32768, the high one ±31830 or so), so every partial sum sits at
+				// the bound of its fold.
+				for k := range x {
+					x[k] = float32(1-2*(k/kElems%2)) * float32(math.Ldexp(31829*65536+32768, -30))
+				}
+			case i%6 == 5 && n > 0:
+				x[rng.IntN(n)] = []float32{float32(math.NaN()), float32(math.Inf(-1))}[j]
+			}
+			if err := PrepareQ4K(&c.ins[j], x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+// checkQ4KRows4 runs k on every window of four rows of every case against each input and
+// compares each result with DotQ4K bit for bit. It returns the results compared, how many
+// differ, and the first difference.
+func checkQ4KRows4(cases []q4KRows4Case, k q4KRows4Kernel) (checked, bad int, first string) {
+	for i, c := range cases {
+		rb := c.m.RowBytes()
+		for j := range c.ins {
+			in := &c.ins[j]
+			for s := range 3 {
+				y := k(c.m.Data[s*rb:(s+4)*rb], in.wide.digits, in.wide.sums, in.scale)
+				for r := range 4 {
+					checked++
+					if want := DotQ4K(c.m.Row(s+r), in); !sameBits(y[r], want) {
+						if bad == 0 {
+							first = fmt.Sprintf("case %d (%d blocks), input %d, row %d of the window at %d: got %g (%#08x), DotQ4K %g (%#08x)",
+								i, c.blocks, j, r, s, y[r], math.Float32bits(y[r]), want, math.Float32bits(want))
+						}
+						bad++
+					}
+				}
+			}
+		}
+	}
+	return checked, bad, first
+}
+
+// q4KRows4Tiers returns the usable SIMD tiers that have a four-row Q4_K kernel, and fails the
+// test if an AVX-512 tier lacks one.
+func q4KRows4Tiers(t *testing.T) []*simdTier {
+	var tiers []*simdTier
+	for _, st := range usableSIMD() {
+		switch {
+		case st.asm.q4Kr4 != nil:
+			tiers = append(tiers, st)
+		case st.name != "avx2":
+			t.Errorf("%s: no four-row Q4_K kernel", st.name)
+		}
+	}
+	if len(tiers) == 0 {
+		t.Skip("no AVX-512 tier on this CPU")
+	}
+	return tiers
+}
+
+// TestQ4KRows4Exact calls each tier's four-row Q4_K kernel directly on windows of four
+// contiguous rows (so the rows' stride is the row size, as in a matrix) of 0 to 16 blocks and
+// compares every result with DotQ4K bit for bit. The same checks must reject deliberately
+// wrong kernels: rows exchanged, the last block left out, T summed in wrapping int32, the
+// mins left out.
+func TestQ4KRows4Exact(t *testing.T) {
+	tiers := q4KRows4Tiers(t)
+	cases := q4KRows4Cases(t)
+	for _, st := range tiers {
+		checked, bad, first := checkQ4KRows4(cases, st.asm.q4Kr4)
+		if bad > 0 {
+			t.Errorf("%s: %d of %d four-row Q4_K results differ from DotQ4K; first: %s", st.name, bad, checked, first)
+		}
+		t.Logf("%s: %d four-row Q4_K results (rows of 0-16 blocks, special scales, NaN/Inf inputs, largest sums) against DotQ4K, %d differ", st.name, checked, bad)
+	}
+	real := tiers[len(tiers)-1].asm.q4Kr4
+	goRows := func(wrap32, noMins bool) q4KRows4Kernel {
+		return func(w []byte, digits []int16, sums, scale []float64) (y [4]float32) {
+			rb := len(w) / 4
+			for p := range 2 {
+				v := q4KDot2Go(w[2*p*rb:(2*p+1)*rb], w[(2*p+1)*rb:(2*p+2)*rb], digits, sums, scale, wrap32, noMins)
+				y[2*p], y[2*p+1] = v[0], v[1]
+			}
+			return y
+		}
+	}
+	mutants := []struct {
+		name string
+		k    q4KRows4Kernel
+	}{
+		{"rows 1 and 3 exchanged", func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+			y := real(w, digits, sums, scale)
+			y[1], y[3] = y[3], y[1]
+			return y
+		}},
+		{"last block left out", func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+			return real(w, digits, sums, scale[:max(len(scale)-1, 0)])
+		}},
+		{"T summed in wrapping int32", goRows(true, false)},
+		{"mins left out", goRows(false, true)},
+	}
+	if _, bad, first := checkQ4KRows4(cases, goRows(false, false)); bad > 0 {
+		t.Fatalf("the Go model of the mutants is wrong before any mutation: %s", first)
+	}
+	for _, m := range mutants {
+		checked, bad, first := checkQ4KRows4(cases, m.k)
+		t.Logf("mutant %-28s caught on %4d of %4d results (first: %s)", m.name+":", bad, checked, first)
+		if bad == 0 {
+			t.Errorf("mutant %q passes the four-row checks: they cannot tell it from the definition", m.name)
+		}
+	}
+}
+
+// TestQ4KRowsFourRows runs the Q4_K rows kernel of each tier with a four-row kernel over every
+// row range [r0, r1) of an 11-row matrix for batches of 1 to 7 tokens (the tokens past the
+// last whole group of four take the decode path) and checks that every output equals DotQ4K,
+// that nothing outside the range is written, and that the four-row kernel ran exactly once
+// per four rows and decode token: four rows a call, then a pair, then the single row.
+func TestQ4KRowsFourRows(t *testing.T) {
+	tiers := q4KRows4Tiers(t)
+	rng := rand.New(rand.NewPCG(43, 44))
+	const rows, cols = 11, 512
+	m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
+	for _, st := range tiers {
+		var calls atomic.Int64
+		a := st.asm
+		a.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+			calls.Add(1)
+			return st.asm.q4Kr4(w, digits, sums, scale)
+		}
+		checked := 0
+		for _, ntok := range []int{1, 2, 3, 5, 6, 7} {
+			var in Batch
+			if err := in.Set(randFloats(rng, ntok*cols, true, false), ntok, cols); err != nil {
+				t.Fatal(err)
+			}
+			if err := in.prepareAll(NewPool(1)); err != nil {
+				t.Fatal(err)
+			}
+			decode := ntok - ntok&^3
+			for r0 := 0; r0 <= rows; r0++ {
+				for r1 := r0; r1 <= rows; r1++ {
+					dst := make([]float32, ntok*rows)
+					for i := range dst {
+						dst[i] = float32(math.Inf(1)) // untouched outside [r0, r1)
+					}
+					calls.Store(0)
+					a.q4KRows(dst, m, &in, r0, r1)
+					if want := int64((r1 - r0) / 4 * decode); calls.Load() != want {
+						t.Errorf("%s, %d tokens, rows [%d, %d): %d four-row calls, want %d", st.name, ntok, r0, r1, calls.Load(), want)
+					}
+					for tok := range ntok {
+						for r := range rows {
+							got := dst[tok*rows+r]
+							want := float32(math.Inf(1))
+							if r >= r0 && r < r1 {
+								want = DotQ4K(m.Row(r), &in.q4k[tok])
+							}
+							checked++
+							if !sameBits(got, want) {
+								t.Fatalf("%s, %d tokens, rows [%d, %d): token %d row %d = %g, want %g", st.name, ntok, r0, r1, tok, r, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d outputs over every row range of %d rows, 1-7 tokens, equal DotQ4K; four-row calls as counted", st.name, checked, rows)
+	}
+}
+
+// TestMatMulManyQ4KFourRows runs one-token passes of several Q4_K matrices with odd row
+// counts through Tier.MatMulMany on 1 to 3 threads, with runs as short as the pool allows
+// (cut on even rows, so a run may start mid-group of four and end with a pair or a single
+// row) and as long as decode uses, through each tier whose kernels are wrapped to count the
+// four-row calls, and compares every output with the scalar tier.
+func TestMatMulManyQ4KFourRows(t *testing.T) {
+	tiers := q4KRows4Tiers(t)
+	rng := rand.New(rand.NewPCG(45, 46))
+	shapes := [][2]int{{37, 512}, {6, 512}, {1, 512}, {230, 512}, {131, 1024}}
+	var mats []*Matrix
+	for _, s := range shapes {
+		mats = append(mats, randMatrix(rng, gguf.TypeQ4_K, s[0], s[1]))
+	}
+	x512, x1024 := randFloats(rng, 512, false, false), randFloats(rng, 1024, false, false)
+	scalar := Scalar()
+	for _, st := range tiers {
+		var calls atomic.Int64
+		a := st.asm
+		a.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+			calls.Add(1)
+			return st.asm.q4Kr4(w, digits, sums, scale)
+		}
+		tier := (&simdTier{name: st.name, usable: st.usable, asm: a}).tier()
+		for _, run := range []struct {
+			threads int
+			minRun  int64
+		}{{1, 0}, {2, 1}, {3, 1}, {2, 0}, {3, 700}} {
+			threads := run.threads
+			p := newPool(threads, poolOptions{minRun: run.minRun})
+			var b512, b1024 Batch
+			if err := b512.Set(x512, 1, 512); err != nil {
+				t.Fatal(err)
+			}
+			if err := b1024.Set(x1024, 1, 1024); err != nil {
+				t.Fatal(err)
+			}
+			jobs := make([]MatMulJob, len(mats))
+			for i, m := range mats {
+				in := &b512
+				if m.Cols == 1024 {
+					in = &b1024
+				}
+				jobs[i] = MatMulJob{Dst: make([]float32, m.Rows), M: m, In: in}
+			}
+			calls.Store(0)
+			if err := tier.MatMulMany(p, jobs); err != nil {
+				t.Fatal(err)
+			}
+			outputs := 0
+			for i, j := range jobs {
+				want := make([]float32, j.M.Rows)
+				var in Batch
+				if err := in.Set(j.In.X, 1, j.M.Cols); err != nil {
+					t.Fatal(err)
+				}
+				if err := scalar.MatMul(p, want, j.M, &in); err != nil {
+					t.Fatal(err)
+				}
+				for r := range want {
+					outputs++
+					if !sameBits(j.Dst[r], want[r]) {
+						t.Errorf("%s, %d threads, runs of %d: product %d row %d = %g, scalar %g", st.name, threads, run.minRun, i, r, j.Dst[r], want[r])
+					}
+				}
+			}
+			if calls.Load() == 0 {
+				t.Errorf("%s, %d threads: the four-row kernel never ran", st.name, threads)
+			}
+			t.Logf("%s, %d threads, runs of at least %d bytes: %d outputs equal the scalar tier's, %d four-row calls", st.name, threads, run.minRun, outputs, calls.Load())
+			p.Close()
+		}
+	}
+}
