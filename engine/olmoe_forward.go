@@ -99,8 +99,12 @@ func (w *olmoe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 	if cache > math.MaxInt/8 {
 		return nil, fmt.Errorf("KV cache of %d floats is too large", cache)
 	}
-	r.kcache = make([]float32, cache)
-	r.vcache = make([]float32, cache)
+	if r.kcache, err = cacheFloats(r, cache); err != nil {
+		return nil, err
+	}
+	if r.vcache, err = cacheFloats(r, cache); err != nil {
+		return nil, err
+	}
 	n, k := pass, c.ExpertsUsed
 	r.x, r.h, r.tmp = make([]float32, n*c.Hidden), make([]float32, n*c.Hidden), make([]float32, n*c.Hidden)
 	r.q, r.att = make([]float32, n*r.qDim), make([]float32, n*r.qDim)

@@ -5,8 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
+	"unsafe"
 )
+
+// hugePage is the size of the transparent huge pages Linux backs aligned anonymous memory with
+// (x86-64 and arm64 with 4 KiB base pages).
+const hugePage = 2 << 20
 
 // residentChunk is the size of one read of a resident load: large enough that the system call
 // costs nothing beside the copy, small enough that cancellation is prompt and the threads
@@ -58,4 +64,23 @@ func readChunks(ctx context.Context, f *os.File, dst []byte, threads, chunk int)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// cacheFloats returns n zeroed floats for a session's KV cache, which every decode token reads
+// up to its position (the larger part of a token's bytes in a long context): in 2 MiB pages
+// where the platform gives them (see allocWeights), on the Go heap elsewhere. The memory goes
+// back to the system when owner becomes unreachable.
+func cacheFloats[T any](owner *T, n int64) ([]float32, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	m, err := allocWeights(4 * n)
+	if errors.Is(err, errNotResident) {
+		return make([]float32, n), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("KV cache: %w", err)
+	}
+	runtime.AddCleanup(owner, func(m *mapping) { m.close() }, m)
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(m.data))), n), nil
 }

@@ -7,10 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hugePage is the size of the transparent huge pages Linux backs aligned anonymous memory with
-// (x86-64 and arm64 with 4 KiB base pages).
-const hugePage = 2 << 20
-
 // allocWeights returns size bytes of zeroed anonymous memory, starting on a 2 MiB boundary and
 // marked MADV_HUGEPAGE, so that the kernel backs it with huge pages where it can (also under the
 // common THP setting "madvise"). A kernel that refuses the advice still gives the memory.

@@ -132,7 +132,7 @@ type asmKernels struct {
 	expTab   *[80]float64
 
 	// attendV writes attention's weighted value sums for the whole blocks of attendW outputs
-	// of out (see attendValues); the Go side adds the ragged columns.
+	// of out, at most attendCols (see attendValues); the Go side adds the ragged columns.
 	attendV func(out, values, a []float32, stride int)
 	attendW int
 

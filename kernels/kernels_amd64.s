@@ -15473,373 +15473,195 @@ out:
 	RET
 
 // func attendValuesAVX2(out []float32, values []float32, a []float32, stride int)
-// Requires: AVX, AVX2
-TEXT ·attendValuesAVX2(SB), NOSPLIT, $256-80
-	MOVQ out_base+0(FP), AX
-	MOVQ out_len+8(FP), CX
-	MOVQ values_base+24(FP), DX
-	MOVQ a_base+48(FP), BX
-	MOVQ a_len+56(FP), SI
-	MOVQ stride+72(FP), DI
-	SHLQ $0x02, DI
-	MOVQ DI, R8
-	SHLQ $0x04, R8
+// Requires: AVX, AVX2, MMX+
+TEXT ·attendValuesAVX2(SB), $16384-80
+	MOVQ  out_base+0(FP), AX
+	MOVQ  out_len+8(FP), CX
+	MOVQ  values_base+24(FP), DX
+	MOVQ  a_base+48(FP), BX
+	MOVQ  a_len+56(FP), SI
+	LEAQ  (SP), DI
+	MOVQ  stride+72(FP), R8
+	SHLQ  $0x02, R8
+	SHLQ  $0x02, CX
+	TESTQ CX, CX
+	JZ    done
+	VPXOR Y0, Y0, Y0
+	MOVQ  CX, R9
+	SHLQ  $0x04, R9
+	ADDQ  DI, R9
+	MOVQ  DI, R10
+
+zero:
+	VMOVUPS Y0, (R10)
+	ADDQ    $0x00000020, R10
+	CMPQ    R10, R9
+	JB      zero
+	XORQ    R9, R9
+
+pos:
+	CMPQ         R9, SI
+	JAE          tree
+	VBROADCASTSS (BX)(R9*4), Y0
+	MOVQ         R9, R10
+	ANDQ         $0x0f, R10
+	IMULQ        CX, R10
+	ADDQ         DI, R10
+	XORQ         R11, R11
+
+cols:
+	PREFETCHT0 4096(DX)(R11*1)
+	VMULPS     (DX)(R11*1), Y0, Y1
+	VADDPS     (R10)(R11*1), Y1, Y1
+	VMOVUPS    Y1, (R10)(R11*1)
+	ADDQ       $0x00000020, R11
+	CMPQ       R11, CX
+	JB         cols
+	ADDQ       R8, DX
+	INCQ       R9
+	JMP        pos
+
+tree:
+	LEAQ (CX)(CX*2), DX
+	LEAQ (DI)(CX*4), BX
+	LEAQ (BX)(CX*4), SI
+	LEAQ (SI)(CX*4), R8
+	MOVQ AX, R9
+	ADDQ CX, R9
 
 block:
-	CMPQ  CX, $0x00000008
-	JB    done
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	LEAQ  (BX), R9
-	MOVQ  DX, R10
-	MOVQ  SI, R11
-	SUBQ  $0x00000000, R11
-
-pos0:
-	MOVQ         R10, R12
-	CMPQ         R11, $0x00000000
-	JLE          lanesDone0
-	VBROADCASTSS (R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y0, Y0
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000001
-	JLE          lanesDone0
-	VBROADCASTSS 4(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y1, Y1
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000002
-	JLE          lanesDone0
-	VBROADCASTSS 8(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y2, Y2
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000003
-	JLE          lanesDone0
-	VBROADCASTSS 12(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y3, Y3
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000004
-	JLE          lanesDone0
-	VBROADCASTSS 16(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y4, Y4
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000005
-	JLE          lanesDone0
-	VBROADCASTSS 20(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y5, Y5
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000006
-	JLE          lanesDone0
-	VBROADCASTSS 24(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y6, Y6
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000007
-	JLE          lanesDone0
-	VBROADCASTSS 28(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	ADDQ         $0x40, R9
-	ADDQ         R8, R10
-	SUBQ         $0x10, R11
-	JMP          pos0
-
-lanesDone0:
-	VMOVUPS Y0, (SP)
-	VMOVUPS Y1, 32(SP)
-	VMOVUPS Y2, 64(SP)
-	VMOVUPS Y3, 96(SP)
-	VMOVUPS Y4, 128(SP)
-	VMOVUPS Y5, 160(SP)
-	VMOVUPS Y6, 192(SP)
-	VMOVUPS Y7, 224(SP)
-	VPXOR   Y0, Y0, Y0
-	VPXOR   Y1, Y1, Y1
-	VPXOR   Y2, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPXOR   Y4, Y4, Y4
-	VPXOR   Y5, Y5, Y5
-	VPXOR   Y6, Y6, Y6
-	VPXOR   Y7, Y7, Y7
-	LEAQ    32(BX), R9
-	MOVQ    DX, R10
-	ADDQ    DI, R10
-	ADDQ    DI, R10
-	ADDQ    DI, R10
-	ADDQ    DI, R10
-	ADDQ    DI, R10
-	ADDQ    DI, R10
-	ADDQ    DI, R10
-	ADDQ    DI, R10
-	MOVQ    SI, R11
-	SUBQ    $0x00000008, R11
-
-pos1:
-	MOVQ         R10, R12
-	CMPQ         R11, $0x00000000
-	JLE          lanesDone1
-	VBROADCASTSS (R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y0, Y0
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000001
-	JLE          lanesDone1
-	VBROADCASTSS 4(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y1, Y1
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000002
-	JLE          lanesDone1
-	VBROADCASTSS 8(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y2, Y2
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000003
-	JLE          lanesDone1
-	VBROADCASTSS 12(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y3, Y3
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000004
-	JLE          lanesDone1
-	VBROADCASTSS 16(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y4, Y4
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000005
-	JLE          lanesDone1
-	VBROADCASTSS 20(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y5, Y5
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000006
-	JLE          lanesDone1
-	VBROADCASTSS 24(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y6, Y6
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000007
-	JLE          lanesDone1
-	VBROADCASTSS 28(R9), Y8
-	VMULPS       (R12), Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	ADDQ         $0x40, R9
-	ADDQ         R8, R10
-	SUBQ         $0x10, R11
-	JMP          pos1
-
-lanesDone1:
+	VMOVUPS (DI), Y0
+	VADDPS  (DI)(CX*1), Y0, Y0
+	VMOVUPS (DI)(CX*2), Y1
+	VADDPS  (DI)(DX*1), Y1, Y1
+	VMOVUPS (BX), Y2
+	VADDPS  (BX)(CX*1), Y2, Y2
+	VMOVUPS (BX)(CX*2), Y3
+	VADDPS  (BX)(DX*1), Y3, Y3
 	VADDPS  Y1, Y0, Y0
 	VADDPS  Y3, Y2, Y2
-	VADDPS  Y5, Y4, Y4
-	VADDPS  Y7, Y6, Y6
 	VADDPS  Y2, Y0, Y0
-	VADDPS  Y6, Y4, Y4
-	VADDPS  Y4, Y0, Y0
-	VMOVUPS (SP), Y1
-	VMOVUPS 32(SP), Y2
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 64(SP), Y2
-	VMOVUPS 96(SP), Y3
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 128(SP), Y3
-	VMOVUPS 160(SP), Y4
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS 192(SP), Y4
-	VMOVUPS 224(SP), Y5
-	VADDPS  Y5, Y4, Y4
+	VMOVUPS (SI), Y1
+	VADDPS  (SI)(CX*1), Y1, Y1
+	VMOVUPS (SI)(CX*2), Y2
+	VADDPS  (SI)(DX*1), Y2, Y2
+	VMOVUPS (R8), Y3
+	VADDPS  (R8)(CX*1), Y3, Y3
+	VMOVUPS (R8)(CX*2), Y4
+	VADDPS  (R8)(DX*1), Y4, Y4
 	VADDPS  Y2, Y1, Y1
 	VADDPS  Y4, Y3, Y3
 	VADDPS  Y3, Y1, Y1
-	VADDPS  Y0, Y1, Y1
-	VMOVUPS Y1, (AX)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, BX
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, R8
 	ADDQ    $0x00000020, AX
-	ADDQ    $0x00000020, DX
-	SUBQ    $0x00000008, CX
-	JMP     block
+	CMPQ    AX, R9
+	JB      block
 
 done:
 	VZEROUPPER
 	RET
 
 // func attendValuesAVX512(out []float32, values []float32, a []float32, stride int)
-// Requires: AVX, AVX512F
-TEXT ·attendValuesAVX512(SB), NOSPLIT, $512-80
-	MOVQ out_base+0(FP), AX
-	MOVQ out_len+8(FP), CX
-	MOVQ values_base+24(FP), DX
-	MOVQ a_base+48(FP), BX
-	MOVQ a_len+56(FP), SI
-	MOVQ stride+72(FP), DI
-	SHLQ $0x02, DI
-	MOVQ DI, R8
-	SHLQ $0x04, R8
+// Requires: AVX, AVX512F, MMX+
+TEXT ·attendValuesAVX512(SB), $16384-80
+	MOVQ   out_base+0(FP), AX
+	MOVQ   out_len+8(FP), CX
+	MOVQ   values_base+24(FP), DX
+	MOVQ   a_base+48(FP), BX
+	MOVQ   a_len+56(FP), SI
+	LEAQ   (SP), DI
+	MOVQ   stride+72(FP), R8
+	SHLQ   $0x02, R8
+	SHLQ   $0x02, CX
+	TESTQ  CX, CX
+	JZ     done
+	VPXORD Z0, Z0, Z0
+	MOVQ   CX, R9
+	SHLQ   $0x04, R9
+	ADDQ   DI, R9
+	MOVQ   DI, R10
+
+zero:
+	VMOVUPS Z0, (R10)
+	ADDQ    $0x00000040, R10
+	CMPQ    R10, R9
+	JB      zero
+	XORQ    R9, R9
+
+pos:
+	CMPQ         R9, SI
+	JAE          tree
+	VBROADCASTSS (BX)(R9*4), Z0
+	MOVQ         R9, R10
+	ANDQ         $0x0f, R10
+	IMULQ        CX, R10
+	ADDQ         DI, R10
+	XORQ         R11, R11
+
+cols:
+	PREFETCHT0 4096(DX)(R11*1)
+	VMULPS     (DX)(R11*1), Z0, Z1
+	VADDPS     (R10)(R11*1), Z1, Z1
+	VMOVUPS    Z1, (R10)(R11*1)
+	ADDQ       $0x00000040, R11
+	CMPQ       R11, CX
+	JB         cols
+	ADDQ       R8, DX
+	INCQ       R9
+	JMP        pos
+
+tree:
+	LEAQ (CX)(CX*2), DX
+	LEAQ (DI)(CX*4), BX
+	LEAQ (BX)(CX*4), SI
+	LEAQ (SI)(CX*4), R8
+	MOVQ AX, R9
+	ADDQ CX, R9
 
 block:
-	CMPQ   CX, $0x00000010
-	JB     done
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	LEAQ   (BX), R9
-	MOVQ   DX, R10
-	MOVQ   SI, R11
-	SUBQ   $0x00000000, R11
-
-pos0:
-	MOVQ         R10, R12
-	CMPQ         R11, $0x00000000
-	JLE          lanesDone0
-	VBROADCASTSS (R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z0, Z0
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000001
-	JLE          lanesDone0
-	VBROADCASTSS 4(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z1, Z1
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000002
-	JLE          lanesDone0
-	VBROADCASTSS 8(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z2, Z2
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000003
-	JLE          lanesDone0
-	VBROADCASTSS 12(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z3, Z3
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000004
-	JLE          lanesDone0
-	VBROADCASTSS 16(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z4, Z4
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000005
-	JLE          lanesDone0
-	VBROADCASTSS 20(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z5, Z5
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000006
-	JLE          lanesDone0
-	VBROADCASTSS 24(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z6, Z6
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000007
-	JLE          lanesDone0
-	VBROADCASTSS 28(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z7, Z7
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000008
-	JLE          lanesDone0
-	VBROADCASTSS 32(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z8, Z8
-	ADDQ         DI, R12
-	CMPQ         R11, $0x00000009
-	JLE          lanesDone0
-	VBROADCASTSS 36(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z9, Z9
-	ADDQ         DI, R12
-	CMPQ         R11, $0x0000000a
-	JLE          lanesDone0
-	VBROADCASTSS 40(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z10, Z10
-	ADDQ         DI, R12
-	CMPQ         R11, $0x0000000b
-	JLE          lanesDone0
-	VBROADCASTSS 44(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z11, Z11
-	ADDQ         DI, R12
-	CMPQ         R11, $0x0000000c
-	JLE          lanesDone0
-	VBROADCASTSS 48(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z12, Z12
-	ADDQ         DI, R12
-	CMPQ         R11, $0x0000000d
-	JLE          lanesDone0
-	VBROADCASTSS 52(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z13, Z13
-	ADDQ         DI, R12
-	CMPQ         R11, $0x0000000e
-	JLE          lanesDone0
-	VBROADCASTSS 56(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z14, Z14
-	ADDQ         DI, R12
-	CMPQ         R11, $0x0000000f
-	JLE          lanesDone0
-	VBROADCASTSS 60(R9), Z16
-	VMULPS       (R12), Z16, Z16
-	VADDPS       Z16, Z15, Z15
-	ADDQ         $0x40, R9
-	ADDQ         R8, R10
-	SUBQ         $0x10, R11
-	JMP          pos0
-
-lanesDone0:
-	VADDPS  Z9, Z8, Z8
-	VADDPS  Z11, Z10, Z10
-	VADDPS  Z13, Z12, Z12
-	VADDPS  Z15, Z14, Z14
-	VADDPS  Z10, Z8, Z8
-	VADDPS  Z14, Z12, Z12
-	VADDPS  Z12, Z8, Z8
+	VMOVUPS (DI), Z0
+	VADDPS  (DI)(CX*1), Z0, Z0
+	VMOVUPS (DI)(CX*2), Z1
+	VADDPS  (DI)(DX*1), Z1, Z1
+	VMOVUPS (BX), Z2
+	VADDPS  (BX)(CX*1), Z2, Z2
+	VMOVUPS (BX)(CX*2), Z3
+	VADDPS  (BX)(DX*1), Z3, Z3
 	VADDPS  Z1, Z0, Z0
 	VADDPS  Z3, Z2, Z2
-	VADDPS  Z5, Z4, Z4
-	VADDPS  Z7, Z6, Z6
 	VADDPS  Z2, Z0, Z0
-	VADDPS  Z6, Z4, Z4
-	VADDPS  Z4, Z0, Z0
-	VADDPS  Z8, Z0, Z0
+	VMOVUPS (SI), Z1
+	VADDPS  (SI)(CX*1), Z1, Z1
+	VMOVUPS (SI)(CX*2), Z2
+	VADDPS  (SI)(DX*1), Z2, Z2
+	VMOVUPS (R8), Z3
+	VADDPS  (R8)(CX*1), Z3, Z3
+	VMOVUPS (R8)(CX*2), Z4
+	VADDPS  (R8)(DX*1), Z4, Z4
+	VADDPS  Z2, Z1, Z1
+	VADDPS  Z4, Z3, Z3
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, DI
+	ADDQ    $0x00000040, BX
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, R8
 	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000040, DX
-	SUBQ    $0x00000010, CX
-	JMP     block
+	CMPQ    AX, R9
+	JB      block
 
 done:
 	VZEROUPPER
 	RET
 
 // func attendScoresAVX2(out []float32, q []float32, keys []float32, stride int, scale float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2, MMX+, SSE
 TEXT ·attendScoresAVX2(SB), NOSPLIT, $0-84
 	MOVQ  out_base+0(FP), AX
 	MOVQ  out_len+8(FP), CX
@@ -15868,6 +15690,10 @@ four:
 	XORQ  R11, R11
 
 groups4:
+	PREFETCHT0 4096(SI)(R11*1)
+	PREFETCHT0 4096(R8)(R11*1)
+	PREFETCHT0 4096(R9)(R11*1)
+	PREFETCHT0 4096(R10)(R11*1)
 	VMOVUPS    (DX)(R11*1), Y9
 	VMULPS     (SI)(R11*1), Y9, Y10
 	VADDPS     Y10, Y1, Y1
@@ -15962,6 +15788,7 @@ one:
 	XORQ  R8, R8
 
 groups1:
+	PREFETCHT0 4096(SI)(R8*1)
 	VMOVUPS    (DX)(R8*1), Y3
 	VMULPS     (SI)(R8*1), Y3, Y3
 	VADDPS     Y3, Y1, Y1
@@ -15996,7 +15823,7 @@ done:
 	RET
 
 // func attendScoresAVX512(out []float32, q []float32, keys []float32, stride int, scale float32)
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F, MMX+, SSE
 TEXT ·attendScoresAVX512(SB), NOSPLIT, $0-84
 	MOVQ  out_base+0(FP), AX
 	MOVQ  out_len+8(FP), CX
@@ -16021,6 +15848,10 @@ four:
 	XORQ   R11, R11
 
 groups4:
+	PREFETCHT0 4096(SI)(R11*1)
+	PREFETCHT0 4096(R8)(R11*1)
+	PREFETCHT0 4096(R9)(R11*1)
+	PREFETCHT0 4096(R10)(R11*1)
 	VMOVUPS    (DX)(R11*1), Z5
 	VMULPS     (SI)(R11*1), Z5, Z6
 	VADDPS     Z6, Z1, Z1
@@ -16085,6 +15916,7 @@ one:
 	XORQ   R8, R8
 
 groups1:
+	PREFETCHT0 4096(SI)(R8*1)
 	VMOVUPS    (DX)(R8*1), Z1
 	VMULPS     (SI)(R8*1), Z1, Z1
 	VADDPS     Z1, Z7, Z7

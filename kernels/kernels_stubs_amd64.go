@@ -277,12 +277,12 @@ func expShiftAVX2(dst []float32, src []float32, shift float32, tab *[80]float64)
 //go:noescape
 func swiGLUAVX2(dst []float32, gate []float32, up []float32, tab *[80]float64) int
 
-// attendValuesAVX2 writes the 16-lane weighted sums over positions of the whole register-wide blocks of out.
+// attendValuesAVX2 writes the 16-lane weighted sums over positions of out's register-wide blocks (at most 256 outputs).
 //
 //go:noescape
 func attendValuesAVX2(out []float32, values []float32, a []float32, stride int)
 
-// attendValuesAVX512 writes the 16-lane weighted sums over positions of the whole register-wide blocks of out.
+// attendValuesAVX512 writes the 16-lane weighted sums over positions of out's register-wide blocks (at most 256 outputs).
 //
 //go:noescape
 func attendValuesAVX512(out []float32, values []float32, a []float32, stride int)

@@ -190,11 +190,19 @@ func (a *asmKernels) attend(out, q, keys, values []float32, npos, stride int, sc
 	a.attendValues(out, values, scores, stride)
 }
 
+// attendCols is the most outputs one attendV call computes: its lanes fill 16 KiB of its frame
+// (the generator's attendCols).
+const attendCols = 256
+
 // attendValues is the package's attendValues with the whole blocks of a.attendW outputs
 // through the vector kernel and the ragged columns by the definition, one output at a time.
 func (a *asmKernels) attendValues(out, values, w []float32, stride int) {
 	whole := len(out) / a.attendW * a.attendW
-	a.attendV(out[:whole], values, w, stride)
+	// The kernel keeps the 16 lanes of each output in its frame (in L1); a head wider than
+	// attendCols runs in column slices.
+	for c0 := 0; c0 < whole; c0 += attendCols {
+		a.attendV(out[c0:min(c0+attendCols, whole)], values[c0:], w, stride)
+	}
 	for i := whole; i < len(out); i++ {
 		var l Lanes
 		for t, wt := range w {

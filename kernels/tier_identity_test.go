@@ -257,11 +257,11 @@ func checkPairRows(a *asmKernels) (checked, bad int, first string) {
 }
 
 // checkAttendValues compares the tier's weighted value sums with attendValues, every output of
-// heads of 1 to 300 positions and 1 to 160 outputs, weights and values with special values.
+// heads of 1 to 300 positions and 1 to 520 outputs, weights and values with special values.
 func checkAttendValues(a *asmKernels) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(19, 3))
 	for _, npos := range []int{1, 7, 16, 17, 33, 300} {
-		for _, dim := range []int{1, 8, 16, 24, 128, 160} {
+		for _, dim := range []int{1, 8, 16, 24, 128, 160, 264, 520} { // 264, 520: more than one call of attendCols
 			stride := dim + npos%5
 			w := randFloats(rng, npos, npos == 33, false)
 			values := randFloats(rng, npos*stride, dim == 24, dim == 160)

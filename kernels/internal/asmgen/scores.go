@@ -50,6 +50,11 @@ func scoresKernel(s isa) {
 		off := GP64()
 		XORQ(off, off)
 		Label(label)
+		// The key rows stream from RAM (a session's cache is far larger than the caches): fetch
+		// 4 KiB ahead, the next positions' rows when rows are contiguous.
+		for j := range n {
+			PREFETCHT0(Mem{Base: ptrs[j], Index: off, Scale: 1, Disp: prefetchAhead})
+		}
 		for p := range s.parts {
 			qv := s.vec()
 			VMOVUPS(Mem{Base: qp, Index: off, Scale: 1, Disp: W * p}, qv)
