@@ -90,12 +90,33 @@ run_llama() {
 	sed -n 's/^RESULT {\(.*\)}$/{"rep":'"$rep"',"role":"race",\1}/p' "$log" | tee -a "$runs"
 }
 
+# cached FILE says how much of FILE the page cache holds: a run that reads part of the model from
+# disk measures the disk (session 2's one-thread figures were 1.2-1.7x low, cause unproven), so
+# every run is preceded by the figure and a warning when the file is not all there.
+cached() {
+	local f=$1 size res
+	size=$(stat -c %s "$f")
+	if ! res=$(fincore --bytes --noheadings --output RES "$f" 2>/dev/null); then
+		echo "race: fincore unavailable; page-cache residency of $(basename "$f") unknown" >&2
+		return
+	fi
+	res=${res//[[:space:]]/}
+	echo "race: $(basename "$f"): $res of $size bytes in the page cache" >&2
+	if [ "$res" -lt "$size" ]; then
+		echo "race: WARNING: $(basename "$f") is not all in the page cache; reading it now" >&2
+		cat "$f" >/dev/null
+	fi
+}
+
 for f in "${files[@]}"; do
 	for t in $threads_list; do
 		echo "race: $(basename "$f"), $t threads: T T L T L ..., $reps reps each after the A/A run" >&2
+		cached "$f"
 		run_trochilus "$f" "$t" 0 aa
 		for ((r = 1; r <= reps; r++)); do
+			cached "$f"
 			run_trochilus "$f" "$t" "$r" race
+			cached "$f"
 			run_llama "$f" "$t" "$r"
 		done
 	done
