@@ -123,6 +123,9 @@ type asmKernels struct {
 	q4KPanelBuild func(panel []byte, rows [16]*byte, nb int)
 	q4KPanel4     func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32
 	q4KPanels     *q4KPanels // the panels' memory
+	// q4KPrep is the vector Q4_K input preparation (see q4KPrepKernel); nil where the tier has
+	// none.
+	q4KPrep q4KPrepKernel
 
 	// expShift and swiGLU are the vector Exp kernels (Exp(src[i] − shift), and SiLU(gate)·up)
 	// over whole groups of 8; they stop at a group they leave to the scalar code and return how
@@ -164,6 +167,7 @@ func (s *simdTier) tier() *Tier {
 		Q4K:     a.q4KRows,
 		Q5K:     floatRows(a.dotRowQ5K),
 		Q6K:     q6K.kernel,
+		prepQ4K: a.q4KPrep,
 	}
 	if a.panel != nil { // prompt batches through the panel tiles (see panel.go)
 		scratch := newPanelScratch()

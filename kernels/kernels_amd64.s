@@ -3612,7 +3612,7 @@ TEXT ·lanesRows4Q6KAVX512(SB), $256-304
 	LEAQ         (AX)(DX*1), BX
 	LEAQ         (BX)(DX*1), SI
 	LEAQ         (SI)(DX*1), DI
-	MOVQ         x_base+24(FP), R8
+	MOVQ         x_base+24(FP), R9
 	VPXORD       Z0, Z0, Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -3620,26 +3620,35 @@ TEXT ·lanesRows4Q6KAVX512(SB), $256-304
 	VPBROADCASTD q6KNibble<>+0(SB), Z4
 	VPBROADCASTD q6KHighPair<>+0(SB), Z5
 	VPBROADCASTD q6KSign<>+0(SB), Z6
+	CMPQ         DX, $0x000000d2
+	JB           done
+	MOVQ         CX, R8
+
+ahead:
+	CMPQ R8, $0x00001000
+	JAE  loop
+	ADDQ CX, R8
+	JMP  ahead
 
 loop:
 	CMPQ            DX, $0x000000d2
 	JB              done
-	PREFETCHT0      (AX)(CX*1)
-	PREFETCHT0      64(AX)(CX*1)
-	PREFETCHT0      128(AX)(CX*1)
-	PREFETCHT0      192(AX)(CX*1)
-	PREFETCHT0      (BX)(CX*1)
-	PREFETCHT0      64(BX)(CX*1)
-	PREFETCHT0      128(BX)(CX*1)
-	PREFETCHT0      192(BX)(CX*1)
-	PREFETCHT0      (SI)(CX*1)
-	PREFETCHT0      64(SI)(CX*1)
-	PREFETCHT0      128(SI)(CX*1)
-	PREFETCHT0      192(SI)(CX*1)
-	PREFETCHT0      (DI)(CX*1)
-	PREFETCHT0      64(DI)(CX*1)
-	PREFETCHT0      128(DI)(CX*1)
-	PREFETCHT0      192(DI)(CX*1)
+	PREFETCHT0      (AX)(R8*1)
+	PREFETCHT0      64(AX)(R8*1)
+	PREFETCHT0      128(AX)(R8*1)
+	PREFETCHT0      192(AX)(R8*1)
+	PREFETCHT0      (BX)(R8*1)
+	PREFETCHT0      64(BX)(R8*1)
+	PREFETCHT0      128(BX)(R8*1)
+	PREFETCHT0      192(BX)(R8*1)
+	PREFETCHT0      (SI)(R8*1)
+	PREFETCHT0      64(SI)(R8*1)
+	PREFETCHT0      128(SI)(R8*1)
+	PREFETCHT0      192(SI)(R8*1)
+	PREFETCHT0      (DI)(R8*1)
+	PREFETCHT0      64(DI)(R8*1)
+	PREFETCHT0      128(DI)(R8*1)
+	PREFETCHT0      192(DI)(R8*1)
 	VPBROADCASTW    208(AX), Y7
 	VCVTPH2PS       Y7, Z7
 	VMULPS.BCST     q6KScaleWiden<>+0(SB), Z7, Z7
@@ -3695,94 +3704,94 @@ loop:
 	VPMOVSXBD       X16, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     (SP), Z15, Z15
-	VMULPS          (R8), Z15, Z15
+	VMULPS          (R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VPMOVSXBD       X17, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     64(SP), Z15, Z15
-	VMULPS          (R8), Z15, Z15
+	VMULPS          (R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VPMOVSXBD       X18, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     128(SP), Z15, Z15
-	VMULPS          (R8), Z15, Z15
+	VMULPS          (R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VPMOVSXBD       X19, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     192(SP), Z15, Z15
-	VMULPS          (R8), Z15, Z15
+	VMULPS          (R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VEXTRACTI32X4   $0x01, Z16, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     4(SP), Z15, Z15
-	VMULPS          64(R8), Z15, Z15
+	VMULPS          64(R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VEXTRACTI32X4   $0x01, Z17, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     68(SP), Z15, Z15
-	VMULPS          64(R8), Z15, Z15
+	VMULPS          64(R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VEXTRACTI32X4   $0x01, Z18, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     132(SP), Z15, Z15
-	VMULPS          64(R8), Z15, Z15
+	VMULPS          64(R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VEXTRACTI32X4   $0x01, Z19, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     196(SP), Z15, Z15
-	VMULPS          64(R8), Z15, Z15
+	VMULPS          64(R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VEXTRACTI32X4   $0x02, Z16, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     8(SP), Z15, Z15
-	VMULPS          128(R8), Z15, Z15
+	VMULPS          128(R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VEXTRACTI32X4   $0x02, Z17, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     72(SP), Z15, Z15
-	VMULPS          128(R8), Z15, Z15
+	VMULPS          128(R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VEXTRACTI32X4   $0x02, Z18, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     136(SP), Z15, Z15
-	VMULPS          128(R8), Z15, Z15
+	VMULPS          128(R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VEXTRACTI32X4   $0x02, Z19, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     200(SP), Z15, Z15
-	VMULPS          128(R8), Z15, Z15
+	VMULPS          128(R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VEXTRACTI32X4   $0x03, Z16, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     12(SP), Z15, Z15
-	VMULPS          192(R8), Z15, Z15
+	VMULPS          192(R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VEXTRACTI32X4   $0x03, Z17, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     76(SP), Z15, Z15
-	VMULPS          192(R8), Z15, Z15
+	VMULPS          192(R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VEXTRACTI32X4   $0x03, Z18, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     140(SP), Z15, Z15
-	VMULPS          192(R8), Z15, Z15
+	VMULPS          192(R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VEXTRACTI32X4   $0x03, Z19, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     204(SP), Z15, Z15
-	VMULPS          192(R8), Z15, Z15
+	VMULPS          192(R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VPSRLW          $0x02, Z7, Z7
 	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
@@ -3803,94 +3812,94 @@ loop:
 	VPMOVSXBD       X8, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     16(SP), Z7, Z7
-	VMULPS          256(R8), Z7, Z7
+	VMULPS          256(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VPMOVSXBD       X9, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     80(SP), Z7, Z7
-	VMULPS          256(R8), Z7, Z7
+	VMULPS          256(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VPMOVSXBD       X10, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     144(SP), Z7, Z7
-	VMULPS          256(R8), Z7, Z7
+	VMULPS          256(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VPMOVSXBD       X11, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     208(SP), Z7, Z7
-	VMULPS          256(R8), Z7, Z7
+	VMULPS          256(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	VEXTRACTI32X4   $0x01, Z8, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     20(SP), Z7, Z7
-	VMULPS          320(R8), Z7, Z7
+	VMULPS          320(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VEXTRACTI32X4   $0x01, Z9, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     84(SP), Z7, Z7
-	VMULPS          320(R8), Z7, Z7
+	VMULPS          320(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VEXTRACTI32X4   $0x01, Z10, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     148(SP), Z7, Z7
-	VMULPS          320(R8), Z7, Z7
+	VMULPS          320(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VEXTRACTI32X4   $0x01, Z11, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     212(SP), Z7, Z7
-	VMULPS          320(R8), Z7, Z7
+	VMULPS          320(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	VEXTRACTI32X4   $0x02, Z8, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     24(SP), Z7, Z7
-	VMULPS          384(R8), Z7, Z7
+	VMULPS          384(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VEXTRACTI32X4   $0x02, Z9, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     88(SP), Z7, Z7
-	VMULPS          384(R8), Z7, Z7
+	VMULPS          384(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VEXTRACTI32X4   $0x02, Z10, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     152(SP), Z7, Z7
-	VMULPS          384(R8), Z7, Z7
+	VMULPS          384(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VEXTRACTI32X4   $0x02, Z11, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     216(SP), Z7, Z7
-	VMULPS          384(R8), Z7, Z7
+	VMULPS          384(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	VEXTRACTI32X4   $0x03, Z8, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     28(SP), Z7, Z7
-	VMULPS          448(R8), Z7, Z7
+	VMULPS          448(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VEXTRACTI32X4   $0x03, Z9, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     92(SP), Z7, Z7
-	VMULPS          448(R8), Z7, Z7
+	VMULPS          448(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VEXTRACTI32X4   $0x03, Z10, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     156(SP), Z7, Z7
-	VMULPS          448(R8), Z7, Z7
+	VMULPS          448(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VEXTRACTI32X4   $0x03, Z11, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     220(SP), Z7, Z7
-	VMULPS          448(R8), Z7, Z7
+	VMULPS          448(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	VMOVDQU64       64(AX), Z7
 	VBROADCASTI64X4 160(AX), Z8
@@ -3919,94 +3928,94 @@ loop:
 	VPMOVSXBD       X16, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     32(SP), Z15, Z15
-	VMULPS          512(R8), Z15, Z15
+	VMULPS          512(R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VPMOVSXBD       X17, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     96(SP), Z15, Z15
-	VMULPS          512(R8), Z15, Z15
+	VMULPS          512(R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VPMOVSXBD       X18, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     160(SP), Z15, Z15
-	VMULPS          512(R8), Z15, Z15
+	VMULPS          512(R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VPMOVSXBD       X19, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     224(SP), Z15, Z15
-	VMULPS          512(R8), Z15, Z15
+	VMULPS          512(R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VEXTRACTI32X4   $0x01, Z16, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     36(SP), Z15, Z15
-	VMULPS          576(R8), Z15, Z15
+	VMULPS          576(R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VEXTRACTI32X4   $0x01, Z17, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     100(SP), Z15, Z15
-	VMULPS          576(R8), Z15, Z15
+	VMULPS          576(R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VEXTRACTI32X4   $0x01, Z18, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     164(SP), Z15, Z15
-	VMULPS          576(R8), Z15, Z15
+	VMULPS          576(R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VEXTRACTI32X4   $0x01, Z19, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     228(SP), Z15, Z15
-	VMULPS          576(R8), Z15, Z15
+	VMULPS          576(R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VEXTRACTI32X4   $0x02, Z16, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     40(SP), Z15, Z15
-	VMULPS          640(R8), Z15, Z15
+	VMULPS          640(R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VEXTRACTI32X4   $0x02, Z17, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     104(SP), Z15, Z15
-	VMULPS          640(R8), Z15, Z15
+	VMULPS          640(R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VEXTRACTI32X4   $0x02, Z18, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     168(SP), Z15, Z15
-	VMULPS          640(R8), Z15, Z15
+	VMULPS          640(R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VEXTRACTI32X4   $0x02, Z19, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     232(SP), Z15, Z15
-	VMULPS          640(R8), Z15, Z15
+	VMULPS          640(R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VEXTRACTI32X4   $0x03, Z16, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     44(SP), Z15, Z15
-	VMULPS          704(R8), Z15, Z15
+	VMULPS          704(R9), Z15, Z15
 	VADDPS          Z15, Z0, Z0
 	VEXTRACTI32X4   $0x03, Z17, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     108(SP), Z15, Z15
-	VMULPS          704(R8), Z15, Z15
+	VMULPS          704(R9), Z15, Z15
 	VADDPS          Z15, Z1, Z1
 	VEXTRACTI32X4   $0x03, Z18, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     172(SP), Z15, Z15
-	VMULPS          704(R8), Z15, Z15
+	VMULPS          704(R9), Z15, Z15
 	VADDPS          Z15, Z2, Z2
 	VEXTRACTI32X4   $0x03, Z19, X15
 	VPMOVSXBD       X15, Z15
 	VCVTDQ2PS       Z15, Z15
 	VMULPS.BCST     236(SP), Z15, Z15
-	VMULPS          704(R8), Z15, Z15
+	VMULPS          704(R9), Z15, Z15
 	VADDPS          Z15, Z3, Z3
 	VPSRLW          $0x02, Z7, Z7
 	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
@@ -4027,100 +4036,100 @@ loop:
 	VPMOVSXBD       X8, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     48(SP), Z7, Z7
-	VMULPS          768(R8), Z7, Z7
+	VMULPS          768(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VPMOVSXBD       X9, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     112(SP), Z7, Z7
-	VMULPS          768(R8), Z7, Z7
+	VMULPS          768(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VPMOVSXBD       X10, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     176(SP), Z7, Z7
-	VMULPS          768(R8), Z7, Z7
+	VMULPS          768(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VPMOVSXBD       X11, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     240(SP), Z7, Z7
-	VMULPS          768(R8), Z7, Z7
+	VMULPS          768(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	VEXTRACTI32X4   $0x01, Z8, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     52(SP), Z7, Z7
-	VMULPS          832(R8), Z7, Z7
+	VMULPS          832(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VEXTRACTI32X4   $0x01, Z9, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     116(SP), Z7, Z7
-	VMULPS          832(R8), Z7, Z7
+	VMULPS          832(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VEXTRACTI32X4   $0x01, Z10, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     180(SP), Z7, Z7
-	VMULPS          832(R8), Z7, Z7
+	VMULPS          832(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VEXTRACTI32X4   $0x01, Z11, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     244(SP), Z7, Z7
-	VMULPS          832(R8), Z7, Z7
+	VMULPS          832(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	VEXTRACTI32X4   $0x02, Z8, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     56(SP), Z7, Z7
-	VMULPS          896(R8), Z7, Z7
+	VMULPS          896(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VEXTRACTI32X4   $0x02, Z9, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     120(SP), Z7, Z7
-	VMULPS          896(R8), Z7, Z7
+	VMULPS          896(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VEXTRACTI32X4   $0x02, Z10, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     184(SP), Z7, Z7
-	VMULPS          896(R8), Z7, Z7
+	VMULPS          896(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VEXTRACTI32X4   $0x02, Z11, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     248(SP), Z7, Z7
-	VMULPS          896(R8), Z7, Z7
+	VMULPS          896(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	VEXTRACTI32X4   $0x03, Z8, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     60(SP), Z7, Z7
-	VMULPS          960(R8), Z7, Z7
+	VMULPS          960(R9), Z7, Z7
 	VADDPS          Z7, Z0, Z0
 	VEXTRACTI32X4   $0x03, Z9, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     124(SP), Z7, Z7
-	VMULPS          960(R8), Z7, Z7
+	VMULPS          960(R9), Z7, Z7
 	VADDPS          Z7, Z1, Z1
 	VEXTRACTI32X4   $0x03, Z10, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     188(SP), Z7, Z7
-	VMULPS          960(R8), Z7, Z7
+	VMULPS          960(R9), Z7, Z7
 	VADDPS          Z7, Z2, Z2
 	VEXTRACTI32X4   $0x03, Z11, X7
 	VPMOVSXBD       X7, Z7
 	VCVTDQ2PS       Z7, Z7
 	VMULPS.BCST     252(SP), Z7, Z7
-	VMULPS          960(R8), Z7, Z7
+	VMULPS          960(R9), Z7, Z7
 	VADDPS          Z7, Z3, Z3
 	ADDQ            $0x000000d2, AX
 	ADDQ            $0x000000d2, BX
 	ADDQ            $0x000000d2, SI
 	ADDQ            $0x000000d2, DI
-	ADDQ            $0x00000400, R8
+	ADDQ            $0x00000400, R9
 	SUBQ            $0x000000d2, DX
 	JMP             loop
 
@@ -4787,7 +4796,7 @@ TEXT ·lanesRows4Q6KAVX512VNNI(SB), $256-304
 	LEAQ         (AX)(DX*1), BX
 	LEAQ         (BX)(DX*1), SI
 	LEAQ         (SI)(DX*1), DI
-	MOVQ         x_base+24(FP), R8
+	MOVQ         x_base+24(FP), R9
 	VPXORD       Z0, Z0, Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -4796,31 +4805,40 @@ TEXT ·lanesRows4Q6KAVX512VNNI(SB), $256-304
 	VMOVDQU64    q6KSpread<>+64(SB), Z5
 	VMOVDQU64    q6KSpread<>+128(SB), Z6
 	VMOVDQU64    q6KSpread<>+192(SB), Z7
-	MOVQ         $0x8888888888888888, R9
-	KMOVQ        R9, K1
+	MOVQ         $0x8888888888888888, R8
+	KMOVQ        R8, K1
 	VPBROADCASTD q6KNibble<>+0(SB), Z8
 	VPBROADCASTD q6KHighPair<>+0(SB), Z9
 	VPBROADCASTD q6KSign<>+0(SB), Z10
+	CMPQ         DX, $0x000000d2
+	JB           done
+	MOVQ         CX, R8
+
+ahead:
+	CMPQ R8, $0x00001000
+	JAE  loop
+	ADDQ CX, R8
+	JMP  ahead
 
 loop:
 	CMPQ            DX, $0x000000d2
 	JB              done
-	PREFETCHT0      (AX)(CX*1)
-	PREFETCHT0      64(AX)(CX*1)
-	PREFETCHT0      128(AX)(CX*1)
-	PREFETCHT0      192(AX)(CX*1)
-	PREFETCHT0      (BX)(CX*1)
-	PREFETCHT0      64(BX)(CX*1)
-	PREFETCHT0      128(BX)(CX*1)
-	PREFETCHT0      192(BX)(CX*1)
-	PREFETCHT0      (SI)(CX*1)
-	PREFETCHT0      64(SI)(CX*1)
-	PREFETCHT0      128(SI)(CX*1)
-	PREFETCHT0      192(SI)(CX*1)
-	PREFETCHT0      (DI)(CX*1)
-	PREFETCHT0      64(DI)(CX*1)
-	PREFETCHT0      128(DI)(CX*1)
-	PREFETCHT0      192(DI)(CX*1)
+	PREFETCHT0      (AX)(R8*1)
+	PREFETCHT0      64(AX)(R8*1)
+	PREFETCHT0      128(AX)(R8*1)
+	PREFETCHT0      192(AX)(R8*1)
+	PREFETCHT0      (BX)(R8*1)
+	PREFETCHT0      64(BX)(R8*1)
+	PREFETCHT0      128(BX)(R8*1)
+	PREFETCHT0      192(BX)(R8*1)
+	PREFETCHT0      (SI)(R8*1)
+	PREFETCHT0      64(SI)(R8*1)
+	PREFETCHT0      128(SI)(R8*1)
+	PREFETCHT0      192(SI)(R8*1)
+	PREFETCHT0      (DI)(R8*1)
+	PREFETCHT0      64(DI)(R8*1)
+	PREFETCHT0      128(DI)(R8*1)
+	PREFETCHT0      192(DI)(R8*1)
 	VPBROADCASTW    208(AX), Y11
 	VCVTPH2PS       Y11, Z11
 	VMULPS.BCST     q6KScaleVBMI<>+0(SB), Z11, Z11
@@ -4876,82 +4894,82 @@ loop:
 	VPERMB.Z        Z20, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     (SP), Z19, Z19
-	VMULPS          (R8), Z19, Z19
+	VMULPS          (R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     64(SP), Z19, Z19
-	VMULPS          (R8), Z19, Z19
+	VMULPS          (R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     128(SP), Z19, Z19
-	VMULPS          (R8), Z19, Z19
+	VMULPS          (R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     192(SP), Z19, Z19
-	VMULPS          (R8), Z19, Z19
+	VMULPS          (R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPERMB.Z        Z20, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     4(SP), Z19, Z19
-	VMULPS          64(R8), Z19, Z19
+	VMULPS          64(R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     68(SP), Z19, Z19
-	VMULPS          64(R8), Z19, Z19
+	VMULPS          64(R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     132(SP), Z19, Z19
-	VMULPS          64(R8), Z19, Z19
+	VMULPS          64(R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     196(SP), Z19, Z19
-	VMULPS          64(R8), Z19, Z19
+	VMULPS          64(R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPERMB.Z        Z20, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     8(SP), Z19, Z19
-	VMULPS          128(R8), Z19, Z19
+	VMULPS          128(R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     72(SP), Z19, Z19
-	VMULPS          128(R8), Z19, Z19
+	VMULPS          128(R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     136(SP), Z19, Z19
-	VMULPS          128(R8), Z19, Z19
+	VMULPS          128(R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     200(SP), Z19, Z19
-	VMULPS          128(R8), Z19, Z19
+	VMULPS          128(R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPERMB.Z        Z20, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     12(SP), Z19, Z19
-	VMULPS          192(R8), Z19, Z19
+	VMULPS          192(R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     76(SP), Z19, Z19
-	VMULPS          192(R8), Z19, Z19
+	VMULPS          192(R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     140(SP), Z19, Z19
-	VMULPS          192(R8), Z19, Z19
+	VMULPS          192(R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     204(SP), Z19, Z19
-	VMULPS          192(R8), Z19, Z19
+	VMULPS          192(R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPSRLW          $0x02, Z11, Z11
 	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
@@ -4972,82 +4990,82 @@ loop:
 	VPERMB.Z        Z12, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     16(SP), Z11, Z11
-	VMULPS          256(R8), Z11, Z11
+	VMULPS          256(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     80(SP), Z11, Z11
-	VMULPS          256(R8), Z11, Z11
+	VMULPS          256(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     144(SP), Z11, Z11
-	VMULPS          256(R8), Z11, Z11
+	VMULPS          256(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     208(SP), Z11, Z11
-	VMULPS          256(R8), Z11, Z11
+	VMULPS          256(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	VPERMB.Z        Z12, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     20(SP), Z11, Z11
-	VMULPS          320(R8), Z11, Z11
+	VMULPS          320(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     84(SP), Z11, Z11
-	VMULPS          320(R8), Z11, Z11
+	VMULPS          320(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     148(SP), Z11, Z11
-	VMULPS          320(R8), Z11, Z11
+	VMULPS          320(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     212(SP), Z11, Z11
-	VMULPS          320(R8), Z11, Z11
+	VMULPS          320(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	VPERMB.Z        Z12, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     24(SP), Z11, Z11
-	VMULPS          384(R8), Z11, Z11
+	VMULPS          384(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     88(SP), Z11, Z11
-	VMULPS          384(R8), Z11, Z11
+	VMULPS          384(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     152(SP), Z11, Z11
-	VMULPS          384(R8), Z11, Z11
+	VMULPS          384(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     216(SP), Z11, Z11
-	VMULPS          384(R8), Z11, Z11
+	VMULPS          384(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	VPERMB.Z        Z12, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     28(SP), Z11, Z11
-	VMULPS          448(R8), Z11, Z11
+	VMULPS          448(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     92(SP), Z11, Z11
-	VMULPS          448(R8), Z11, Z11
+	VMULPS          448(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     156(SP), Z11, Z11
-	VMULPS          448(R8), Z11, Z11
+	VMULPS          448(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     220(SP), Z11, Z11
-	VMULPS          448(R8), Z11, Z11
+	VMULPS          448(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	VMOVDQU64       64(AX), Z11
 	VBROADCASTI64X4 160(AX), Z12
@@ -5076,82 +5094,82 @@ loop:
 	VPERMB.Z        Z20, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     32(SP), Z19, Z19
-	VMULPS          512(R8), Z19, Z19
+	VMULPS          512(R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     96(SP), Z19, Z19
-	VMULPS          512(R8), Z19, Z19
+	VMULPS          512(R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     160(SP), Z19, Z19
-	VMULPS          512(R8), Z19, Z19
+	VMULPS          512(R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z4, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     224(SP), Z19, Z19
-	VMULPS          512(R8), Z19, Z19
+	VMULPS          512(R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPERMB.Z        Z20, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     36(SP), Z19, Z19
-	VMULPS          576(R8), Z19, Z19
+	VMULPS          576(R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     100(SP), Z19, Z19
-	VMULPS          576(R8), Z19, Z19
+	VMULPS          576(R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     164(SP), Z19, Z19
-	VMULPS          576(R8), Z19, Z19
+	VMULPS          576(R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z5, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     228(SP), Z19, Z19
-	VMULPS          576(R8), Z19, Z19
+	VMULPS          576(R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPERMB.Z        Z20, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     40(SP), Z19, Z19
-	VMULPS          640(R8), Z19, Z19
+	VMULPS          640(R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     104(SP), Z19, Z19
-	VMULPS          640(R8), Z19, Z19
+	VMULPS          640(R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     168(SP), Z19, Z19
-	VMULPS          640(R8), Z19, Z19
+	VMULPS          640(R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z6, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     232(SP), Z19, Z19
-	VMULPS          640(R8), Z19, Z19
+	VMULPS          640(R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPERMB.Z        Z20, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     44(SP), Z19, Z19
-	VMULPS          704(R8), Z19, Z19
+	VMULPS          704(R9), Z19, Z19
 	VADDPS          Z19, Z0, Z0
 	VPERMB.Z        Z21, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     108(SP), Z19, Z19
-	VMULPS          704(R8), Z19, Z19
+	VMULPS          704(R9), Z19, Z19
 	VADDPS          Z19, Z1, Z1
 	VPERMB.Z        Z22, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     172(SP), Z19, Z19
-	VMULPS          704(R8), Z19, Z19
+	VMULPS          704(R9), Z19, Z19
 	VADDPS          Z19, Z2, Z2
 	VPERMB.Z        Z23, Z7, K1, Z19
 	VCVTDQ2PS       Z19, Z19
 	VMULPS.BCST     236(SP), Z19, Z19
-	VMULPS          704(R8), Z19, Z19
+	VMULPS          704(R9), Z19, Z19
 	VADDPS          Z19, Z3, Z3
 	VPSRLW          $0x02, Z11, Z11
 	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
@@ -5172,88 +5190,88 @@ loop:
 	VPERMB.Z        Z12, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     48(SP), Z11, Z11
-	VMULPS          768(R8), Z11, Z11
+	VMULPS          768(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     112(SP), Z11, Z11
-	VMULPS          768(R8), Z11, Z11
+	VMULPS          768(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     176(SP), Z11, Z11
-	VMULPS          768(R8), Z11, Z11
+	VMULPS          768(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z4, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     240(SP), Z11, Z11
-	VMULPS          768(R8), Z11, Z11
+	VMULPS          768(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	VPERMB.Z        Z12, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     52(SP), Z11, Z11
-	VMULPS          832(R8), Z11, Z11
+	VMULPS          832(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     116(SP), Z11, Z11
-	VMULPS          832(R8), Z11, Z11
+	VMULPS          832(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     180(SP), Z11, Z11
-	VMULPS          832(R8), Z11, Z11
+	VMULPS          832(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z5, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     244(SP), Z11, Z11
-	VMULPS          832(R8), Z11, Z11
+	VMULPS          832(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	VPERMB.Z        Z12, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     56(SP), Z11, Z11
-	VMULPS          896(R8), Z11, Z11
+	VMULPS          896(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     120(SP), Z11, Z11
-	VMULPS          896(R8), Z11, Z11
+	VMULPS          896(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     184(SP), Z11, Z11
-	VMULPS          896(R8), Z11, Z11
+	VMULPS          896(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z6, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     248(SP), Z11, Z11
-	VMULPS          896(R8), Z11, Z11
+	VMULPS          896(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	VPERMB.Z        Z12, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     60(SP), Z11, Z11
-	VMULPS          960(R8), Z11, Z11
+	VMULPS          960(R9), Z11, Z11
 	VADDPS          Z11, Z0, Z0
 	VPERMB.Z        Z13, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     124(SP), Z11, Z11
-	VMULPS          960(R8), Z11, Z11
+	VMULPS          960(R9), Z11, Z11
 	VADDPS          Z11, Z1, Z1
 	VPERMB.Z        Z14, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     188(SP), Z11, Z11
-	VMULPS          960(R8), Z11, Z11
+	VMULPS          960(R9), Z11, Z11
 	VADDPS          Z11, Z2, Z2
 	VPERMB.Z        Z15, Z7, K1, Z11
 	VCVTDQ2PS       Z11, Z11
 	VMULPS.BCST     252(SP), Z11, Z11
-	VMULPS          960(R8), Z11, Z11
+	VMULPS          960(R9), Z11, Z11
 	VADDPS          Z11, Z3, Z3
 	ADDQ            $0x000000d2, AX
 	ADDQ            $0x000000d2, BX
 	ADDQ            $0x000000d2, SI
 	ADDQ            $0x000000d2, DI
-	ADDQ            $0x00000400, R8
+	ADDQ            $0x00000400, R9
 	SUBQ            $0x000000d2, DX
 	JMP             loop
 
@@ -27885,4 +27903,1212 @@ group:
 
 done:
 	VZEROUPPER
+	RET
+
+// func q4KPrepAVX512(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, AVX512VL, CMOV
+TEXT ·q4KPrepAVX512(SB), NOSPLIT, $0-152
+	MOVQ       x_base+0(FP), AX
+	MOVQ       x_len+8(FP), CX
+	MOVQ       X_base+24(FP), DX
+	MOVQ       sums_base+48(FP), BX
+	MOVQ       scale_base+72(FP), SI
+	MOVQ       digits_base+96(FP), DI
+	MOVQ       wsums_base+120(FP), R8
+	SHRQ       $0x08, CX
+	XORQ       R9, R9
+	VPTERNLOGD $0xff, Z0, Z0, Z0
+	VPSRLD     $0x01, Z0, Z1
+	VPSRLD     $0x1f, Z0, Z0
+	VPSLLD     $0x0f, Z0, Z0
+	MOVQ       $0xf15740c000000000, R10
+
+q4kprep_block:
+	CMPQ             R9, CX
+	JAE              q4kprep_done
+	VPANDD           (AX), Z1, Z18
+	VPANDD           64(AX), Z1, Z19
+	VPANDD           128(AX), Z1, Z20
+	VPANDD           192(AX), Z1, Z21
+	VPANDD           256(AX), Z1, Z22
+	VPMAXUD          Z22, Z18, Z18
+	VPANDD           320(AX), Z1, Z22
+	VPMAXUD          Z22, Z19, Z19
+	VPANDD           384(AX), Z1, Z22
+	VPMAXUD          Z22, Z20, Z20
+	VPANDD           448(AX), Z1, Z22
+	VPMAXUD          Z22, Z21, Z21
+	VPANDD           512(AX), Z1, Z22
+	VPMAXUD          Z22, Z18, Z18
+	VPANDD           576(AX), Z1, Z22
+	VPMAXUD          Z22, Z19, Z19
+	VPANDD           640(AX), Z1, Z22
+	VPMAXUD          Z22, Z20, Z20
+	VPANDD           704(AX), Z1, Z22
+	VPMAXUD          Z22, Z21, Z21
+	VPANDD           768(AX), Z1, Z22
+	VPMAXUD          Z22, Z18, Z18
+	VPANDD           832(AX), Z1, Z22
+	VPMAXUD          Z22, Z19, Z19
+	VPANDD           896(AX), Z1, Z22
+	VPMAXUD          Z22, Z20, Z20
+	VPANDD           960(AX), Z1, Z22
+	VPMAXUD          Z22, Z21, Z21
+	VPMAXUD          Z19, Z18, Z18
+	VPMAXUD          Z21, Z20, Z20
+	VPMAXUD          Z20, Z18, Z18
+	VEXTRACTI64X4    $0x01, Z18, Y2
+	VPMAXUD          Y2, Y18, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPMAXUD          X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPMAXUD          X2, X3, X3
+	VPSHUFD          $0xb1, X3, X2
+	VPMAXUD          X2, X3, X3
+	VMOVD            X3, R11
+	CMPL             R11, $0x7f7fffff
+	JA               q4kprep_done
+	VCVTSS2SD        X3, X3, X2
+	VMOVQ            X2, R12
+	MOVQ             R12, R13
+	SHRQ             $0x34, R13
+	SHLQ             $0x0c, R12
+	MOVQ             $0x0000041d, R14
+	SUBQ             R13, R14
+	LEAQ             -1(R14), R13
+	CMPQ             R12, R10
+	CMOVQHI          R13, R14
+	TESTL            R11, R11
+	CMOVQEQ          R11, R14
+	LEAQ             1023(R14), R11
+	SHLQ             $0x34, R11
+	MOVQ             $0x000003ff, R12
+	SUBQ             R14, R12
+	SHLQ             $0x34, R12
+	MOVQ             R12, (SI)
+	VPBROADCASTQ     R11, Z18
+	VCVTPS2PD        (AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y2
+	VPMOVSXDQ        Y2, Z19
+	VCVTPS2PD        32(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y3
+	VPMOVSXDQ        Y3, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y3, Z2, Z2
+	VMOVDQU32        Z2, (DX)
+	VCVTPS2PD        64(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y3
+	VPMOVSXDQ        Y3, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        96(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y4
+	VPMOVSXDQ        Y4, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y4, Z3, Z3
+	VMOVDQU32        Z3, 64(DX)
+	VPMOVDW          Z2, Y4
+	VMOVDQU          Y4, (DI)
+	VPADDD           Z0, Z2, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 64(DI)
+	VPMOVDW          Z3, Y2
+	VMOVDQU          Y2, 32(DI)
+	VPADDD           Z0, Z3, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 96(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, (BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, (R8)
+	VCVTPS2PD        128(AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y4
+	VPMOVSXDQ        Y4, Z19
+	VCVTPS2PD        160(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z4, Z4
+	VMOVDQU32        Z4, 128(DX)
+	VCVTPS2PD        192(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y5
+	VPMOVSXDQ        Y5, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        224(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z5, Z5
+	VMOVDQU32        Z5, 192(DX)
+	VPMOVDW          Z4, Y2
+	VMOVDQU          Y2, 128(DI)
+	VPADDD           Z0, Z4, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 192(DI)
+	VPMOVDW          Z5, Y2
+	VMOVDQU          Y2, 160(DI)
+	VPADDD           Z0, Z5, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 224(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, 8(BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, 8(R8)
+	VCVTPS2PD        256(AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y6
+	VPMOVSXDQ        Y6, Z19
+	VCVTPS2PD        288(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z6, Z6
+	VMOVDQU32        Z6, 256(DX)
+	VCVTPS2PD        320(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y7
+	VPMOVSXDQ        Y7, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        352(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z7, Z7
+	VMOVDQU32        Z7, 320(DX)
+	VPMOVDW          Z6, Y2
+	VMOVDQU          Y2, 256(DI)
+	VPADDD           Z0, Z6, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 320(DI)
+	VPMOVDW          Z7, Y2
+	VMOVDQU          Y2, 288(DI)
+	VPADDD           Z0, Z7, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 352(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, 16(BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, 16(R8)
+	VCVTPS2PD        384(AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y8
+	VPMOVSXDQ        Y8, Z19
+	VCVTPS2PD        416(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z8, Z8
+	VMOVDQU32        Z8, 384(DX)
+	VCVTPS2PD        448(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y9
+	VPMOVSXDQ        Y9, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        480(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z9, Z9
+	VMOVDQU32        Z9, 448(DX)
+	VPMOVDW          Z8, Y2
+	VMOVDQU          Y2, 384(DI)
+	VPADDD           Z0, Z8, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 448(DI)
+	VPMOVDW          Z9, Y2
+	VMOVDQU          Y2, 416(DI)
+	VPADDD           Z0, Z9, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 480(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, 24(BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, 24(R8)
+	VCVTPS2PD        512(AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y10
+	VPMOVSXDQ        Y10, Z19
+	VCVTPS2PD        544(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z10, Z10
+	VMOVDQU32        Z10, 512(DX)
+	VCVTPS2PD        576(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y11
+	VPMOVSXDQ        Y11, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        608(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z11, Z11
+	VMOVDQU32        Z11, 576(DX)
+	VPMOVDW          Z10, Y2
+	VMOVDQU          Y2, 512(DI)
+	VPADDD           Z0, Z10, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 576(DI)
+	VPMOVDW          Z11, Y2
+	VMOVDQU          Y2, 544(DI)
+	VPADDD           Z0, Z11, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 608(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, 32(BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, 32(R8)
+	VCVTPS2PD        640(AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y12
+	VPMOVSXDQ        Y12, Z19
+	VCVTPS2PD        672(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z12, Z12
+	VMOVDQU32        Z12, 640(DX)
+	VCVTPS2PD        704(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y13
+	VPMOVSXDQ        Y13, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        736(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z13, Z13
+	VMOVDQU32        Z13, 704(DX)
+	VPMOVDW          Z12, Y2
+	VMOVDQU          Y2, 640(DI)
+	VPADDD           Z0, Z12, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 704(DI)
+	VPMOVDW          Z13, Y2
+	VMOVDQU          Y2, 672(DI)
+	VPADDD           Z0, Z13, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 736(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, 40(BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, 40(R8)
+	VCVTPS2PD        768(AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y14
+	VPMOVSXDQ        Y14, Z19
+	VCVTPS2PD        800(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z14, Z14
+	VMOVDQU32        Z14, 768(DX)
+	VCVTPS2PD        832(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y15
+	VPMOVSXDQ        Y15, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        864(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z15, Z15
+	VMOVDQU32        Z15, 832(DX)
+	VPMOVDW          Z14, Y2
+	VMOVDQU          Y2, 768(DI)
+	VPADDD           Z0, Z14, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 832(DI)
+	VPMOVDW          Z15, Y2
+	VMOVDQU          Y2, 800(DI)
+	VPADDD           Z0, Z15, Z20
+	VPSRAD           $0x10, Z20, Z20
+	VPMOVDW          Z20, Y2
+	VMOVDQU          Y2, 864(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, 48(BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, 48(R8)
+	VCVTPS2PD        896(AX), Z19
+	VMULPD           Z18, Z19, Z19
+	VCVTPD2DQ.RN_SAE Z19, Y16
+	VPMOVSXDQ        Y16, Z19
+	VCVTPS2PD        928(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z20
+	VPADDQ           Z20, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z16, Z16
+	VMOVDQU32        Z16, 896(DX)
+	VCVTPS2PD        960(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y17
+	VPMOVSXDQ        Y17, Z20
+	VPADDQ           Z20, Z19, Z19
+	VCVTPS2PD        992(AX), Z20
+	VMULPD           Z18, Z20, Z20
+	VCVTPD2DQ.RN_SAE Z20, Y2
+	VPMOVSXDQ        Y2, Z18
+	VPADDQ           Z18, Z19, Z19
+	VINSERTI64X4     $0x01, Y2, Z17, Z17
+	VMOVDQU32        Z17, 960(DX)
+	VPMOVDW          Z16, Y2
+	VMOVDQU          Y2, 896(DI)
+	VPADDD           Z0, Z16, Z18
+	VPSRAD           $0x10, Z18, Z18
+	VPMOVDW          Z18, Y2
+	VMOVDQU          Y2, 960(DI)
+	VPMOVDW          Z17, Y2
+	VMOVDQU          Y2, 928(DI)
+	VPADDD           Z0, Z17, Z18
+	VPSRAD           $0x10, Z18, Z18
+	VPMOVDW          Z18, Y2
+	VMOVDQU          Y2, 992(DI)
+	VEXTRACTI64X4    $0x01, Z19, Y2
+	VPADDQ           Y2, Y19, Y2
+	VEXTRACTI128     $0x01, Y2, X3
+	VPADDQ           X3, X2, X3
+	VPSHUFD          $0x4e, X3, X2
+	VPADDQ           X2, X3, X3
+	VMOVQ            X3, 56(BX)
+	VCVTQQ2PD        X3, X3
+	VMOVSD           X3, 56(R8)
+	ADDQ             $0x00000400, AX
+	ADDQ             $0x00000400, DX
+	ADDQ             $0x40, BX
+	ADDQ             $0x08, SI
+	ADDQ             $0x00000400, DI
+	ADDQ             $0x40, R8
+	INCQ             R9
+	JMP              q4kprep_block
+
+q4kprep_done:
+	VZEROUPPER
+	MOVQ R9, ret+144(FP)
+	RET
+
+// func q4KPrepAVX2(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int
+// Requires: AVX, AVX2, CMOV
+TEXT ·q4KPrepAVX2(SB), NOSPLIT, $0-152
+	MOVQ     x_base+0(FP), AX
+	MOVQ     x_len+8(FP), CX
+	MOVQ     X_base+24(FP), DX
+	MOVQ     sums_base+48(FP), BX
+	MOVQ     scale_base+72(FP), SI
+	MOVQ     digits_base+96(FP), DI
+	MOVQ     wsums_base+120(FP), R8
+	SHRQ     $0x08, CX
+	XORQ     R9, R9
+	VPCMPEQD Y0, Y0, Y0
+	VPSRLD   $0x01, Y0, Y1
+	VPSRLD   $0x10, Y0, Y2
+	VPSRLD   $0x1f, Y0, Y0
+	VPSLLD   $0x0f, Y0, Y0
+	MOVQ     $0xf15740c000000000, R10
+
+q4kprep2_block:
+	CMPQ         R9, CX
+	JAE          q4kprep2_done
+	VPAND        (AX), Y1, Y4
+	VPAND        32(AX), Y1, Y5
+	VPAND        64(AX), Y1, Y6
+	VPAND        96(AX), Y1, Y7
+	VPAND        128(AX), Y1, Y8
+	VPMAXUD      Y8, Y4, Y4
+	VPAND        160(AX), Y1, Y8
+	VPMAXUD      Y8, Y5, Y5
+	VPAND        192(AX), Y1, Y8
+	VPMAXUD      Y8, Y6, Y6
+	VPAND        224(AX), Y1, Y8
+	VPMAXUD      Y8, Y7, Y7
+	VPAND        256(AX), Y1, Y8
+	VPMAXUD      Y8, Y4, Y4
+	VPAND        288(AX), Y1, Y8
+	VPMAXUD      Y8, Y5, Y5
+	VPAND        320(AX), Y1, Y8
+	VPMAXUD      Y8, Y6, Y6
+	VPAND        352(AX), Y1, Y8
+	VPMAXUD      Y8, Y7, Y7
+	VPAND        384(AX), Y1, Y8
+	VPMAXUD      Y8, Y4, Y4
+	VPAND        416(AX), Y1, Y8
+	VPMAXUD      Y8, Y5, Y5
+	VPAND        448(AX), Y1, Y8
+	VPMAXUD      Y8, Y6, Y6
+	VPAND        480(AX), Y1, Y8
+	VPMAXUD      Y8, Y7, Y7
+	VPAND        512(AX), Y1, Y8
+	VPMAXUD      Y8, Y4, Y4
+	VPAND        544(AX), Y1, Y8
+	VPMAXUD      Y8, Y5, Y5
+	VPAND        576(AX), Y1, Y8
+	VPMAXUD      Y8, Y6, Y6
+	VPAND        608(AX), Y1, Y8
+	VPMAXUD      Y8, Y7, Y7
+	VPAND        640(AX), Y1, Y8
+	VPMAXUD      Y8, Y4, Y4
+	VPAND        672(AX), Y1, Y8
+	VPMAXUD      Y8, Y5, Y5
+	VPAND        704(AX), Y1, Y8
+	VPMAXUD      Y8, Y6, Y6
+	VPAND        736(AX), Y1, Y8
+	VPMAXUD      Y8, Y7, Y7
+	VPAND        768(AX), Y1, Y8
+	VPMAXUD      Y8, Y4, Y4
+	VPAND        800(AX), Y1, Y8
+	VPMAXUD      Y8, Y5, Y5
+	VPAND        832(AX), Y1, Y8
+	VPMAXUD      Y8, Y6, Y6
+	VPAND        864(AX), Y1, Y8
+	VPMAXUD      Y8, Y7, Y7
+	VPAND        896(AX), Y1, Y8
+	VPMAXUD      Y8, Y4, Y4
+	VPAND        928(AX), Y1, Y8
+	VPMAXUD      Y8, Y5, Y5
+	VPAND        960(AX), Y1, Y8
+	VPMAXUD      Y8, Y6, Y6
+	VPAND        992(AX), Y1, Y8
+	VPMAXUD      Y8, Y7, Y7
+	VPMAXUD      Y5, Y4, Y4
+	VPMAXUD      Y7, Y6, Y6
+	VPMAXUD      Y6, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPMAXUD      X3, X4, X3
+	VPSHUFD      $0x4e, X3, X4
+	VPMAXUD      X4, X3, X3
+	VPSHUFD      $0xb1, X3, X4
+	VPMAXUD      X4, X3, X3
+	VMOVD        X3, R11
+	CMPL         R11, $0x7f7fffff
+	JA           q4kprep2_done
+	VCVTSS2SD    X3, X3, X3
+	VMOVQ        X3, R12
+	MOVQ         R12, R13
+	SHRQ         $0x34, R13
+	SHLQ         $0x0c, R12
+	MOVQ         $0x0000041d, R14
+	SUBQ         R13, R14
+	LEAQ         -1(R14), R13
+	CMPQ         R12, R10
+	CMOVQHI      R13, R14
+	TESTL        R11, R11
+	CMOVQEQ      R11, R14
+	LEAQ         1023(R14), R11
+	SHLQ         $0x34, R11
+	MOVQ         $0x000003ff, R12
+	SUBQ         R14, R12
+	SHLQ         $0x34, R12
+	MOVQ         R12, (SI)
+	VMOVQ        R11, X3
+	VPBROADCASTQ X3, Y4
+	VCVTPS2PD    (AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    16(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, (DX)
+	VCVTPS2PD    32(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    48(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 32(DX)
+	VCVTPS2PD    64(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    80(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 64(DX)
+	VCVTPS2PD    96(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    112(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X9
+	VPMOVSXDQ    X9, Y10
+	VPADDQ       Y10, Y6, Y6
+	VINSERTI128  $0x01, X9, Y3, Y9
+	VMOVDQU      Y9, 96(DX)
+	VPAND        Y2, Y5, Y10
+	VPAND        Y2, Y7, Y11
+	VPACKUSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, (DI)
+	VPADDD       Y0, Y5, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPADDD       Y0, Y7, Y11
+	VPSRAD       $0x10, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 64(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y9, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 32(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y9, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 96(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X5
+	VPADDQ       X5, X3, X3
+	VMOVQ        X3, (BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, (R8)
+	VCVTPS2PD    128(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    144(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, 128(DX)
+	VCVTPS2PD    160(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    176(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 160(DX)
+	VCVTPS2PD    192(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    208(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 192(DX)
+	VCVTPS2PD    224(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    240(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X9
+	VPMOVSXDQ    X9, Y10
+	VPADDQ       Y10, Y6, Y6
+	VINSERTI128  $0x01, X9, Y3, Y9
+	VMOVDQU      Y9, 224(DX)
+	VPAND        Y2, Y5, Y10
+	VPAND        Y2, Y7, Y11
+	VPACKUSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 128(DI)
+	VPADDD       Y0, Y5, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPADDD       Y0, Y7, Y11
+	VPSRAD       $0x10, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 192(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y9, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 160(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y9, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 224(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X5
+	VPADDQ       X5, X3, X3
+	VMOVQ        X3, 8(BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, 8(R8)
+	VCVTPS2PD    256(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    272(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, 256(DX)
+	VCVTPS2PD    288(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    304(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 288(DX)
+	VCVTPS2PD    320(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    336(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 320(DX)
+	VCVTPS2PD    352(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    368(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X9
+	VPMOVSXDQ    X9, Y10
+	VPADDQ       Y10, Y6, Y6
+	VINSERTI128  $0x01, X9, Y3, Y9
+	VMOVDQU      Y9, 352(DX)
+	VPAND        Y2, Y5, Y10
+	VPAND        Y2, Y7, Y11
+	VPACKUSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 256(DI)
+	VPADDD       Y0, Y5, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPADDD       Y0, Y7, Y11
+	VPSRAD       $0x10, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 320(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y9, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 288(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y9, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 352(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X5
+	VPADDQ       X5, X3, X3
+	VMOVQ        X3, 16(BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, 16(R8)
+	VCVTPS2PD    384(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    400(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, 384(DX)
+	VCVTPS2PD    416(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    432(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 416(DX)
+	VCVTPS2PD    448(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    464(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 448(DX)
+	VCVTPS2PD    480(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    496(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X9
+	VPMOVSXDQ    X9, Y10
+	VPADDQ       Y10, Y6, Y6
+	VINSERTI128  $0x01, X9, Y3, Y9
+	VMOVDQU      Y9, 480(DX)
+	VPAND        Y2, Y5, Y10
+	VPAND        Y2, Y7, Y11
+	VPACKUSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 384(DI)
+	VPADDD       Y0, Y5, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPADDD       Y0, Y7, Y11
+	VPSRAD       $0x10, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 448(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y9, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 416(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y9, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 480(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X5
+	VPADDQ       X5, X3, X3
+	VMOVQ        X3, 24(BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, 24(R8)
+	VCVTPS2PD    512(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    528(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, 512(DX)
+	VCVTPS2PD    544(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    560(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 544(DX)
+	VCVTPS2PD    576(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    592(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 576(DX)
+	VCVTPS2PD    608(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    624(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X9
+	VPMOVSXDQ    X9, Y10
+	VPADDQ       Y10, Y6, Y6
+	VINSERTI128  $0x01, X9, Y3, Y9
+	VMOVDQU      Y9, 608(DX)
+	VPAND        Y2, Y5, Y10
+	VPAND        Y2, Y7, Y11
+	VPACKUSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 512(DI)
+	VPADDD       Y0, Y5, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPADDD       Y0, Y7, Y11
+	VPSRAD       $0x10, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 576(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y9, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 544(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y9, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 608(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X5
+	VPADDQ       X5, X3, X3
+	VMOVQ        X3, 32(BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, 32(R8)
+	VCVTPS2PD    640(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    656(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, 640(DX)
+	VCVTPS2PD    672(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    688(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 672(DX)
+	VCVTPS2PD    704(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    720(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 704(DX)
+	VCVTPS2PD    736(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    752(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X9
+	VPMOVSXDQ    X9, Y10
+	VPADDQ       Y10, Y6, Y6
+	VINSERTI128  $0x01, X9, Y3, Y9
+	VMOVDQU      Y9, 736(DX)
+	VPAND        Y2, Y5, Y10
+	VPAND        Y2, Y7, Y11
+	VPACKUSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 640(DI)
+	VPADDD       Y0, Y5, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPADDD       Y0, Y7, Y11
+	VPSRAD       $0x10, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 704(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y9, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 672(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y9, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 736(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X5
+	VPADDQ       X5, X3, X3
+	VMOVQ        X3, 40(BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, 40(R8)
+	VCVTPS2PD    768(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    784(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, 768(DX)
+	VCVTPS2PD    800(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    816(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 800(DX)
+	VCVTPS2PD    832(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    848(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 832(DX)
+	VCVTPS2PD    864(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    880(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X9
+	VPMOVSXDQ    X9, Y10
+	VPADDQ       Y10, Y6, Y6
+	VINSERTI128  $0x01, X9, Y3, Y9
+	VMOVDQU      Y9, 864(DX)
+	VPAND        Y2, Y5, Y10
+	VPAND        Y2, Y7, Y11
+	VPACKUSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 768(DI)
+	VPADDD       Y0, Y5, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPADDD       Y0, Y7, Y11
+	VPSRAD       $0x10, Y11, Y11
+	VPACKSSDW    Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VMOVDQU      Y10, 832(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y9, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 800(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y9, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 864(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X5
+	VPADDQ       X5, X3, X3
+	VMOVQ        X3, 48(BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, 48(R8)
+	VCVTPS2PD    896(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X3
+	VPMOVSXDQ    X3, Y6
+	VCVTPS2PD    912(AX), Y5
+	VMULPD       Y4, Y5, Y5
+	VCVTPD2DQY   Y5, X5
+	VPMOVSXDQ    X5, Y7
+	VPADDQ       Y7, Y6, Y6
+	VINSERTI128  $0x01, X5, Y3, Y5
+	VMOVDQU      Y5, 896(DX)
+	VCVTPS2PD    928(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X3
+	VPMOVSXDQ    X3, Y7
+	VPADDQ       Y7, Y6, Y6
+	VCVTPS2PD    944(AX), Y7
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2DQY   Y7, X7
+	VPMOVSXDQ    X7, Y8
+	VPADDQ       Y8, Y6, Y6
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VMOVDQU      Y7, 928(DX)
+	VCVTPS2PD    960(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X3
+	VPMOVSXDQ    X3, Y8
+	VPADDQ       Y8, Y6, Y6
+	VCVTPS2PD    976(AX), Y8
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VMOVDQU      Y8, 960(DX)
+	VCVTPS2PD    992(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X3
+	VPMOVSXDQ    X3, Y9
+	VPADDQ       Y9, Y6, Y6
+	VCVTPS2PD    1008(AX), Y9
+	VMULPD       Y4, Y9, Y9
+	VCVTPD2DQY   Y9, X4
+	VPMOVSXDQ    X4, Y9
+	VPADDQ       Y9, Y6, Y6
+	VINSERTI128  $0x01, X4, Y3, Y4
+	VMOVDQU      Y4, 992(DX)
+	VPAND        Y2, Y5, Y9
+	VPAND        Y2, Y7, Y10
+	VPACKUSDW    Y10, Y9, Y9
+	VPERMQ       $0xd8, Y9, Y9
+	VMOVDQU      Y9, 896(DI)
+	VPADDD       Y0, Y5, Y9
+	VPSRAD       $0x10, Y9, Y9
+	VPADDD       Y0, Y7, Y10
+	VPSRAD       $0x10, Y10, Y10
+	VPACKSSDW    Y10, Y9, Y9
+	VPERMQ       $0xd8, Y9, Y9
+	VMOVDQU      Y9, 960(DI)
+	VPAND        Y2, Y8, Y5
+	VPAND        Y2, Y4, Y7
+	VPACKUSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 928(DI)
+	VPADDD       Y0, Y8, Y5
+	VPSRAD       $0x10, Y5, Y5
+	VPADDD       Y0, Y4, Y7
+	VPSRAD       $0x10, Y7, Y7
+	VPACKSSDW    Y7, Y5, Y5
+	VPERMQ       $0xd8, Y5, Y5
+	VMOVDQU      Y5, 992(DI)
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDQ       X3, X6, X3
+	VPSHUFD      $0x4e, X3, X4
+	VPADDQ       X4, X3, X3
+	VMOVQ        X3, 56(BX)
+	VMOVQ        X3, R11
+	VCVTSI2SDQ   R11, X3, X3
+	VMOVSD       X3, 56(R8)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000400, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x08, SI
+	ADDQ         $0x00000400, DI
+	ADDQ         $0x40, R8
+	INCQ         R9
+	JMP          q4kprep2_block
+
+q4kprep2_done:
+	VZEROUPPER
+	MOVQ R9, ret+144(FP)
 	RET

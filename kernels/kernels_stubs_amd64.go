@@ -446,3 +446,13 @@ func panelRowQ6KAVX512(rows []float32, w []byte, r int, ahead int)
 //
 //go:noescape
 func panelPackAVX512(panel []float32, rows []float32, groups int, stride int)
+
+// q4KPrepAVX512 prepares the whole blocks of x for Q4_K up to the first one holding a NaN or an infinity; it returns how many it prepared.
+//
+//go:noescape
+func q4KPrepAVX512(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int
+
+// q4KPrepAVX2 prepares the whole blocks of x for Q4_K up to the first one holding a NaN or an infinity; it returns how many it prepared.
+//
+//go:noescape
+func q4KPrepAVX2(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int

@@ -84,6 +84,7 @@ type Batch struct {
 
 	one     [1]MatMulJob     // MatMul's product, kept here so that a call allocates nothing
 	prepJob func(lo, hi int) // b.prepare, made once
+	prep    q4KPrepKernel    // the preparation kernel of the tier preparing the batch
 }
 
 // Set points the batch at ntok rows of cols floats held in x.
@@ -123,7 +124,7 @@ func (b *Batch) SetRows(src *Batch, lo, hi int) error {
 func (b *Batch) prepare(lo, hi int) {
 	for t := lo; t < hi; t++ {
 		// The length was checked by MatMul (Cols a multiple of 256), so this cannot fail.
-		_ = PrepareQ4K(&b.q4k[t], b.X[t*b.Cols:(t+1)*b.Cols])
+		_ = prepareQ4K(&b.q4k[t], b.X[t*b.Cols:(t+1)*b.Cols], b.prep)
 	}
 }
 
@@ -136,7 +137,13 @@ func (b *Batch) Q4K(p *Pool, t int) (*Q4KInput, error) {
 	return &b.q4k[t], nil
 }
 
-func (b *Batch) prepareAll(p *Pool) error {
+// prepareAll prepares every row of the batch over p through PrepareQ4K unless that has been
+// done since the last Set.
+func (b *Batch) prepareAll(p *Pool) error { return b.prepareWith(p, nil) }
+
+// prepareWith is prepareAll through the preparation kernel prep (nil: PrepareQ4K); every
+// kernel gives the same bits.
+func (b *Batch) prepareWith(p *Pool, prep q4KPrepKernel) error {
 	if b.q4kReady {
 		return nil
 	}
@@ -144,7 +151,7 @@ func (b *Batch) prepareAll(p *Pool) error {
 		if b.src.sets != b.srcSets {
 			return fmt.Errorf("kernels: batch follows rows of a batch that has been set anew since")
 		}
-		if err := b.src.prepareAll(p); err != nil {
+		if err := b.src.prepareWith(p, prep); err != nil {
 			return err
 		}
 		b.q4k = b.src.q4k[b.off : b.off+b.Ntok : b.off+b.Ntok]
@@ -160,6 +167,7 @@ func (b *Batch) prepareAll(p *Pool) error {
 	if b.prepJob == nil {
 		b.prepJob = b.prepare
 	}
+	b.prep = prep
 	p.For(b.Ntok, b.prepJob)
 	b.q4kReady = true
 	return nil
@@ -187,6 +195,8 @@ type Tier struct {
 
 	// Matrix-times-batch kernels per weight type.
 	F32, F16, BF16, Q8_0, Q4K, Q5K, Q6K RowsKernel
+
+	prepQ4K q4KPrepKernel // the Batch's Q4_K preparation (see prepareQ4K); nil: PrepareQ4K
 }
 
 // Scalar returns the scalar tier: the portable definitions.

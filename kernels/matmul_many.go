@@ -85,7 +85,7 @@ func (t *Tier) matMulMany(p *Pool, jobs []MatMulJob) error {
 	}
 	for i := range jobs {
 		if j := &jobs[i]; j.M.Type == gguf.TypeQ4_K && j.rowCost > 0 {
-			if err := j.In.prepareAll(p); err != nil {
+			if err := j.In.prepareWith(p, t.prepQ4K); err != nil {
 				return err
 			}
 		}

@@ -27,8 +27,19 @@ type Q4KInput struct {
 // Len returns the number of elements of the prepared row.
 func (in *Q4KInput) Len() int { return in.n }
 
-// PrepareQ4K prepares x for Q4_K dots into dst. len(x) must be a multiple of 256.
-func PrepareQ4K(dst *Q4KInput, x []float32) error {
+// PrepareQ4K prepares x for Q4_K dots into dst. len(x) must be a multiple of 256. It is the
+// definition: a tier's vector preparation (see prepareQ4K) writes the same bits.
+func PrepareQ4K(dst *Q4KInput, x []float32) error { return prepareQ4K(dst, x, nil) }
+
+// q4KPrepKernel is a tier's vector Q4_K preparation: it prepares the whole blocks of x into
+// the fields of a Q4KInput (X, sums, scale) and its q4KWide (digits, sums), in order, exactly
+// as prepareQ4KBlock and q4KWide.prepare do, and stops before the first block holding a NaN or
+// an infinity, returning the number of blocks it prepared.
+type q4KPrepKernel func(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int
+
+// prepareQ4K is PrepareQ4K through kern where it is not nil: the blocks holding a NaN or an
+// infinity, which kern leaves, go through the definition.
+func prepareQ4K(dst *Q4KInput, x []float32, kern q4KPrepKernel) error {
 	n := len(x)
 	if n%kElems != 0 {
 		return fmt.Errorf("kernels: Q4_K input of %d floats is not a whole number of %d-element blocks", n, kElems)
@@ -40,10 +51,24 @@ func PrepareQ4K(dst *Q4KInput, x []float32) error {
 	}
 	dst.n = n
 	dst.x, dst.sums, dst.scale = dst.x[:n], dst.sums[:n/32], dst.scale[:n/kElems]
-	for b := range n / kElems {
-		prepareQ4KBlock(dst, b, x[b*kElems:(b+1)*kElems])
+	if kern == nil {
+		for b := range n / kElems {
+			prepareQ4KBlock(dst, b, x[b*kElems:(b+1)*kElems])
+		}
+		dst.wide.prepare(dst)
+		return nil
 	}
-	dst.wide.prepare(dst)
+	w := &dst.wide
+	w.resize(n)
+	nb := n / kElems
+	for b := 0; b < nb; {
+		b += kern(x[b*kElems:], dst.x[b*kElems:], dst.sums[8*b:], dst.scale[b:], w.digits[2*kElems*b:], w.sums[8*b:])
+		if b < nb { // block b holds a NaN or an infinity
+			prepareQ4KBlock(dst, b, x[b*kElems:(b+1)*kElems])
+			w.fill(dst, 8*b, 8*b+8)
+			b++
+		}
+	}
 	return nil
 }
 

@@ -18,13 +18,22 @@ type q4KWide struct {
 
 // prepare fills w from the prepared row in.
 func (w *q4KWide) prepare(in *Q4KInput) {
-	n := in.n
+	w.resize(in.n)
+	w.fill(in, 0, in.n/32)
+}
+
+// resize makes w the size of a prepared row of n elements, reusing its memory where it can.
+func (w *q4KWide) resize(n int) {
 	if cap(w.digits) < 2*n || cap(w.sums) < n/32 {
 		w.digits = make([]int16, 2*n)
 		w.sums = make([]float64, n/32)
 	}
 	w.digits, w.sums = w.digits[:2*n], w.sums[:n/32]
-	for g := range n / 32 {
+}
+
+// fill writes the sub-blocks [g0, g1) of 32 elements of w from the prepared row in.
+func (w *q4KWide) fill(in *Q4KInput, g0, g1 int) {
+	for g := g0; g < g1; g++ {
 		x := in.x[32*g : 32*g+32]
 		d := w.digits[64*g : 64*g+64]
 		for i, v := range x {

@@ -37,6 +37,7 @@ func simdTiers() []*simdTier {
 		panelQ8_0: panelRowQ8_0AVX512, panelQ6K: panelRowQ6KAVX512, panelPack: panelPackAVX512,
 	}
 	avx512.q6Kr4 = lanesRows4Q6KAVX512
+	avx2.q4KPrep, avx512.q4KPrep = q4KPrepAVX2, q4KPrepAVX512
 	avx2.attendV, avx2.attendW = attendValuesAVX2, 8
 	avx512.attendV, avx512.attendW = attendValuesAVX512, 16
 	avx2.scores, avx512.scores = attendScoresAVX2, attendScoresAVX512

@@ -86,6 +86,8 @@ func main() {
 	scoresKernel(avx2)
 	scoresKernel(avx512)
 	panelKernels(avx512)
+	q4KPrepKernel()
+	q4KPrepKernelAVX2()
 	Generate()
 }
 
