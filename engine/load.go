@@ -65,8 +65,8 @@ func (w Weights) String() string {
 	return fmt.Sprintf("Weights(%d)", int(w))
 }
 
-// Model is a loaded model: its configuration, its file mapped read-only and the worker pool
-// that runs its sessions. Sessions of one Model may be used from different goroutines at once
+// Model is a loaded model: its configuration, its weights (resident or mapped, see Weights) and
+// the worker pool that runs its sessions. Sessions of one Model may be used from different goroutines at once
 // (their matrix products take turns on the pool); one Session is used by one goroutine at a time.
 type Model struct {
 	path string
@@ -160,7 +160,7 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 	if err != nil {
 		return nil, err
 	}
-	data, err := placeWeights(ctx, fd, f.Size(), opts)
+	data, err := placeWeights(ctx, fd, f.Size(), opts, machine.RAM)
 	fd.Close()
 	if err != nil {
 		return nil, err
@@ -185,23 +185,39 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 		tier: tier, net: net}, nil
 }
 
-// placeWeights brings the file's bytes into memory as opts.Weights asks (see Weights).
-func placeWeights(ctx context.Context, fd *os.File, size int64, opts Options) (*mapping, error) {
+// placeWeights brings the file's bytes into memory as opts.Weights asks (see Weights); ram
+// reports the machine's total and available memory (machine.RAM; tests pass their own).
+func placeWeights(ctx context.Context, fd *os.File, size int64, opts Options, ram func(context.Context) (uint64, uint64, error)) (*mapping, error) {
 	threads := opts.Threads
 	if threads == 0 {
 		threads = kernels.DefaultThreads()
+	}
+	fits := func() error {
+		total, avail, err := ram(ctx)
+		if err != nil {
+			return err
+		}
+		if reserve := machine.Reserve(total); uint64(size) > avail || avail-uint64(size) < reserve {
+			return fmt.Errorf("%s of weights do not fit in RAM: %s available, %s kept for the system",
+				machine.Bytes(uint64(size)), machine.Bytes(avail), machine.Bytes(reserve))
+		}
+		return nil
 	}
 	switch opts.Weights {
 	case WeightsMapped:
 		return mapFile(fd, size)
 	case WeightsResident:
+		// The RAM guard: owned memory cannot be given back under pressure, so a load that
+		// would leave less than the reserve is refused.
+		if err := fits(); err != nil {
+			return nil, err
+		}
 		return readResident(ctx, fd, size, threads)
 	case WeightsAuto:
 	default:
 		return nil, fmt.Errorf("weights placement %v is not one of auto, resident, mapped", opts.Weights)
 	}
-	total, avail, err := machine.RAM(ctx)
-	if err != nil || uint64(size) > avail || avail-uint64(size) < machine.Reserve(total) {
+	if fits() != nil {
 		// Too big to own (or the memory is unknown): the page cache can give pages back.
 		return mapFile(fd, size)
 	}

@@ -104,3 +104,56 @@ func TestReadResidentErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightsRAMGuard checks the loader against the machine's memory: a resident load that would
+// leave less than the reserve is refused with the figures, the automatic choice maps the file
+// instead, and both load when the memory is there.
+func TestWeightsRAMGuard(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("resident weights are read on Linux only")
+	}
+	path := tinyQ8(t)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gib = 1 << 30
+	tight := func(context.Context) (uint64, uint64, error) { return 8 * gib, 2*gib + uint64(st.Size()) - 1, nil }
+	roomy := func(context.Context) (uint64, uint64, error) { return 8 * gib, 4 * gib, nil }
+	broken := func(context.Context) (uint64, uint64, error) { return 0, 0, errors.New("no meminfo") }
+	ctx := context.Background()
+	if _, err := placeWeights(ctx, f, st.Size(), Options{Weights: WeightsResident}, tight); err == nil ||
+		!strings.Contains(err.Error(), "do not fit in RAM") || !strings.Contains(err.Error(), "2.00 GiB kept for the system") {
+		t.Errorf("resident load one byte short of the reserve: %v, want a refusal with the figures", err)
+	}
+	if _, err := placeWeights(ctx, f, st.Size(), Options{Weights: WeightsResident}, broken); err == nil {
+		t.Error("resident load with the memory unknown was not refused")
+	}
+	for _, c := range []struct {
+		name     string
+		ram      func(context.Context) (uint64, uint64, error)
+		weights  Weights
+		resident bool
+	}{
+		{"auto, tight", tight, WeightsAuto, false},
+		{"auto, memory unknown", broken, WeightsAuto, false},
+		{"auto, roomy", roomy, WeightsAuto, true},
+		{"resident, roomy", roomy, WeightsResident, true},
+		{"mapped, roomy", roomy, WeightsMapped, false},
+	} {
+		m, err := placeWeights(ctx, f, st.Size(), Options{Weights: c.weights}, c.ram)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if m.resident != c.resident || int64(len(m.data)) != st.Size() {
+			t.Errorf("%s: resident %v with %d bytes, want resident %v with %d", c.name, m.resident, len(m.data), c.resident, st.Size())
+		}
+		m.close()
+	}
+}
