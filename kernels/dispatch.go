@@ -106,10 +106,11 @@ type asmKernels struct {
 	panelPack                                          func(panel, rows []float32, groups, stride int)
 	sum                                                func(l [16]float32, v []float32) [16]float32
 	q4K                                                func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
-	// q4Kr4 is DotQ4K of four Q4_K rows against one prepared input: w holds the rows one after
-	// another (len(w)/4 bytes each, len(scale) blocks of each read). Nil where the tier has
-	// too few registers (AVX2); decode then runs two rows a call.
-	q4Kr4 func(w []byte, digits []int16, sums, scale []float64) [4]float32
+	// q4Kr4 stores in dst DotQ4K of len(dst) Q4_K rows (len(dst)/4 groups of four) against one
+	// prepared input: w holds the rows one after another (rowBytes each, len(scale) blocks of
+	// each read). Nil where the tier has too few registers (AVX2); decode then runs two rows a
+	// call.
+	q4Kr4 func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)
 	// q4K4 is DotQ4K of one row against four prepared inputs: in[t], in[4+t] and in[8+t] point
 	// at input t's digits, sums and scales; nb is the number of blocks.
 	q4K4 func(w []byte, in [12]*byte, nb int) [4]float32

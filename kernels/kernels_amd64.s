@@ -13668,85 +13668,89 @@ DATA q4KPanelBuildAVX512VNNI_mins<>+24(SB)/4, $0x00000300
 DATA q4KPanelBuildAVX512VNNI_mins<>+28(SB)/4, $0x00000380
 GLOBL q4KPanelBuildAVX512VNNI_mins<>(SB), RODATA|NOPTR, $32
 
-// func q4KRows4AVX512(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
+// func q4KRows4AVX512(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VBMI, AVX512VL, F16C, MMX+
-TEXT ·q4KRows4AVX512(SB), NOSPLIT, $128-112
-	MOVQ   w_base+0(FP), AX
-	MOVQ   w_len+8(FP), CX
-	MOVQ   digits_base+24(FP), DX
-	MOVQ   sums_base+48(FP), BX
-	MOVQ   scale_base+72(FP), SI
-	MOVQ   scale_len+80(FP), DI
-	VXORPD Z0, Z0, Z0
-	TESTQ  DI, DI
-	JZ     done
-	MOVQ   CX, R8
-	SHRQ   $0x02, R8
-	LEAQ   (R8)(R8*2), R9
-	SHLQ   $0x03, DI
-	LEAQ   (BX)(DI*8), BX
-	ADDQ   DI, SI
-	NEGQ   DI
-	TESTQ  CX, CX
-	JZ     done
-	MOVQ   CX, R10
+TEXT ·q4KRows4AVX512(SB), NOSPLIT, $128-128
+	MOVQ  dst_len+112(FP), AX
+	SHRQ  $0x02, AX
+	JZ    done
+	MOVQ  w_base+0(FP), CX
+	MOVQ  rowBytes+24(FP), DX
+	MOVQ  sums_base+56(FP), BX
+	MOVQ  scale_base+80(FP), SI
+	MOVQ  scale_len+88(FP), DI
+	MOVQ  dst_base+104(FP), R8
+	LEAQ  (DX)(DX*2), R9
+	SHLQ  $0x03, DI
+	LEAQ  (BX)(DI*8), BX
+	ADDQ  DI, SI
+	MOVQ  $0x00001000, R11
+	TESTQ DX, DX
+	JZ    far
+	XORQ  R11, R11
 
 ahead:
-	CMPQ R10, $0x00001000
-	JAE  far
-	ADDQ CX, R10
-	JMP  ahead
+	LEAQ (R11)(DX*4), R11
+	CMPQ R11, $0x00001000
+	JB   ahead
 
 far:
-	VBROADCASTI64X4 q4KRows4AVX512_pick<>+0(SB), Z1
-	VBROADCASTI64X4 q4KRows4AVX512_pickHigh<>+0(SB), Z2
-	VBROADCASTI64X4 q4KRows4AVX512_pickTop<>+0(SB), Z3
-	VBROADCASTI64X4 q4KRows4AVX512_keep<>+0(SB), Z4
-	VBROADCASTI64X4 q4KRows4AVX512_top<>+0(SB), Z5
-	VMOVDQU64       q4KRows4AVX512_spread<>+0(SB), Z6
-	VMOVDQU64       q4KRows4AVX512_mins<>+0(SB), Z7
-	VMOVDQU64       q4KRows4AVX512_spread<>+64(SB), Z8
-	VMOVDQU64       q4KRows4AVX512_mins<>+64(SB), Z9
-	VMOVDQU32       q4KRows4AVX512_heads<>+0(SB), X10
-	VPBROADCASTD    const983055<>+0(SB), Z11
-	MOVQ            $0x1111111111111111, CX
-	KMOVQ           CX, K1
+	VBROADCASTI64X4 q4KRows4AVX512_pick<>+0(SB), Z0
+	VBROADCASTI64X4 q4KRows4AVX512_pickHigh<>+0(SB), Z1
+	VBROADCASTI64X4 q4KRows4AVX512_pickTop<>+0(SB), Z2
+	VBROADCASTI64X4 q4KRows4AVX512_keep<>+0(SB), Z3
+	VBROADCASTI64X4 q4KRows4AVX512_top<>+0(SB), Z4
+	VMOVDQU64       q4KRows4AVX512_spread<>+0(SB), Z5
+	VMOVDQU64       q4KRows4AVX512_mins<>+0(SB), Z6
+	VMOVDQU64       q4KRows4AVX512_spread<>+64(SB), Z7
+	VMOVDQU64       q4KRows4AVX512_mins<>+64(SB), Z8
+	VMOVDQU32       q4KRows4AVX512_heads<>+0(SB), X9
+	VPBROADCASTD    const983055<>+0(SB), Z10
+	MOVQ            $0x1111111111111111, R10
+	KMOVQ           R10, K1
+
+group:
+	VXORPD Z11, Z11, Z11
+	MOVQ   digits_base+32(FP), R12
+	MOVQ   DI, R10
+	NEGQ   R10
+	JZ     store
 
 block:
-	PREFETCHT0       (AX)(R10*1)
-	PREFETCHT0       64(AX)(R10*1)
-	PREFETCHT0       128(AX)(R10*1)
-	PREFETCHT0       192(AX)(R10*1)
-	PREFETCHT0       256(AX)(R10*1)
-	PREFETCHT0       320(AX)(R10*1)
-	PREFETCHT0       384(AX)(R10*1)
-	PREFETCHT0       448(AX)(R10*1)
-	PREFETCHT0       512(AX)(R10*1)
-	VMOVDQU32        (AX), X12
-	VINSERTI32X4     $0x01, (AX)(R8*1), Z12, Z12
-	VINSERTI32X4     $0x02, (AX)(R8*2), Z12, Z12
-	VINSERTI32X4     $0x03, (AX)(R9*1), Z12, Z12
-	VPSHUFB          Z1, Z12, Z13
+	PREFETCHT0       (CX)(R11*1)
+	PREFETCHT0       64(CX)(R11*1)
+	PREFETCHT0       128(CX)(R11*1)
+	PREFETCHT0       192(CX)(R11*1)
+	PREFETCHT0       256(CX)(R11*1)
+	PREFETCHT0       320(CX)(R11*1)
+	PREFETCHT0       384(CX)(R11*1)
+	PREFETCHT0       448(CX)(R11*1)
+	PREFETCHT0       512(CX)(R11*1)
+	VMOVDQU32        (CX), X12
+	VINSERTI32X4     $0x01, (CX)(DX*1), Z12, Z12
+	VINSERTI32X4     $0x02, (CX)(DX*2), Z12, Z12
+	VINSERTI32X4     $0x03, (CX)(R9*1), Z12, Z12
+	VPSHUFB          Z0, Z12, Z13
 	VPSRLW           $0x04, Z12, Z14
-	VPSHUFB          Z2, Z14, Z14
-	VPTERNLOGD       $0xa8, Z4, Z14, Z13
+	VPSHUFB          Z1, Z14, Z14
+	VPTERNLOGD       $0xa8, Z3, Z14, Z13
 	VPSRLW           $0x02, Z12, Z14
-	VPSHUFB          Z3, Z14, Z14
-	VPTERNLOGD       $0xf8, Z5, Z14, Z13
-	VPERMB.Z         Z13, Z6, K1, Z14
+	VPSHUFB          Z2, Z14, Z14
+	VPTERNLOGD       $0xf8, Z4, Z14, Z13
+	VPERMB.Z         Z13, Z5, K1, Z14
 	VMOVDQU32        Y14, (SP)
 	VEXTRACTI64X4    $0x01, Z14, Y14
 	VMOVDQU32        Y14, 32(SP)
-	VPERMB.Z         Z13, Z8, K1, Z14
+	VPERMB.Z         Z13, Z7, K1, Z14
 	VMOVDQU32        Y14, 64(SP)
 	VEXTRACTI64X4    $0x01, Z14, Y14
 	VMOVDQU32        Y14, 96(SP)
-	VMOVDQU32        (DX), Z20
-	VMOVDQU32        64(DX), Z21
-	VMOVDQU32        128(DX), Z22
-	VMOVDQU32        192(DX), Z23
-	VPMOVZXBW        16(AX), Z16
-	VPANDD           Z11, Z16, Z15
+	VMOVDQU32        (R12), Z20
+	VMOVDQU32        64(R12), Z21
+	VMOVDQU32        128(R12), Z22
+	VMOVDQU32        192(R12), Z23
+	VPMOVZXBW        16(CX), Z16
+	VPANDD           Z10, Z16, Z15
 	VPSRLW           $0x04, Z16, Z16
 	VPMULLD.BCST     (SP), Z15, Z15
 	VPMULLD.BCST     4(SP), Z16, Z16
@@ -13756,8 +13760,8 @@ block:
 	VPADDD           Z17, Z14, Z14
 	VPMADDWD         Z23, Z16, Z16
 	VPADDD           Z16, Z15, Z15
-	VPMOVZXBW        16(AX)(R8*1), Z18
-	VPANDD           Z11, Z18, Z17
+	VPMOVZXBW        16(CX)(DX*1), Z18
+	VPANDD           Z10, Z18, Z17
 	VPSRLW           $0x04, Z18, Z18
 	VPMULLD.BCST     32(SP), Z17, Z17
 	VPMULLD.BCST     36(SP), Z18, Z18
@@ -13767,8 +13771,8 @@ block:
 	VPADDD           Z19, Z16, Z16
 	VPMADDWD         Z23, Z18, Z18
 	VPADDD           Z18, Z17, Z17
-	VPMOVZXBW        16(AX)(R8*2), Z24
-	VPANDD           Z11, Z24, Z19
+	VPMOVZXBW        16(CX)(DX*2), Z24
+	VPANDD           Z10, Z24, Z19
 	VPSRLW           $0x04, Z24, Z24
 	VPMULLD.BCST     64(SP), Z19, Z19
 	VPMULLD.BCST     68(SP), Z24, Z24
@@ -13778,8 +13782,8 @@ block:
 	VPADDD           Z25, Z18, Z18
 	VPMADDWD         Z23, Z24, Z24
 	VPADDD           Z24, Z19, Z19
-	VPMOVZXBW        16(AX)(R9*1), Z24
-	VPANDD           Z11, Z24, Z25
+	VPMOVZXBW        16(CX)(R9*1), Z24
+	VPANDD           Z10, Z24, Z25
 	VPSRLW           $0x04, Z24, Z24
 	VPMULLD.BCST     96(SP), Z25, Z25
 	VPMULLD.BCST     100(SP), Z24, Z24
@@ -13789,12 +13793,12 @@ block:
 	VPADDD           Z22, Z20, Z20
 	VPMADDWD         Z23, Z24, Z22
 	VPADDD           Z22, Z21, Z21
-	VMOVDQU32        256(DX), Z22
-	VMOVDQU32        320(DX), Z23
-	VMOVDQU32        384(DX), Z24
-	VMOVDQU32        448(DX), Z25
-	VPMOVZXBW        48(AX), Z26
-	VPANDD           Z11, Z26, Z27
+	VMOVDQU32        256(R12), Z22
+	VMOVDQU32        320(R12), Z23
+	VMOVDQU32        384(R12), Z24
+	VMOVDQU32        448(R12), Z25
+	VPMOVZXBW        48(CX), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     8(SP), Z27, Z27
 	VPMULLD.BCST     12(SP), Z26, Z26
@@ -13806,8 +13810,8 @@ block:
 	VPADDD           Z27, Z14, Z14
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z15, Z15
-	VPMOVZXBW        48(AX)(R8*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        48(CX)(DX*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     40(SP), Z27, Z27
 	VPMULLD.BCST     44(SP), Z26, Z26
@@ -13819,8 +13823,8 @@ block:
 	VPADDD           Z27, Z16, Z16
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z17, Z17
-	VPMOVZXBW        48(AX)(R8*2), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        48(CX)(DX*2), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     72(SP), Z27, Z27
 	VPMULLD.BCST     76(SP), Z26, Z26
@@ -13832,8 +13836,8 @@ block:
 	VPADDD           Z27, Z18, Z18
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z19, Z19
-	VPMOVZXBW        48(AX)(R9*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        48(CX)(R9*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     104(SP), Z27, Z27
 	VPMULLD.BCST     108(SP), Z26, Z26
@@ -13845,12 +13849,12 @@ block:
 	VPADDD           Z22, Z20, Z20
 	VPMADDWD         Z25, Z26, Z22
 	VPADDD           Z22, Z21, Z21
-	VMOVDQU32        512(DX), Z22
-	VMOVDQU32        576(DX), Z23
-	VMOVDQU32        640(DX), Z24
-	VMOVDQU32        704(DX), Z25
-	VPMOVZXBW        80(AX), Z26
-	VPANDD           Z11, Z26, Z27
+	VMOVDQU32        512(R12), Z22
+	VMOVDQU32        576(R12), Z23
+	VMOVDQU32        640(R12), Z24
+	VMOVDQU32        704(R12), Z25
+	VPMOVZXBW        80(CX), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     16(SP), Z27, Z27
 	VPMULLD.BCST     20(SP), Z26, Z26
@@ -13862,8 +13866,8 @@ block:
 	VPADDD           Z27, Z14, Z14
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z15, Z15
-	VPMOVZXBW        80(AX)(R8*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        80(CX)(DX*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     48(SP), Z27, Z27
 	VPMULLD.BCST     52(SP), Z26, Z26
@@ -13875,8 +13879,8 @@ block:
 	VPADDD           Z27, Z16, Z16
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z17, Z17
-	VPMOVZXBW        80(AX)(R8*2), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        80(CX)(DX*2), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     80(SP), Z27, Z27
 	VPMULLD.BCST     84(SP), Z26, Z26
@@ -13888,8 +13892,8 @@ block:
 	VPADDD           Z27, Z18, Z18
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z19, Z19
-	VPMOVZXBW        80(AX)(R9*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        80(CX)(R9*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     112(SP), Z27, Z27
 	VPMULLD.BCST     116(SP), Z26, Z26
@@ -13901,12 +13905,12 @@ block:
 	VPADDD           Z22, Z20, Z20
 	VPMADDWD         Z25, Z26, Z22
 	VPADDD           Z22, Z21, Z21
-	VMOVDQU32        768(DX), Z22
-	VMOVDQU32        832(DX), Z23
-	VMOVDQU32        896(DX), Z24
-	VMOVDQU32        960(DX), Z25
-	VPMOVZXBW        112(AX), Z26
-	VPANDD           Z11, Z26, Z27
+	VMOVDQU32        768(R12), Z22
+	VMOVDQU32        832(R12), Z23
+	VMOVDQU32        896(R12), Z24
+	VMOVDQU32        960(R12), Z25
+	VPMOVZXBW        112(CX), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     24(SP), Z27, Z27
 	VPMULLD.BCST     28(SP), Z26, Z26
@@ -13918,8 +13922,8 @@ block:
 	VPADDD           Z27, Z14, Z14
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z15, Z15
-	VPMOVZXBW        112(AX)(R8*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        112(CX)(DX*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     56(SP), Z27, Z27
 	VPMULLD.BCST     60(SP), Z26, Z26
@@ -13931,8 +13935,8 @@ block:
 	VPADDD           Z27, Z16, Z16
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z17, Z17
-	VPMOVZXBW        112(AX)(R8*2), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        112(CX)(DX*2), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     88(SP), Z27, Z27
 	VPMULLD.BCST     92(SP), Z26, Z26
@@ -13944,8 +13948,8 @@ block:
 	VPADDD           Z27, Z18, Z18
 	VPMADDWD         Z25, Z26, Z26
 	VPADDD           Z26, Z19, Z19
-	VPMOVZXBW        112(AX)(R9*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        112(CX)(R9*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     120(SP), Z27, Z27
 	VPMULLD.BCST     124(SP), Z26, Z26
@@ -13983,9 +13987,9 @@ block:
 	VEXTRACTI64X4    $0x01, Z17, Y16
 	VCVTDQ2PD        Y16, Z16
 	VFMADD231PD.BCST f64_65536<>+0(SB), Z16, Z15
-	VBROADCASTF64X4  (BX)(DI*8), Z16
-	VBROADCASTF64X4  32(BX)(DI*8), Z17
-	VPERMB.Z         Z13, Z7, K1, Z18
+	VBROADCASTF64X4  (BX)(R10*8), Z16
+	VBROADCASTF64X4  32(BX)(R10*8), Z17
+	VPERMB.Z         Z13, Z6, K1, Z18
 	VCVTDQ2PD        Y18, Z19
 	VEXTRACTI64X4    $0x01, Z18, Y18
 	VCVTDQ2PD        Y18, Z18
@@ -13994,7 +13998,7 @@ block:
 	VUNPCKLPD        Z19, Z14, Z18
 	VUNPCKHPD        Z19, Z14, Z14
 	VADDPD           Z14, Z18, Z18
-	VPERMB.Z         Z13, Z9, K1, Z13
+	VPERMB.Z         Z13, Z8, K1, Z13
 	VCVTDQ2PD        Y13, Z14
 	VEXTRACTI64X4    $0x01, Z13, Y13
 	VCVTDQ2PD        Y13, Z13
@@ -14006,25 +14010,31 @@ block:
 	VSHUFF64X2       $0x88, Z13, Z18, Z14
 	VSHUFF64X2       $0xdd, Z13, Z18, Z13
 	VADDPD           Z13, Z14, Z14
-	VPERMD           Z12, Z10, Z13
+	VPERMD           Z12, Z9, Z13
 	VCVTPH2PS        X13, Y13
 	VCVTPS2PD        Y13, Z13
 	VMULPD           Z13, Z14, Z14
 	VPERMILPD        $0x55, Z14, Z13
 	VSUBPD           Z13, Z14, Z14
-	VMULPD.BCST      (SI)(DI*1), Z14, Z14
-	VADDPD           Z14, Z0, Z0
-	ADDQ             $0x00000090, AX
-	ADDQ             $0x00000400, DX
-	ADDQ             $0x000001b0, R10
-	ADDQ             $0x08, DI
+	VMULPD.BCST      (SI)(R10*1), Z14, Z14
+	VADDPD           Z14, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
 	JNZ              block
 
-done:
-	VCVTPD2PS Z0, Y0
-	LEAQ      ret_0+96(FP), AX
-	VPMOVQD   Y0, (AX)
+store:
+	VCVTPD2PS Z11, Y11
+	VPMOVQD   Y11, (R8)
+	ADDQ      $0x10, R8
+	ADDQ      R9, CX
+	SUBQ      R9, R11
+	DECQ      AX
+	JNZ       group
 	VZEROUPPER
+
+done:
 	RET
 
 DATA q4KRows4AVX512_pick<>+0(SB)/1, $0x04
@@ -14463,85 +14473,89 @@ DATA q4KRows4AVX512_heads<>+8(SB)/4, $0x00000008
 DATA q4KRows4AVX512_heads<>+12(SB)/4, $0x0000000c
 GLOBL q4KRows4AVX512_heads<>(SB), RODATA|NOPTR, $16
 
-// func q4KRows4AVX512VNNI(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
+// func q4KRows4AVX512VNNI(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VBMI, AVX512VL, AVX512_VNNI, F16C, MMX+
-TEXT ·q4KRows4AVX512VNNI(SB), NOSPLIT, $128-112
-	MOVQ   w_base+0(FP), AX
-	MOVQ   w_len+8(FP), CX
-	MOVQ   digits_base+24(FP), DX
-	MOVQ   sums_base+48(FP), BX
-	MOVQ   scale_base+72(FP), SI
-	MOVQ   scale_len+80(FP), DI
-	VXORPD Z0, Z0, Z0
-	TESTQ  DI, DI
-	JZ     done
-	MOVQ   CX, R8
-	SHRQ   $0x02, R8
-	LEAQ   (R8)(R8*2), R9
-	SHLQ   $0x03, DI
-	LEAQ   (BX)(DI*8), BX
-	ADDQ   DI, SI
-	NEGQ   DI
-	TESTQ  CX, CX
-	JZ     done
-	MOVQ   CX, R10
+TEXT ·q4KRows4AVX512VNNI(SB), NOSPLIT, $128-128
+	MOVQ  dst_len+112(FP), AX
+	SHRQ  $0x02, AX
+	JZ    done
+	MOVQ  w_base+0(FP), CX
+	MOVQ  rowBytes+24(FP), DX
+	MOVQ  sums_base+56(FP), BX
+	MOVQ  scale_base+80(FP), SI
+	MOVQ  scale_len+88(FP), DI
+	MOVQ  dst_base+104(FP), R8
+	LEAQ  (DX)(DX*2), R9
+	SHLQ  $0x03, DI
+	LEAQ  (BX)(DI*8), BX
+	ADDQ  DI, SI
+	MOVQ  $0x00001000, R11
+	TESTQ DX, DX
+	JZ    far
+	XORQ  R11, R11
 
 ahead:
-	CMPQ R10, $0x00001000
-	JAE  far
-	ADDQ CX, R10
-	JMP  ahead
+	LEAQ (R11)(DX*4), R11
+	CMPQ R11, $0x00001000
+	JB   ahead
 
 far:
-	VBROADCASTI64X4 q4KRows4AVX512VNNI_pick<>+0(SB), Z1
-	VBROADCASTI64X4 q4KRows4AVX512VNNI_pickHigh<>+0(SB), Z2
-	VBROADCASTI64X4 q4KRows4AVX512VNNI_pickTop<>+0(SB), Z3
-	VBROADCASTI64X4 q4KRows4AVX512VNNI_keep<>+0(SB), Z4
-	VBROADCASTI64X4 q4KRows4AVX512VNNI_top<>+0(SB), Z5
-	VMOVDQU64       q4KRows4AVX512VNNI_spread<>+0(SB), Z6
-	VMOVDQU64       q4KRows4AVX512VNNI_mins<>+0(SB), Z7
-	VMOVDQU64       q4KRows4AVX512VNNI_spread<>+64(SB), Z8
-	VMOVDQU64       q4KRows4AVX512VNNI_mins<>+64(SB), Z9
-	VMOVDQU32       q4KRows4AVX512VNNI_heads<>+0(SB), X10
-	VPBROADCASTD    const983055<>+0(SB), Z11
-	MOVQ            $0x1111111111111111, CX
-	KMOVQ           CX, K1
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_pick<>+0(SB), Z0
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_pickHigh<>+0(SB), Z1
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_pickTop<>+0(SB), Z2
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_keep<>+0(SB), Z3
+	VBROADCASTI64X4 q4KRows4AVX512VNNI_top<>+0(SB), Z4
+	VMOVDQU64       q4KRows4AVX512VNNI_spread<>+0(SB), Z5
+	VMOVDQU64       q4KRows4AVX512VNNI_mins<>+0(SB), Z6
+	VMOVDQU64       q4KRows4AVX512VNNI_spread<>+64(SB), Z7
+	VMOVDQU64       q4KRows4AVX512VNNI_mins<>+64(SB), Z8
+	VMOVDQU32       q4KRows4AVX512VNNI_heads<>+0(SB), X9
+	VPBROADCASTD    const983055<>+0(SB), Z10
+	MOVQ            $0x1111111111111111, R10
+	KMOVQ           R10, K1
+
+group:
+	VXORPD Z11, Z11, Z11
+	MOVQ   digits_base+32(FP), R12
+	MOVQ   DI, R10
+	NEGQ   R10
+	JZ     store
 
 block:
-	PREFETCHT0       (AX)(R10*1)
-	PREFETCHT0       64(AX)(R10*1)
-	PREFETCHT0       128(AX)(R10*1)
-	PREFETCHT0       192(AX)(R10*1)
-	PREFETCHT0       256(AX)(R10*1)
-	PREFETCHT0       320(AX)(R10*1)
-	PREFETCHT0       384(AX)(R10*1)
-	PREFETCHT0       448(AX)(R10*1)
-	PREFETCHT0       512(AX)(R10*1)
-	VMOVDQU32        (AX), X12
-	VINSERTI32X4     $0x01, (AX)(R8*1), Z12, Z12
-	VINSERTI32X4     $0x02, (AX)(R8*2), Z12, Z12
-	VINSERTI32X4     $0x03, (AX)(R9*1), Z12, Z12
-	VPSHUFB          Z1, Z12, Z13
+	PREFETCHT0       (CX)(R11*1)
+	PREFETCHT0       64(CX)(R11*1)
+	PREFETCHT0       128(CX)(R11*1)
+	PREFETCHT0       192(CX)(R11*1)
+	PREFETCHT0       256(CX)(R11*1)
+	PREFETCHT0       320(CX)(R11*1)
+	PREFETCHT0       384(CX)(R11*1)
+	PREFETCHT0       448(CX)(R11*1)
+	PREFETCHT0       512(CX)(R11*1)
+	VMOVDQU32        (CX), X12
+	VINSERTI32X4     $0x01, (CX)(DX*1), Z12, Z12
+	VINSERTI32X4     $0x02, (CX)(DX*2), Z12, Z12
+	VINSERTI32X4     $0x03, (CX)(R9*1), Z12, Z12
+	VPSHUFB          Z0, Z12, Z13
 	VPSRLW           $0x04, Z12, Z14
-	VPSHUFB          Z2, Z14, Z14
-	VPTERNLOGD       $0xa8, Z4, Z14, Z13
+	VPSHUFB          Z1, Z14, Z14
+	VPTERNLOGD       $0xa8, Z3, Z14, Z13
 	VPSRLW           $0x02, Z12, Z14
-	VPSHUFB          Z3, Z14, Z14
-	VPTERNLOGD       $0xf8, Z5, Z14, Z13
-	VPERMB.Z         Z13, Z6, K1, Z14
+	VPSHUFB          Z2, Z14, Z14
+	VPTERNLOGD       $0xf8, Z4, Z14, Z13
+	VPERMB.Z         Z13, Z5, K1, Z14
 	VMOVDQU32        Y14, (SP)
 	VEXTRACTI64X4    $0x01, Z14, Y14
 	VMOVDQU32        Y14, 32(SP)
-	VPERMB.Z         Z13, Z8, K1, Z14
+	VPERMB.Z         Z13, Z7, K1, Z14
 	VMOVDQU32        Y14, 64(SP)
 	VEXTRACTI64X4    $0x01, Z14, Y14
 	VMOVDQU32        Y14, 96(SP)
-	VMOVDQU32        (DX), Z20
-	VMOVDQU32        64(DX), Z21
-	VMOVDQU32        128(DX), Z22
-	VMOVDQU32        192(DX), Z23
-	VPMOVZXBW        16(AX), Z16
-	VPANDD           Z11, Z16, Z15
+	VMOVDQU32        (R12), Z20
+	VMOVDQU32        64(R12), Z21
+	VMOVDQU32        128(R12), Z22
+	VMOVDQU32        192(R12), Z23
+	VPMOVZXBW        16(CX), Z16
+	VPANDD           Z10, Z16, Z15
 	VPSRLW           $0x04, Z16, Z16
 	VPMULLD.BCST     (SP), Z15, Z15
 	VPMULLD.BCST     4(SP), Z16, Z16
@@ -14549,8 +14563,8 @@ block:
 	VPMADDWD         Z21, Z15, Z15
 	VPDPWSSD         Z22, Z16, Z14
 	VPDPWSSD         Z23, Z16, Z15
-	VPMOVZXBW        16(AX)(R8*1), Z18
-	VPANDD           Z11, Z18, Z17
+	VPMOVZXBW        16(CX)(DX*1), Z18
+	VPANDD           Z10, Z18, Z17
 	VPSRLW           $0x04, Z18, Z18
 	VPMULLD.BCST     32(SP), Z17, Z17
 	VPMULLD.BCST     36(SP), Z18, Z18
@@ -14558,8 +14572,8 @@ block:
 	VPMADDWD         Z21, Z17, Z17
 	VPDPWSSD         Z22, Z18, Z16
 	VPDPWSSD         Z23, Z18, Z17
-	VPMOVZXBW        16(AX)(R8*2), Z24
-	VPANDD           Z11, Z24, Z19
+	VPMOVZXBW        16(CX)(DX*2), Z24
+	VPANDD           Z10, Z24, Z19
 	VPSRLW           $0x04, Z24, Z24
 	VPMULLD.BCST     64(SP), Z19, Z19
 	VPMULLD.BCST     68(SP), Z24, Z24
@@ -14567,8 +14581,8 @@ block:
 	VPMADDWD         Z21, Z19, Z19
 	VPDPWSSD         Z22, Z24, Z18
 	VPDPWSSD         Z23, Z24, Z19
-	VPMOVZXBW        16(AX)(R9*1), Z24
-	VPANDD           Z11, Z24, Z25
+	VPMOVZXBW        16(CX)(R9*1), Z24
+	VPANDD           Z10, Z24, Z25
 	VPSRLW           $0x04, Z24, Z24
 	VPMULLD.BCST     96(SP), Z25, Z25
 	VPMULLD.BCST     100(SP), Z24, Z24
@@ -14576,12 +14590,12 @@ block:
 	VPMADDWD         Z21, Z25, Z21
 	VPDPWSSD         Z22, Z24, Z20
 	VPDPWSSD         Z23, Z24, Z21
-	VMOVDQU32        256(DX), Z22
-	VMOVDQU32        320(DX), Z23
-	VMOVDQU32        384(DX), Z24
-	VMOVDQU32        448(DX), Z25
-	VPMOVZXBW        48(AX), Z26
-	VPANDD           Z11, Z26, Z27
+	VMOVDQU32        256(R12), Z22
+	VMOVDQU32        320(R12), Z23
+	VMOVDQU32        384(R12), Z24
+	VMOVDQU32        448(R12), Z25
+	VPMOVZXBW        48(CX), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     8(SP), Z27, Z27
 	VPMULLD.BCST     12(SP), Z26, Z26
@@ -14589,8 +14603,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z15
 	VPDPWSSD         Z24, Z26, Z14
 	VPDPWSSD         Z25, Z26, Z15
-	VPMOVZXBW        48(AX)(R8*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        48(CX)(DX*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     40(SP), Z27, Z27
 	VPMULLD.BCST     44(SP), Z26, Z26
@@ -14598,8 +14612,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z17
 	VPDPWSSD         Z24, Z26, Z16
 	VPDPWSSD         Z25, Z26, Z17
-	VPMOVZXBW        48(AX)(R8*2), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        48(CX)(DX*2), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     72(SP), Z27, Z27
 	VPMULLD.BCST     76(SP), Z26, Z26
@@ -14607,8 +14621,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z19
 	VPDPWSSD         Z24, Z26, Z18
 	VPDPWSSD         Z25, Z26, Z19
-	VPMOVZXBW        48(AX)(R9*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        48(CX)(R9*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     104(SP), Z27, Z27
 	VPMULLD.BCST     108(SP), Z26, Z26
@@ -14616,12 +14630,12 @@ block:
 	VPDPWSSD         Z23, Z27, Z21
 	VPDPWSSD         Z24, Z26, Z20
 	VPDPWSSD         Z25, Z26, Z21
-	VMOVDQU32        512(DX), Z22
-	VMOVDQU32        576(DX), Z23
-	VMOVDQU32        640(DX), Z24
-	VMOVDQU32        704(DX), Z25
-	VPMOVZXBW        80(AX), Z26
-	VPANDD           Z11, Z26, Z27
+	VMOVDQU32        512(R12), Z22
+	VMOVDQU32        576(R12), Z23
+	VMOVDQU32        640(R12), Z24
+	VMOVDQU32        704(R12), Z25
+	VPMOVZXBW        80(CX), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     16(SP), Z27, Z27
 	VPMULLD.BCST     20(SP), Z26, Z26
@@ -14629,8 +14643,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z15
 	VPDPWSSD         Z24, Z26, Z14
 	VPDPWSSD         Z25, Z26, Z15
-	VPMOVZXBW        80(AX)(R8*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        80(CX)(DX*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     48(SP), Z27, Z27
 	VPMULLD.BCST     52(SP), Z26, Z26
@@ -14638,8 +14652,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z17
 	VPDPWSSD         Z24, Z26, Z16
 	VPDPWSSD         Z25, Z26, Z17
-	VPMOVZXBW        80(AX)(R8*2), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        80(CX)(DX*2), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     80(SP), Z27, Z27
 	VPMULLD.BCST     84(SP), Z26, Z26
@@ -14647,8 +14661,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z19
 	VPDPWSSD         Z24, Z26, Z18
 	VPDPWSSD         Z25, Z26, Z19
-	VPMOVZXBW        80(AX)(R9*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        80(CX)(R9*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     112(SP), Z27, Z27
 	VPMULLD.BCST     116(SP), Z26, Z26
@@ -14656,12 +14670,12 @@ block:
 	VPDPWSSD         Z23, Z27, Z21
 	VPDPWSSD         Z24, Z26, Z20
 	VPDPWSSD         Z25, Z26, Z21
-	VMOVDQU32        768(DX), Z22
-	VMOVDQU32        832(DX), Z23
-	VMOVDQU32        896(DX), Z24
-	VMOVDQU32        960(DX), Z25
-	VPMOVZXBW        112(AX), Z26
-	VPANDD           Z11, Z26, Z27
+	VMOVDQU32        768(R12), Z22
+	VMOVDQU32        832(R12), Z23
+	VMOVDQU32        896(R12), Z24
+	VMOVDQU32        960(R12), Z25
+	VPMOVZXBW        112(CX), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     24(SP), Z27, Z27
 	VPMULLD.BCST     28(SP), Z26, Z26
@@ -14669,8 +14683,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z15
 	VPDPWSSD         Z24, Z26, Z14
 	VPDPWSSD         Z25, Z26, Z15
-	VPMOVZXBW        112(AX)(R8*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        112(CX)(DX*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     56(SP), Z27, Z27
 	VPMULLD.BCST     60(SP), Z26, Z26
@@ -14678,8 +14692,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z17
 	VPDPWSSD         Z24, Z26, Z16
 	VPDPWSSD         Z25, Z26, Z17
-	VPMOVZXBW        112(AX)(R8*2), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        112(CX)(DX*2), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     88(SP), Z27, Z27
 	VPMULLD.BCST     92(SP), Z26, Z26
@@ -14687,8 +14701,8 @@ block:
 	VPDPWSSD         Z23, Z27, Z19
 	VPDPWSSD         Z24, Z26, Z18
 	VPDPWSSD         Z25, Z26, Z19
-	VPMOVZXBW        112(AX)(R9*1), Z26
-	VPANDD           Z11, Z26, Z27
+	VPMOVZXBW        112(CX)(R9*1), Z26
+	VPANDD           Z10, Z26, Z27
 	VPSRLW           $0x04, Z26, Z26
 	VPMULLD.BCST     120(SP), Z27, Z27
 	VPMULLD.BCST     124(SP), Z26, Z26
@@ -14722,9 +14736,9 @@ block:
 	VEXTRACTI64X4    $0x01, Z17, Y16
 	VCVTDQ2PD        Y16, Z16
 	VFMADD231PD.BCST f64_65536<>+0(SB), Z16, Z15
-	VBROADCASTF64X4  (BX)(DI*8), Z16
-	VBROADCASTF64X4  32(BX)(DI*8), Z17
-	VPERMB.Z         Z13, Z7, K1, Z18
+	VBROADCASTF64X4  (BX)(R10*8), Z16
+	VBROADCASTF64X4  32(BX)(R10*8), Z17
+	VPERMB.Z         Z13, Z6, K1, Z18
 	VCVTDQ2PD        Y18, Z19
 	VEXTRACTI64X4    $0x01, Z18, Y18
 	VCVTDQ2PD        Y18, Z18
@@ -14733,7 +14747,7 @@ block:
 	VUNPCKLPD        Z19, Z14, Z18
 	VUNPCKHPD        Z19, Z14, Z14
 	VADDPD           Z14, Z18, Z18
-	VPERMB.Z         Z13, Z9, K1, Z13
+	VPERMB.Z         Z13, Z8, K1, Z13
 	VCVTDQ2PD        Y13, Z14
 	VEXTRACTI64X4    $0x01, Z13, Y13
 	VCVTDQ2PD        Y13, Z13
@@ -14745,25 +14759,31 @@ block:
 	VSHUFF64X2       $0x88, Z13, Z18, Z14
 	VSHUFF64X2       $0xdd, Z13, Z18, Z13
 	VADDPD           Z13, Z14, Z14
-	VPERMD           Z12, Z10, Z13
+	VPERMD           Z12, Z9, Z13
 	VCVTPH2PS        X13, Y13
 	VCVTPS2PD        Y13, Z13
 	VMULPD           Z13, Z14, Z14
 	VPERMILPD        $0x55, Z14, Z13
 	VSUBPD           Z13, Z14, Z14
-	VMULPD.BCST      (SI)(DI*1), Z14, Z14
-	VADDPD           Z14, Z0, Z0
-	ADDQ             $0x00000090, AX
-	ADDQ             $0x00000400, DX
-	ADDQ             $0x000001b0, R10
-	ADDQ             $0x08, DI
+	VMULPD.BCST      (SI)(R10*1), Z14, Z14
+	VADDPD           Z14, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
 	JNZ              block
 
-done:
-	VCVTPD2PS Z0, Y0
-	LEAQ      ret_0+96(FP), AX
-	VPMOVQD   Y0, (AX)
+store:
+	VCVTPD2PS Z11, Y11
+	VPMOVQD   Y11, (R8)
+	ADDQ      $0x10, R8
+	ADDQ      R9, CX
+	SUBQ      R9, R11
+	DECQ      AX
+	JNZ       group
 	VZEROUPPER
+
+done:
 	RET
 
 DATA q4KRows4AVX512VNNI_pick<>+0(SB)/1, $0x04

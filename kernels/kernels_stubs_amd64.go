@@ -257,15 +257,15 @@ func q4KPanel4AVX512VNNI(panel []byte, in [12]*byte, nb int, rows int) [4][16]fl
 //go:noescape
 func q4KPanelBuildAVX512VNNI(panel []byte, rows [16]*byte, nb int)
 
-// q4KRows4AVX512 returns DotQ4K of the four Q4_K rows of w (len(w)/4 bytes each) against a prepared input.
+// q4KRows4AVX512 stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.
 //
 //go:noescape
-func q4KRows4AVX512(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
+func q4KRows4AVX512(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 
-// q4KRows4AVX512VNNI returns DotQ4K of the four Q4_K rows of w (len(w)/4 bytes each) against a prepared input.
+// q4KRows4AVX512VNNI stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.
 //
 //go:noescape
-func q4KRows4AVX512VNNI(w []byte, digits []int16, sums []float64, scale []float64) [4]float32
+func q4KRows4AVX512VNNI(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 
 // expShiftAVX2 writes Exp(src[i] − shift) into dst for the whole groups of 8 of src up to the first it leaves to the scalar Exp, and returns how many it wrote.
 //

@@ -13,9 +13,9 @@ import (
 // BenchmarkQ4KRows4 runs one token through OLMoE's expert shapes (1024×2048 and 2048×1024)
 // with the Q4_K rows kernel of each AVX-512 tier on one thread, in three variants interleaved
 // call by call: "pair" (two rows a call: the four-row kernel switched off), "four" (as the tier
-// runs it: four rows a call) and "pair-again" (an A/A control). "cache" reuses one matrix (it
-// stays in L2/L3); "stream" takes the next matrix of a 1 GiB buffer each call, so the weights
-// come from RAM as in decode. On a shared machine the load changes from one run to the next;
+// runs it: four rows at a time, the whole run in one call) and "pair-again" (an A/A control).
+// "cache" reuses one matrix (it stays in L2/L3); "stream" takes the next matrix of a 1 GiB
+// buffer each call, so the weights come from RAM as in decode. On a shared machine the load changes from one run to the next;
 // here each round times the variants back to back in thread CPU time, and the report gives the
 // median over rounds of each variant's speed-up over "pair" (its time over the variant's) and
 // each variant's median GB/s of weights.

@@ -11,10 +11,33 @@ import (
 )
 
 // q4KRows4Kernel is the signature of the four-row Q4_K kernels (asmKernels.q4Kr4).
-type q4KRows4Kernel = func(w []byte, digits []int16, sums, scale []float64) [4]float32
+type q4KRows4Kernel = func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)
 
-// q4KRows4Case is one input of the four-row kernel checks: six contiguous Q4_K rows (the
-// kernel takes windows of four starting at rows 0, 1 and 2) and two prepared inputs.
+// q4KGroup is the four-row dot product of one group of four contiguous rows (len(w)/4 bytes
+// each), the form the mutants are written in.
+type q4KGroup = func(w []byte, digits []int16, sums, scale []float64) [4]float32
+
+// perGroup returns the four-row kernel that runs group on each group of four rows of a call.
+func perGroup(group q4KGroup) q4KRows4Kernel {
+	return func(w []byte, rb int, digits []int16, sums, scale []float64, dst []float32) {
+		for g := range len(dst) / 4 {
+			y := group(w[4*g*rb:4*(g+1)*rb], digits, sums, scale)
+			copy(dst[4*g:4*g+4], y[:])
+		}
+	}
+}
+
+// oneGroup returns the four-row dot product of k called on a single group.
+func oneGroup(k q4KRows4Kernel) q4KGroup {
+	return func(w []byte, digits []int16, sums, scale []float64) (y [4]float32) {
+		k(w, len(w)/4, digits, sums, scale, y[:])
+		return y
+	}
+}
+
+// q4KRows4Case is one input of the four-row kernel checks: fourteen contiguous Q4_K rows (the
+// kernel takes runs of one to three groups of four starting at rows 0, 1 and 2) and two
+// prepared inputs.
 type q4KRows4Case struct {
 	blocks int
 	m      *Matrix
@@ -33,8 +56,8 @@ func q4KRows4Cases(t *testing.T) []q4KRows4Case {
 	for i := range 68 {
 		c := q4KRows4Case{blocks: i % 17}
 		n := c.blocks * kElems
-		c.m = &Matrix{Type: gguf.TypeQ4_K, Rows: 6, Cols: n}
-		for range 6 {
+		c.m = &Matrix{Type: gguf.TypeQ4_K, Rows: 14, Cols: n}
+		for range 14 {
 			c.m.Data = append(c.m.Data, randRow(rng, gguf.TypeQ4_K, n, i%3 == 1)...)
 		}
 		largest := i%8 == 7 && c.blocks > 0
@@ -67,24 +90,37 @@ func q4KRows4Cases(t *testing.T) []q4KRows4Case {
 	return cases
 }
 
-// checkQ4KRows4 runs k on every window of four rows of every case against each input and
-// compares each result with DotQ4K bit for bit. It returns the results compared, how many
-// differ, and the first difference.
+// checkQ4KRows4 runs k on every run of one to three groups of four rows starting at rows 0, 1
+// and 2 of every case against each input, and compares each result with DotQ4K bit for bit;
+// the call's dst sits inside a larger slice whose other elements must stay untouched. It
+// returns the results compared, how many differ, and the first difference.
 func checkQ4KRows4(cases []q4KRows4Case, k q4KRows4Kernel) (checked, bad int, first string) {
+	sentinel := float32(math.Inf(1))
 	for i, c := range cases {
 		rb := c.m.RowBytes()
 		for j := range c.ins {
 			in := &c.ins[j]
-			for s := range 3 {
-				y := k(c.m.Data[s*rb:(s+4)*rb], in.wide.digits, in.wide.sums, in.scale)
-				for r := range 4 {
-					checked++
-					if want := DotQ4K(c.m.Row(s+r), in); !sameBits(y[r], want) {
-						if bad == 0 {
-							first = fmt.Sprintf("case %d (%d blocks), input %d, row %d of the window at %d: got %g (%#08x), DotQ4K %g (%#08x)",
-								i, c.blocks, j, r, s, y[r], math.Float32bits(y[r]), want, math.Float32bits(want))
+			for groups := 1; groups <= 3; groups++ {
+				for s := range 3 {
+					n := 4 * groups
+					out := make([]float32, n+2)
+					for r := range out {
+						out[r] = sentinel
+					}
+					k(c.m.Data[s*rb:(s+n)*rb], rb, in.wide.digits, in.wide.sums, in.scale, out[1:1+n])
+					for r := range out {
+						want := sentinel
+						if r >= 1 && r <= n {
+							want = DotQ4K(c.m.Row(s+r-1), in)
 						}
-						bad++
+						checked++
+						if !sameBits(out[r], want) {
+							if bad == 0 {
+								first = fmt.Sprintf("case %d (%d blocks), input %d, %d groups from row %d, dst[%d] (around a dst of %d): got %g (%#08x), want %g (%#08x)",
+									i, c.blocks, j, groups, s, r-1, n, out[r], math.Float32bits(out[r]), want, math.Float32bits(want))
+							}
+							bad++
+						}
 					}
 				}
 			}
@@ -111,9 +147,10 @@ func q4KRows4Tiers(t *testing.T) []*simdTier {
 	return tiers
 }
 
-// TestQ4KRows4Exact calls each tier's four-row Q4_K kernel directly on windows of four
-// contiguous rows (so the rows' stride is the row size, as in a matrix) of 0 to 16 blocks and
-// compares every result with DotQ4K bit for bit. The same checks must reject deliberately
+// TestQ4KRows4Exact calls each tier's four-row Q4_K kernel directly on runs of one to three
+// groups of four contiguous rows (so the rows' stride is the row size, as in a matrix) of 0 to
+// 16 blocks and compares every result with DotQ4K bit for bit, and the elements around dst
+// with their untouched values. The same checks must reject deliberately
 // wrong kernels: rows exchanged, the last block left out, T summed in wrapping int32, the
 // mins left out.
 func TestQ4KRows4Exact(t *testing.T) {
@@ -124,30 +161,33 @@ func TestQ4KRows4Exact(t *testing.T) {
 		if bad > 0 {
 			t.Errorf("%s: %d of %d four-row Q4_K results differ from DotQ4K; first: %s", st.name, bad, checked, first)
 		}
-		t.Logf("%s: %d four-row Q4_K results (rows of 0-16 blocks, special scales, NaN/Inf inputs, largest sums) against DotQ4K, %d differ", st.name, checked, bad)
+		t.Logf("%s: %d four-row Q4_K results and untouched neighbours (1-3 groups a call, rows of 0-16 blocks, special scales, NaN/Inf inputs, largest sums) against DotQ4K, %d differ", st.name, checked, bad)
 	}
-	real := tiers[len(tiers)-1].asm.q4Kr4
+	real := oneGroup(tiers[len(tiers)-1].asm.q4Kr4)
 	goRows := func(wrap32, noMins bool) q4KRows4Kernel {
-		return func(w []byte, digits []int16, sums, scale []float64) (y [4]float32) {
+		return perGroup(func(w []byte, digits []int16, sums, scale []float64) (y [4]float32) {
 			rb := len(w) / 4
 			for p := range 2 {
 				v := q4KDot2Go(w[2*p*rb:(2*p+1)*rb], w[(2*p+1)*rb:(2*p+2)*rb], digits, sums, scale, wrap32, noMins)
 				y[2*p], y[2*p+1] = v[0], v[1]
 			}
 			return y
-		}
+		})
 	}
 	mutants := []struct {
 		name string
 		k    q4KRows4Kernel
 	}{
-		{"rows 1 and 3 exchanged", func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+		{"rows 1 and 3 exchanged", perGroup(func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
 			y := real(w, digits, sums, scale)
 			y[1], y[3] = y[3], y[1]
 			return y
-		}},
-		{"last block left out", func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+		})},
+		{"last block left out", perGroup(func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
 			return real(w, digits, sums, scale[:max(len(scale)-1, 0)])
+		})},
+		{"last group left out", func(w []byte, rb int, digits []int16, sums, scale []float64, dst []float32) {
+			tiers[len(tiers)-1].asm.q4Kr4(w, rb, digits, sums, scale, dst[:max(len(dst)-4, 0)])
 		}},
 		{"T summed in wrapping int32", goRows(true, false)},
 		{"mins left out", goRows(false, true)},
@@ -165,60 +205,84 @@ func TestQ4KRows4Exact(t *testing.T) {
 }
 
 // TestQ4KRowsFourRows runs the Q4_K rows kernel of each tier with a four-row kernel over every
-// row range [r0, r1) of an 11-row matrix for batches of 1 to 7 tokens (the tokens past the
-// last whole group of four take the decode path) and checks that every output equals DotQ4K,
-// that nothing outside the range is written, and that the four-row kernel ran exactly once
-// per four rows and decode token: four rows a call, then a pair, then the single row.
+// row range [r0, r1) of an 11-row matrix, and over the ranges from rows 0-3 of a 37-row one,
+// for batches of 1 to 7 tokens (the tokens past the last whole group of four take the decode
+// path), and checks that every output equals DotQ4K, that nothing outside the range is
+// written, and that the four-row kernel ran every whole group of four rows once per decode
+// token, in one call a token where one token decodes and in spans of tileRows rows where two
+// or three do, leaving the last 1-3 rows of the range to the pair and single-row kernels.
 func TestQ4KRowsFourRows(t *testing.T) {
 	tiers := q4KRows4Tiers(t)
 	rng := rand.New(rand.NewPCG(43, 44))
-	const rows, cols = 11, 512
-	m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
+	const cols = 512
 	for _, st := range tiers {
-		var calls atomic.Int64
+		var calls, groups atomic.Int64
 		a := st.asm
-		a.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+		a.q4Kr4 = func(w []byte, rb int, digits []int16, sums, scale []float64, dst []float32) {
 			calls.Add(1)
-			return st.asm.q4Kr4(w, digits, sums, scale)
+			groups.Add(int64(len(dst) / 4))
+			st.asm.q4Kr4(w, rb, digits, sums, scale, dst)
 		}
-		checked := 0
-		for _, ntok := range []int{1, 2, 3, 5, 6, 7} {
-			var in Batch
-			if err := in.Set(randFloats(rng, ntok*cols, true, false), ntok, cols); err != nil {
-				t.Fatal(err)
+		checked, multi := 0, 0
+		for _, rows := range []int{11, 37} {
+			m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
+			starts := rows
+			if rows > 11 {
+				starts = 3
 			}
-			if err := in.prepareAll(NewPool(1)); err != nil {
-				t.Fatal(err)
-			}
-			decode := ntok - ntok&^3
-			for r0 := 0; r0 <= rows; r0++ {
-				for r1 := r0; r1 <= rows; r1++ {
-					dst := make([]float32, ntok*rows)
-					for i := range dst {
-						dst[i] = float32(math.Inf(1)) // untouched outside [r0, r1)
+			for _, ntok := range []int{1, 2, 3, 5, 6, 7} {
+				var in Batch
+				if err := in.Set(randFloats(rng, ntok*cols, true, false), ntok, cols); err != nil {
+					t.Fatal(err)
+				}
+				if err := in.prepareAll(NewPool(1)); err != nil {
+					t.Fatal(err)
+				}
+				want := make([]float32, ntok*rows)
+				for tok := range ntok {
+					for r := range rows {
+						want[tok*rows+r] = DotQ4K(m.Row(r), &in.q4k[tok])
 					}
-					calls.Store(0)
-					a.q4KRows(dst, m, &in, r0, r1)
-					if want := int64((r1 - r0) / 4 * decode); calls.Load() != want {
-						t.Errorf("%s, %d tokens, rows [%d, %d): %d four-row calls, want %d", st.name, ntok, r0, r1, calls.Load(), want)
-					}
-					for tok := range ntok {
-						for r := range rows {
-							got := dst[tok*rows+r]
-							want := float32(math.Inf(1))
-							if r >= r0 && r < r1 {
-								want = DotQ4K(m.Row(r), &in.q4k[tok])
-							}
-							checked++
-							if !sameBits(got, want) {
-								t.Fatalf("%s, %d tokens, rows [%d, %d): token %d row %d = %g, want %g", st.name, ntok, r0, r1, tok, r, got, want)
+				}
+				decode := ntok - ntok&^3
+				for r0 := 0; r0 <= starts; r0++ {
+					for r1 := r0; r1 <= rows; r1++ {
+						dst := make([]float32, ntok*rows)
+						for i := range dst {
+							dst[i] = float32(math.Inf(1)) // untouched outside [r0, r1)
+						}
+						calls.Store(0)
+						groups.Store(0)
+						a.q4KRows(dst, m, &in, r0, r1)
+						quads := (r1 - r0) / 4
+						spans := min(quads, 1)
+						if decode > 1 {
+							spans = (4*quads + tileRows - 1) / tileRows
+						}
+						if calls.Load() != int64(spans*decode) || groups.Load() != int64(quads*decode) {
+							t.Errorf("%s, %d rows, %d tokens, rows [%d, %d): %d four-row calls of %d groups, want %d of %d",
+								st.name, rows, ntok, r0, r1, calls.Load(), groups.Load(), spans*decode, quads*decode)
+						}
+						if quads > 1 {
+							multi++
+						}
+						for tok := range ntok {
+							for r := range rows {
+								got, w := dst[tok*rows+r], float32(math.Inf(1))
+								if r >= r0 && r < r1 {
+									w = want[tok*rows+r]
+								}
+								checked++
+								if !sameBits(got, w) {
+									t.Fatalf("%s, %d rows, %d tokens, rows [%d, %d): token %d row %d = %g, want %g", st.name, rows, ntok, r0, r1, tok, r, got, w)
+								}
 							}
 						}
 					}
 				}
 			}
 		}
-		t.Logf("%s: %d outputs over every row range of %d rows, 1-7 tokens, equal DotQ4K; four-row calls as counted", st.name, checked, rows)
+		t.Logf("%s: %d outputs over the row ranges of 11 and 37 rows, 1-7 tokens, equal DotQ4K; four-row calls and groups as counted (%d runs of several groups)", st.name, checked, multi)
 	}
 }
 
@@ -240,9 +304,9 @@ func TestMatMulManyQ4KFourRows(t *testing.T) {
 	for _, st := range tiers {
 		var calls atomic.Int64
 		a := st.asm
-		a.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+		a.q4Kr4 = func(w []byte, rb int, digits []int16, sums, scale []float64, dst []float32) {
 			calls.Add(1)
-			return st.asm.q4Kr4(w, digits, sums, scale)
+			st.asm.q4Kr4(w, rb, digits, sums, scale, dst)
 		}
 		tier := (&simdTier{name: st.name, usable: st.usable, asm: a}).tier()
 		for _, run := range []struct {

@@ -54,9 +54,9 @@ func (a *asmKernels) dotQ4K(row []byte, in *Q4KInput) float32 {
 // q4KRows is the Q4_K rows kernel of a tier. A batch of four tokens or more runs in tiles of
 // one weight row against eight tokens (where the tier has the kernel) and then four (the
 // nibbles widened and scaled once for the group), tileRows rows at a time so they stay in cache
-// across the token groups; the tokens left over, and smaller batches, run four weight rows a
-// call where the tier has the kernel (each digit load shared by four rows, the four block ends
-// finished together), then two, then one.
+// across the token groups; the tokens left over, and smaller batches, run four weight rows at
+// a time where the tier has the kernel (each digit load shared by four rows, the four block
+// ends finished together; a call runs many groups of four), then two, then one.
 func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	nb := in.Cols / kElems
 	wide := 0 // tokens [0, wide) run eight a call, [wide, tiled) four
@@ -91,15 +91,24 @@ func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	}
 	r := r0
 	if a.q4Kr4 != nil && tiled < in.Ntok {
+		// One call runs a whole span of groups of four rows for one token. A lone token (decode)
+		// takes the run in one span; two or three take spans of tileRows rows, so the span's
+		// weights stay in cache from one token to the next.
 		rb := m.RowBytes()
-		for ; r+4 <= r1; r += 4 {
-			w := m.Data[r*rb : (r+4)*rb]
+		quads := r0 + (r1-r0)&^3
+		span := quads - r0
+		if in.Ntok-tiled > 1 {
+			span = tileRows
+		}
+		for ; r < quads; r += span {
+			e := min(r+span, quads)
+			w := m.Data[r*rb : e*rb]
 			for t := tiled; t < in.Ntok; t++ {
 				x := &in.q4k[t]
-				y := a.q4Kr4(w, x.wide.digits, x.wide.sums, x.scale)
-				copy(dst[t*m.Rows+r:t*m.Rows+r+4], y[:])
+				a.q4Kr4(w, rb, x.wide.digits, x.wide.sums, x.scale, dst[t*m.Rows+r:t*m.Rows+e])
 			}
 		}
+		r = quads
 	}
 	for ; r+2 <= r1; r += 2 {
 		w0, w1 := m.Row(r), m.Row(r+1)

@@ -22,7 +22,7 @@ import (
 // a Q4_K or a Q6_K four-row kernel, or a plain read of the same bytes (the ceiling).
 type streamVariant struct {
 	name string
-	q4K  func(w []byte, digits []int16, sums, scale []float64) [4]float32
+	q4K  func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)
 	q6K  func(w []byte, x []float32) [4][16]float32
 	read func(w []byte) uint64
 	l2   bool // the kernel over the same 384 KiB of weights again and again (in L2), as many bytes
@@ -116,7 +116,8 @@ func BenchmarkStreamPrefetch(b *testing.B) {
 								case sv.read != nil:
 									sum += sv.read(c)
 								case typ == gguf.TypeQ4_K:
-									y := sv.q4K(c, x.wide.digits, x.wide.sums, x.scale)
+									var y [4]float32
+									sv.q4K(c, call/4, x.wide.digits, x.wide.sums, x.scale, y[:])
 									sink += y[0]
 								default:
 									y := sv.q6K(c, in.X)

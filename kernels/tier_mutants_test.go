@@ -250,22 +250,22 @@ func TestTierMutantsDetected(t *testing.T) {
 		}},
 		{"Q4_K two-row results swapped", func(a *asmKernels) { a.q4K = q4K(false, false, true) }},
 		{"Q4_K four rows, rows 1 and 3 swapped", func(a *asmKernels) {
-			k := a.q4Kr4
-			a.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
+			k := oneGroup(a.q4Kr4)
+			a.q4Kr4 = perGroup(func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
 				y := k(w, digits, sums, scale)
 				y[1], y[3] = y[3], y[1]
 				return y
-			}
+			})
 		}},
 		{"Q4_K four rows, block sums in int32", func(a *asmKernels) {
-			a.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) (y [4]float32) {
+			a.q4Kr4 = perGroup(func(w []byte, digits []int16, sums, scale []float64) (y [4]float32) {
 				rb := len(w) / 4
 				for p := range 2 {
 					v := q4KDot2Go(w[2*p*rb:(2*p+1)*rb], w[(2*p+1)*rb:(2*p+2)*rb], digits, sums, scale, true, false)
 					y[2*p], y[2*p+1] = v[0], v[1]
 				}
 				return y
-			}
+			})
 		}},
 		{"Q8_0 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0r4 = mutantLanesRows4Swapped(a.q8_0r4) }},
 		{"F16 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f16r4 = mutantLanesRows4Swapped(a.f16r4) }},

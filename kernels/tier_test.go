@@ -228,9 +228,9 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 		}
 	}
 	if a.q4Kr4 != nil {
-		c.q4Kr4 = func(w []byte, digits []int16, sums, scale []float64) [4]float32 {
-			n.Add(4 * int64(len(scale)*kElems))
-			return a.q4Kr4(w, digits, sums, scale)
+		c.q4Kr4 = func(w []byte, rb int, digits []int16, sums, scale []float64, dst []float32) {
+			n.Add(int64(len(dst) / 4 * 4 * len(scale) * kElems))
+			a.q4Kr4(w, rb, digits, sums, scale, dst)
 		}
 	}
 	if a.q4K8 != nil {
