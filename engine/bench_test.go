@@ -18,10 +18,7 @@ import (
 // threads (default 2). It reports each variant's median and fastest milliseconds a token and
 // its pool dispatches a token.
 func BenchmarkDecode(b *testing.B) {
-	path := os.Getenv("TROCHILUS_BENCH_MODEL")
-	if path == "" {
-		b.Skip("TROCHILUS_BENCH_MODEL names no model file")
-	}
+	path := benchModel(b)
 	threads := 2
 	if v := os.Getenv("TROCHILUS_BENCH_THREADS"); v != "" {
 		if _, err := fmt.Sscan(v, &threads); err != nil {
@@ -93,4 +90,14 @@ func BenchmarkDecode(b *testing.B) {
 		b.ReportMetric(float64(v.times[0])/1e6, "best-ms/tok-"+v.name)
 		b.ReportMetric(float64(v.dispatches)/float64(len(v.times)), "dispatches/tok-"+v.name)
 	}
+}
+
+// benchModel returns the model file the benchmarks run, named by TROCHILUS_BENCH_MODEL (a
+// full-size file is too large to generate for every run); it skips the benchmark without one.
+func benchModel(b *testing.B) string {
+	path := os.Getenv("TROCHILUS_BENCH_MODEL")
+	if path == "" {
+		b.Skip("TROCHILUS_BENCH_MODEL names no model file")
+	}
+	return path
 }

@@ -57,31 +57,39 @@ func TestWeightsPlacement(t *testing.T) {
 	}
 }
 
+// openTiny opens a tiny Q8_0 model file for the tests that read it themselves; the file closes
+// when the test ends.
+func openTiny(t *testing.T) (path string, f *os.File, size int64) {
+	t.Helper()
+	path = tinyQ8(t)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, f, st.Size()
+}
+
 // TestReadResidentErrors checks the resident reader's failures: a file shorter than the size
 // asked for names the offset, and a cancelled context stops it with ctx's error.
 func TestReadResidentErrors(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("resident weights are read on Linux only")
 	}
-	path := tinyQ8(t)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readResident(context.Background(), f, st.Size()+residentChunk, 2); err == nil || !strings.Contains(err.Error(), "at offset") {
+	path, f, size := openTiny(t)
+	if _, err := readResident(context.Background(), f, size+residentChunk, 2); err == nil || !strings.Contains(err.Error(), "at offset") {
 		t.Errorf("reading past the end: %v, want an error naming the offset", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := readResident(ctx, f, st.Size(), 1); !errors.Is(err, context.Canceled) {
+	if _, err := readResident(ctx, f, size, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled read: %v", err)
 	}
-	m, err := readResident(context.Background(), f, st.Size(), 3)
+	m, err := readResident(context.Background(), f, size, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,26 +120,17 @@ func TestWeightsRAMGuard(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("resident weights are read on Linux only")
 	}
-	path := tinyQ8(t)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f, size := openTiny(t)
 	const gib = 1 << 30
-	tight := func(context.Context) (uint64, uint64, error) { return 8 * gib, 2*gib + uint64(st.Size()) - 1, nil }
+	tight := func(context.Context) (uint64, uint64, error) { return 8 * gib, 2*gib + uint64(size) - 1, nil }
 	roomy := func(context.Context) (uint64, uint64, error) { return 8 * gib, 4 * gib, nil }
 	broken := func(context.Context) (uint64, uint64, error) { return 0, 0, errors.New("no meminfo") }
 	ctx := context.Background()
-	if _, err := placeWeights(ctx, f, st.Size(), Options{Weights: WeightsResident}, tight); err == nil ||
+	if _, err := placeWeights(ctx, f, size, Options{Weights: WeightsResident}, tight); err == nil ||
 		!strings.Contains(err.Error(), "do not fit in RAM") || !strings.Contains(err.Error(), "2.00 GiB kept for the system") {
 		t.Errorf("resident load one byte short of the reserve: %v, want a refusal with the figures", err)
 	}
-	if _, err := placeWeights(ctx, f, st.Size(), Options{Weights: WeightsResident}, broken); err == nil {
+	if _, err := placeWeights(ctx, f, size, Options{Weights: WeightsResident}, broken); err == nil {
 		t.Error("resident load with the memory unknown was not refused")
 	}
 	for _, c := range []struct {
@@ -146,13 +145,13 @@ func TestWeightsRAMGuard(t *testing.T) {
 		{"resident, roomy", roomy, WeightsResident, true},
 		{"mapped, roomy", roomy, WeightsMapped, false},
 	} {
-		m, err := placeWeights(ctx, f, st.Size(), Options{Weights: c.weights}, c.ram)
+		m, err := placeWeights(ctx, f, size, Options{Weights: c.weights}, c.ram)
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		if m.resident != c.resident || int64(len(m.data)) != st.Size() {
-			t.Errorf("%s: resident %v with %d bytes, want resident %v with %d", c.name, m.resident, len(m.data), c.resident, st.Size())
+		if m.resident != c.resident || int64(len(m.data)) != size {
+			t.Errorf("%s: resident %v with %d bytes, want resident %v with %d", c.name, m.resident, len(m.data), c.resident, size)
 		}
 		m.close()
 	}

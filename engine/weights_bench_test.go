@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -14,10 +13,7 @@ import (
 // (the second of each pair is an A/A control). It reports median and fastest milliseconds a
 // token.
 func BenchmarkDecodeWeights(b *testing.B) {
-	path := os.Getenv("TROCHILUS_BENCH_MODEL")
-	if path == "" {
-		b.Skip("TROCHILUS_BENCH_MODEL names no model file")
-	}
+	path := benchModel(b)
 	ctx := context.Background()
 	load := func(w Weights) *Model {
 		m, err := Load(ctx, path, Options{Threads: 1, Weights: w})
