@@ -128,6 +128,18 @@ type asmKernels struct {
 	// none.
 	q4KPrep q4KPrepKernel
 
+	// The integer Q6_K kernels (DotQ6K against prepared inputs; see simd_q6k.go). q6KPair
+	// computes two rows w0 and w1 (the same row twice for one) against one input, given its
+	// q4KWide digits and its block scales. q6KQuad stores in dst the results of len(dst) rows
+	// (len(dst)/4 groups of four) laid one after another in w, rowBytes each, against one input;
+	// nil where the tier has too few registers. q6KTile4 computes one row of nb blocks against
+	// four inputs (in[t] and in[4+t] point at input t's digits and scales), q6KTile8 against
+	// eight (in[t], in[8+t]); nil where the tier has none.
+	q6KPair  func(w0, w1 []byte, digits []int16, scale []float64) [2]float32
+	q6KQuad  func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
+	q6KTile4 func(w []byte, in [8]*byte, nb int) [4]float32
+	q6KTile8 func(w []byte, in [16]*byte, nb int) [8]float32
+
 	// expShift and swiGLU are the vector Exp kernels (Exp(src[i] − shift), and SiLU(gate)·up)
 	// over whole groups of 8; they stop at a group they leave to the scalar code and return how
 	// many elements they wrote. expTab holds their table and constants (see expTable).

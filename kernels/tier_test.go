@@ -267,6 +267,34 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 		n.Add(rows * int64(len(scale)*kElems))
 		return a.q4K(w0, w1, digits, sums, scale)
 	}
+	if a.q6KPair != nil {
+		c.q6KPair = func(w0, w1 []byte, digits []int16, scale []float64) [2]float32 {
+			rows := int64(2)
+			if &w0[0] == &w1[0] { // one row, passed twice
+				rows = 1
+			}
+			n.Add(rows * int64(len(scale)*kElems))
+			return a.q6KPair(w0, w1, digits, scale)
+		}
+	}
+	if a.q6KQuad != nil {
+		c.q6KQuad = func(w []byte, rb int, digits []int16, scale []float64, dst []float32) {
+			n.Add(int64(len(dst) / 4 * 4 * len(scale) * kElems))
+			a.q6KQuad(w, rb, digits, scale, dst)
+		}
+	}
+	if a.q6KTile4 != nil {
+		c.q6KTile4 = func(w []byte, in [8]*byte, nb int) [4]float32 {
+			n.Add(4 * int64(nb*kElems))
+			return a.q6KTile4(w, in, nb)
+		}
+	}
+	if a.q6KTile8 != nil {
+		c.q6KTile8 = func(w []byte, in [16]*byte, nb int) [8]float32 {
+			n.Add(8 * int64(nb*kElems))
+			return a.q6KTile8(w, in, nb)
+		}
+	}
 	return c
 }
 
