@@ -71,6 +71,7 @@ bw="$out/bandwidth.txt"
 # run_trochilus FILE THREADS REP ROLE appends one JSON line to $runs.
 run_trochilus() {
 	local f=$1 t=$2 rep=$3 role=$4 log="$out/trochilus.log"
+	counters "trochilus $(basename "$f") t=$t rep=$rep"
 	# -n ngen+1: the first new token comes from the prompt pass, the other ngen from one-token passes.
 	"$bin/trochilus" generate -m "$f" --tokens "$(cat "$prompt")" -n $((ngen + 1)) -t "$t" -b 512 -c 1024 \
 		--ignore-eos -repeat "$runs_per_process" >/dev/null 2>"$log" || { cat "$log" >&2; return 1; }
@@ -85,6 +86,7 @@ run_trochilus() {
 # run_llama FILE THREADS REP appends one JSON line to $runs.
 run_llama() {
 	local f=$1 t=$2 rep=$3 log="$out/llama.log"
+	counters "llama.cpp $(basename "$f") t=$t rep=$rep"
 	NLC_DIR="$nlc" node "$here/llama_bench.mjs" run "$f" "$t" "$prompt" "$ngen" "$runs_per_process" >"$log" 2>&1 ||
 		{ cat "$log" >&2; return 1; }
 	sed -n 's/^RESULT {\(.*\)}$/{"rep":'"$rep"',"role":"race",\1}/p' "$log" | tee -a "$runs"
@@ -107,6 +109,21 @@ cached() {
 		cat "$f" >/dev/null
 	fi
 }
+
+# The machine's memory over the race: a run that slows by 15% while the page cache loses part of
+# the model (session 3) needs the why — free memory, page-cache size, swap-ins, compaction
+# stalls — beside the figures: vmstat every second, and /proc/vmstat's paging and compaction
+# counters before each run.
+vmstat -t 1 >"$out/vmstat.log" 2>&1 &
+vmstat_pid=$!
+trap 'kill $vmstat_pid 2>/dev/null || true' EXIT
+counters() {
+	{
+		echo "== $1 $(date -u +%T)"
+		grep -E '^(pgmajfault|pgsteal_|pgscan_|compact_stall|compact_fail|compact_success|thp_fault_alloc|thp_fault_fallback|nr_file_pages|nr_anon_pages|nr_free_pages) ' /proc/vmstat
+	} >>"$out/vmstat-counters.log"
+}
+: >"$out/vmstat-counters.log"
 
 for f in "${files[@]}"; do
 	for t in $threads_list; do
