@@ -133,12 +133,14 @@ type asmKernels struct {
 	// q4KWide digits and its block scales. q6KQuad stores in dst the results of len(dst) rows
 	// (len(dst)/4 groups of four) laid one after another in w, rowBytes each, against one input;
 	// nil where the tier has too few registers. q6KTile4 computes one row of nb blocks against
-	// four inputs (in[t] and in[4+t] point at input t's digits and scales), q6KTile8 against
-	// eight (in[t], in[8+t]); nil where the tier has none.
+	// four inputs (in[t] and in[4+t] point at input t's digits and scales); q6KTile8 continues
+	// the float64 sums y of DotQ6K against eight inputs over len(scales)/8 blocks (in[t] points
+	// at input t's digits of the first, scales[8b+t] is its scale of block b), so that a row
+	// runs a span of blocks at a time; nil where the tier has none.
 	q6KPair  func(w0, w1 []byte, digits []int16, scale []float64) [2]float32
 	q6KQuad  func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
 	q6KTile4 func(w []byte, in [8]*byte, nb int) [4]float32
-	q6KTile8 func(w []byte, in [16]*byte, nb int) [8]float32
+	q6KTile8 func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
 
 	// expShift and swiGLU are the vector Exp kernels (Exp(src[i] − shift), and SiLU(gate)·up)
 	// over whole groups of 8; they stop at a group they leave to the scalar code and return how

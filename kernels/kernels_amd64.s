@@ -5284,6 +5284,5921 @@ done:
 	VZEROUPPER
 	RET
 
+DATA q6KTileScaleIdx<>+0(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+1(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+2(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+3(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+4(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+5(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+6(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+7(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+8(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+9(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+10(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+11(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+12(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+13(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+14(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+15(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+16(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+17(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+18(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+19(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+20(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+21(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+22(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+23(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+24(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+25(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+26(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+27(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+28(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+29(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+30(SB)/1, $0x00
+DATA q6KTileScaleIdx<>+31(SB)/1, $0x01
+DATA q6KTileScaleIdx<>+32(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+33(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+34(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+35(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+36(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+37(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+38(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+39(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+40(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+41(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+42(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+43(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+44(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+45(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+46(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+47(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+48(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+49(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+50(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+51(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+52(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+53(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+54(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+55(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+56(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+57(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+58(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+59(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+60(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+61(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+62(SB)/1, $0x02
+DATA q6KTileScaleIdx<>+63(SB)/1, $0x03
+DATA q6KTileScaleIdx<>+64(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+65(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+66(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+67(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+68(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+69(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+70(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+71(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+72(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+73(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+74(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+75(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+76(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+77(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+78(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+79(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+80(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+81(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+82(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+83(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+84(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+85(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+86(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+87(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+88(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+89(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+90(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+91(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+92(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+93(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+94(SB)/1, $0x04
+DATA q6KTileScaleIdx<>+95(SB)/1, $0x05
+DATA q6KTileScaleIdx<>+96(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+97(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+98(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+99(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+100(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+101(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+102(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+103(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+104(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+105(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+106(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+107(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+108(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+109(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+110(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+111(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+112(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+113(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+114(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+115(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+116(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+117(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+118(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+119(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+120(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+121(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+122(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+123(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+124(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+125(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+126(SB)/1, $0x06
+DATA q6KTileScaleIdx<>+127(SB)/1, $0x07
+DATA q6KTileScaleIdx<>+128(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+129(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+130(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+131(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+132(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+133(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+134(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+135(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+136(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+137(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+138(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+139(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+140(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+141(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+142(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+143(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+144(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+145(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+146(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+147(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+148(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+149(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+150(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+151(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+152(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+153(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+154(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+155(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+156(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+157(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+158(SB)/1, $0x08
+DATA q6KTileScaleIdx<>+159(SB)/1, $0x09
+DATA q6KTileScaleIdx<>+160(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+161(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+162(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+163(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+164(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+165(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+166(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+167(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+168(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+169(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+170(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+171(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+172(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+173(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+174(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+175(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+176(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+177(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+178(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+179(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+180(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+181(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+182(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+183(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+184(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+185(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+186(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+187(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+188(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+189(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+190(SB)/1, $0x0a
+DATA q6KTileScaleIdx<>+191(SB)/1, $0x0b
+DATA q6KTileScaleIdx<>+192(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+193(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+194(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+195(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+196(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+197(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+198(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+199(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+200(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+201(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+202(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+203(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+204(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+205(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+206(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+207(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+208(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+209(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+210(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+211(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+212(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+213(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+214(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+215(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+216(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+217(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+218(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+219(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+220(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+221(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+222(SB)/1, $0x0c
+DATA q6KTileScaleIdx<>+223(SB)/1, $0x0d
+DATA q6KTileScaleIdx<>+224(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+225(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+226(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+227(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+228(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+229(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+230(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+231(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+232(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+233(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+234(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+235(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+236(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+237(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+238(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+239(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+240(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+241(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+242(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+243(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+244(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+245(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+246(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+247(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+248(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+249(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+250(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+251(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+252(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+253(SB)/1, $0x0f
+DATA q6KTileScaleIdx<>+254(SB)/1, $0x0e
+DATA q6KTileScaleIdx<>+255(SB)/1, $0x0f
+GLOBL q6KTileScaleIdx<>(SB), RODATA|NOPTR, $256
+
+DATA q6KTileHighIdx<>+0(SB)/1, $0x00
+DATA q6KTileHighIdx<>+1(SB)/1, $0x00
+DATA q6KTileHighIdx<>+2(SB)/1, $0x00
+DATA q6KTileHighIdx<>+3(SB)/1, $0x01
+DATA q6KTileHighIdx<>+4(SB)/1, $0x00
+DATA q6KTileHighIdx<>+5(SB)/1, $0x02
+DATA q6KTileHighIdx<>+6(SB)/1, $0x00
+DATA q6KTileHighIdx<>+7(SB)/1, $0x03
+DATA q6KTileHighIdx<>+8(SB)/1, $0x00
+DATA q6KTileHighIdx<>+9(SB)/1, $0x04
+DATA q6KTileHighIdx<>+10(SB)/1, $0x00
+DATA q6KTileHighIdx<>+11(SB)/1, $0x05
+DATA q6KTileHighIdx<>+12(SB)/1, $0x00
+DATA q6KTileHighIdx<>+13(SB)/1, $0x06
+DATA q6KTileHighIdx<>+14(SB)/1, $0x00
+DATA q6KTileHighIdx<>+15(SB)/1, $0x07
+DATA q6KTileHighIdx<>+16(SB)/1, $0x00
+DATA q6KTileHighIdx<>+17(SB)/1, $0x08
+DATA q6KTileHighIdx<>+18(SB)/1, $0x00
+DATA q6KTileHighIdx<>+19(SB)/1, $0x09
+DATA q6KTileHighIdx<>+20(SB)/1, $0x00
+DATA q6KTileHighIdx<>+21(SB)/1, $0x0a
+DATA q6KTileHighIdx<>+22(SB)/1, $0x00
+DATA q6KTileHighIdx<>+23(SB)/1, $0x0b
+DATA q6KTileHighIdx<>+24(SB)/1, $0x00
+DATA q6KTileHighIdx<>+25(SB)/1, $0x0c
+DATA q6KTileHighIdx<>+26(SB)/1, $0x00
+DATA q6KTileHighIdx<>+27(SB)/1, $0x0d
+DATA q6KTileHighIdx<>+28(SB)/1, $0x00
+DATA q6KTileHighIdx<>+29(SB)/1, $0x0e
+DATA q6KTileHighIdx<>+30(SB)/1, $0x00
+DATA q6KTileHighIdx<>+31(SB)/1, $0x0f
+DATA q6KTileHighIdx<>+32(SB)/1, $0x00
+DATA q6KTileHighIdx<>+33(SB)/1, $0x10
+DATA q6KTileHighIdx<>+34(SB)/1, $0x00
+DATA q6KTileHighIdx<>+35(SB)/1, $0x11
+DATA q6KTileHighIdx<>+36(SB)/1, $0x00
+DATA q6KTileHighIdx<>+37(SB)/1, $0x12
+DATA q6KTileHighIdx<>+38(SB)/1, $0x00
+DATA q6KTileHighIdx<>+39(SB)/1, $0x13
+DATA q6KTileHighIdx<>+40(SB)/1, $0x00
+DATA q6KTileHighIdx<>+41(SB)/1, $0x14
+DATA q6KTileHighIdx<>+42(SB)/1, $0x00
+DATA q6KTileHighIdx<>+43(SB)/1, $0x15
+DATA q6KTileHighIdx<>+44(SB)/1, $0x00
+DATA q6KTileHighIdx<>+45(SB)/1, $0x16
+DATA q6KTileHighIdx<>+46(SB)/1, $0x00
+DATA q6KTileHighIdx<>+47(SB)/1, $0x17
+DATA q6KTileHighIdx<>+48(SB)/1, $0x00
+DATA q6KTileHighIdx<>+49(SB)/1, $0x18
+DATA q6KTileHighIdx<>+50(SB)/1, $0x00
+DATA q6KTileHighIdx<>+51(SB)/1, $0x19
+DATA q6KTileHighIdx<>+52(SB)/1, $0x00
+DATA q6KTileHighIdx<>+53(SB)/1, $0x1a
+DATA q6KTileHighIdx<>+54(SB)/1, $0x00
+DATA q6KTileHighIdx<>+55(SB)/1, $0x1b
+DATA q6KTileHighIdx<>+56(SB)/1, $0x00
+DATA q6KTileHighIdx<>+57(SB)/1, $0x1c
+DATA q6KTileHighIdx<>+58(SB)/1, $0x00
+DATA q6KTileHighIdx<>+59(SB)/1, $0x1d
+DATA q6KTileHighIdx<>+60(SB)/1, $0x00
+DATA q6KTileHighIdx<>+61(SB)/1, $0x1e
+DATA q6KTileHighIdx<>+62(SB)/1, $0x00
+DATA q6KTileHighIdx<>+63(SB)/1, $0x1f
+DATA q6KTileHighIdx<>+64(SB)/1, $0x00
+DATA q6KTileHighIdx<>+65(SB)/1, $0x20
+DATA q6KTileHighIdx<>+66(SB)/1, $0x00
+DATA q6KTileHighIdx<>+67(SB)/1, $0x21
+DATA q6KTileHighIdx<>+68(SB)/1, $0x00
+DATA q6KTileHighIdx<>+69(SB)/1, $0x22
+DATA q6KTileHighIdx<>+70(SB)/1, $0x00
+DATA q6KTileHighIdx<>+71(SB)/1, $0x23
+DATA q6KTileHighIdx<>+72(SB)/1, $0x00
+DATA q6KTileHighIdx<>+73(SB)/1, $0x24
+DATA q6KTileHighIdx<>+74(SB)/1, $0x00
+DATA q6KTileHighIdx<>+75(SB)/1, $0x25
+DATA q6KTileHighIdx<>+76(SB)/1, $0x00
+DATA q6KTileHighIdx<>+77(SB)/1, $0x26
+DATA q6KTileHighIdx<>+78(SB)/1, $0x00
+DATA q6KTileHighIdx<>+79(SB)/1, $0x27
+DATA q6KTileHighIdx<>+80(SB)/1, $0x00
+DATA q6KTileHighIdx<>+81(SB)/1, $0x28
+DATA q6KTileHighIdx<>+82(SB)/1, $0x00
+DATA q6KTileHighIdx<>+83(SB)/1, $0x29
+DATA q6KTileHighIdx<>+84(SB)/1, $0x00
+DATA q6KTileHighIdx<>+85(SB)/1, $0x2a
+DATA q6KTileHighIdx<>+86(SB)/1, $0x00
+DATA q6KTileHighIdx<>+87(SB)/1, $0x2b
+DATA q6KTileHighIdx<>+88(SB)/1, $0x00
+DATA q6KTileHighIdx<>+89(SB)/1, $0x2c
+DATA q6KTileHighIdx<>+90(SB)/1, $0x00
+DATA q6KTileHighIdx<>+91(SB)/1, $0x2d
+DATA q6KTileHighIdx<>+92(SB)/1, $0x00
+DATA q6KTileHighIdx<>+93(SB)/1, $0x2e
+DATA q6KTileHighIdx<>+94(SB)/1, $0x00
+DATA q6KTileHighIdx<>+95(SB)/1, $0x2f
+DATA q6KTileHighIdx<>+96(SB)/1, $0x00
+DATA q6KTileHighIdx<>+97(SB)/1, $0x30
+DATA q6KTileHighIdx<>+98(SB)/1, $0x00
+DATA q6KTileHighIdx<>+99(SB)/1, $0x31
+DATA q6KTileHighIdx<>+100(SB)/1, $0x00
+DATA q6KTileHighIdx<>+101(SB)/1, $0x32
+DATA q6KTileHighIdx<>+102(SB)/1, $0x00
+DATA q6KTileHighIdx<>+103(SB)/1, $0x33
+DATA q6KTileHighIdx<>+104(SB)/1, $0x00
+DATA q6KTileHighIdx<>+105(SB)/1, $0x34
+DATA q6KTileHighIdx<>+106(SB)/1, $0x00
+DATA q6KTileHighIdx<>+107(SB)/1, $0x35
+DATA q6KTileHighIdx<>+108(SB)/1, $0x00
+DATA q6KTileHighIdx<>+109(SB)/1, $0x36
+DATA q6KTileHighIdx<>+110(SB)/1, $0x00
+DATA q6KTileHighIdx<>+111(SB)/1, $0x37
+DATA q6KTileHighIdx<>+112(SB)/1, $0x00
+DATA q6KTileHighIdx<>+113(SB)/1, $0x38
+DATA q6KTileHighIdx<>+114(SB)/1, $0x00
+DATA q6KTileHighIdx<>+115(SB)/1, $0x39
+DATA q6KTileHighIdx<>+116(SB)/1, $0x00
+DATA q6KTileHighIdx<>+117(SB)/1, $0x3a
+DATA q6KTileHighIdx<>+118(SB)/1, $0x00
+DATA q6KTileHighIdx<>+119(SB)/1, $0x3b
+DATA q6KTileHighIdx<>+120(SB)/1, $0x00
+DATA q6KTileHighIdx<>+121(SB)/1, $0x3c
+DATA q6KTileHighIdx<>+122(SB)/1, $0x00
+DATA q6KTileHighIdx<>+123(SB)/1, $0x3d
+DATA q6KTileHighIdx<>+124(SB)/1, $0x00
+DATA q6KTileHighIdx<>+125(SB)/1, $0x3e
+DATA q6KTileHighIdx<>+126(SB)/1, $0x00
+DATA q6KTileHighIdx<>+127(SB)/1, $0x3f
+GLOBL q6KTileHighIdx<>(SB), RODATA|NOPTR, $128
+
+// func q6KTile4AVX512(w []byte, in [8]*byte, nb int) [4]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·q6KTile4AVX512(SB), NOSPLIT, $0-112
+	MOVQ         w_base+0(FP), AX
+	LEAQ         in_0+24(FP), CX
+	MOVQ         nb+88(FP), DX
+	XORQ         BX, BX
+	MOVQ         (CX), SI
+	MOVQ         8(CX), DI
+	MOVQ         16(CX), R8
+	MOVQ         24(CX), R9
+	VPBROADCASTD q6KNibble<>+0(SB), Z0
+	VPBROADCASTD q6KHighPair<>+0(SB), Z1
+	VPBROADCASTD q6KSign<>+0(SB), Z2
+	VXORPD       Z3, Z3, Z3
+
+block:
+	TESTQ            DX, DX
+	JZ               done
+	PREFETCHT0       4096(AX)
+	PREFETCHT0       4160(AX)
+	PREFETCHT0       4224(AX)
+	PREFETCHT0       4288(AX)
+	VPMOVSXBW        192(AX), Y4
+	VSHUFI64X2       $0x00, Z4, Z4, Z5
+	VSHUFI64X2       $0x55, Z4, Z4, Z6
+	VMOVDQU64        (AX), Z15
+	VBROADCASTI64X4  128(AX), Z16
+	VPSLLW           $0x02, Z15, Z7
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z16, Z17
+	VPTERNLOGD       $0x6a, Z2, Z1, Z17
+	VPTERNLOGD       $0xf8, Z0, Z7, Z17
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z5, Z7
+	VPMOVSXBW        Y17, Z14
+	VPSRAW           $0x02, Z14, Z14
+	VPMULLW          Z7, Z14, Z14
+	VPMADDWD         (SI), Z14, Z7
+	VPMADDWD         64(SI), Z14, Z8
+	VPMADDWD         (DI), Z14, Z9
+	VPMADDWD         64(DI), Z14, Z10
+	VPMADDWD         (R8), Z14, Z11
+	VPMADDWD         64(R8), Z14, Z12
+	VPMADDWD         (R9), Z14, Z13
+	VPMADDWD         64(R9), Z14, Z14
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z5, Z18
+	VEXTRACTI64X4    $0x01, Z17, Y4
+	VPMOVSXBW        Y4, Z17
+	VPSRAW           $0x02, Z17, Z17
+	VPMULLW          Z18, Z17, Z17
+	VPMADDWD         128(SI), Z17, Z18
+	VPADDD           Z18, Z7, Z7
+	VPMADDWD         192(SI), Z17, Z18
+	VPADDD           Z18, Z8, Z8
+	VPMADDWD         128(DI), Z17, Z18
+	VPADDD           Z18, Z9, Z9
+	VPMADDWD         192(DI), Z17, Z18
+	VPADDD           Z18, Z10, Z10
+	VPMADDWD         128(R8), Z17, Z18
+	VPADDD           Z18, Z11, Z11
+	VPMADDWD         192(R8), Z17, Z18
+	VPADDD           Z18, Z12, Z12
+	VPMADDWD         128(R9), Z17, Z18
+	VPADDD           Z18, Z13, Z13
+	VPMADDWD         192(R9), Z17, Z17
+	VPADDD           Z17, Z14, Z14
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z16, Z16
+	VPTERNLOGD       $0x6a, Z2, Z1, Z16
+	VPTERNLOGD       $0xf8, Z0, Z15, Z16
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z5, Z15
+	VPMOVSXBW        Y16, Z17
+	VPSRAW           $0x02, Z17, Z17
+	VPMULLW          Z15, Z17, Z17
+	VPMADDWD         256(SI), Z17, Z15
+	VPADDD           Z15, Z7, Z7
+	VPMADDWD         320(SI), Z17, Z15
+	VPADDD           Z15, Z8, Z8
+	VPMADDWD         256(DI), Z17, Z15
+	VPADDD           Z15, Z9, Z9
+	VPMADDWD         320(DI), Z17, Z15
+	VPADDD           Z15, Z10, Z10
+	VPMADDWD         256(R8), Z17, Z15
+	VPADDD           Z15, Z11, Z11
+	VPMADDWD         320(R8), Z17, Z15
+	VPADDD           Z15, Z12, Z12
+	VPMADDWD         256(R9), Z17, Z15
+	VPADDD           Z15, Z13, Z13
+	VPMADDWD         320(R9), Z17, Z15
+	VPADDD           Z15, Z14, Z14
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z5, Z5
+	VEXTRACTI64X4    $0x01, Z16, Y4
+	VPMOVSXBW        Y4, Z15
+	VPSRAW           $0x02, Z15, Z15
+	VPMULLW          Z5, Z15, Z15
+	VPMADDWD         384(SI), Z15, Z5
+	VPADDD           Z5, Z7, Z7
+	VPMADDWD         448(SI), Z15, Z5
+	VPADDD           Z5, Z8, Z8
+	VPMADDWD         384(DI), Z15, Z5
+	VPADDD           Z5, Z9, Z9
+	VPMADDWD         448(DI), Z15, Z5
+	VPADDD           Z5, Z10, Z10
+	VPMADDWD         384(R8), Z15, Z5
+	VPADDD           Z5, Z11, Z11
+	VPMADDWD         448(R8), Z15, Z5
+	VPADDD           Z5, Z12, Z12
+	VPMADDWD         384(R9), Z15, Z5
+	VPADDD           Z5, Z13, Z13
+	VPMADDWD         448(R9), Z15, Z5
+	VPADDD           Z5, Z14, Z14
+	VMOVDQU64        64(AX), Z5
+	VBROADCASTI64X4  160(AX), Z15
+	VPSLLW           $0x02, Z5, Z16
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z15, Z17
+	VPTERNLOGD       $0x6a, Z2, Z1, Z17
+	VPTERNLOGD       $0xf8, Z0, Z16, Z17
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z6, Z16
+	VPMOVSXBW        Y17, Z18
+	VPSRAW           $0x02, Z18, Z18
+	VPMULLW          Z16, Z18, Z18
+	VPMADDWD         512(SI), Z18, Z16
+	VPADDD           Z16, Z7, Z7
+	VPMADDWD         576(SI), Z18, Z16
+	VPADDD           Z16, Z8, Z8
+	VPMADDWD         512(DI), Z18, Z16
+	VPADDD           Z16, Z9, Z9
+	VPMADDWD         576(DI), Z18, Z16
+	VPADDD           Z16, Z10, Z10
+	VPMADDWD         512(R8), Z18, Z16
+	VPADDD           Z16, Z11, Z11
+	VPMADDWD         576(R8), Z18, Z16
+	VPADDD           Z16, Z12, Z12
+	VPMADDWD         512(R9), Z18, Z16
+	VPADDD           Z16, Z13, Z13
+	VPMADDWD         576(R9), Z18, Z16
+	VPADDD           Z16, Z14, Z14
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z6, Z16
+	VEXTRACTI64X4    $0x01, Z17, Y4
+	VPMOVSXBW        Y4, Z17
+	VPSRAW           $0x02, Z17, Z17
+	VPMULLW          Z16, Z17, Z17
+	VPMADDWD         640(SI), Z17, Z16
+	VPADDD           Z16, Z7, Z7
+	VPMADDWD         704(SI), Z17, Z16
+	VPADDD           Z16, Z8, Z8
+	VPMADDWD         640(DI), Z17, Z16
+	VPADDD           Z16, Z9, Z9
+	VPMADDWD         704(DI), Z17, Z16
+	VPADDD           Z16, Z10, Z10
+	VPMADDWD         640(R8), Z17, Z16
+	VPADDD           Z16, Z11, Z11
+	VPMADDWD         704(R8), Z17, Z16
+	VPADDD           Z16, Z12, Z12
+	VPMADDWD         640(R9), Z17, Z16
+	VPADDD           Z16, Z13, Z13
+	VPMADDWD         704(R9), Z17, Z16
+	VPADDD           Z16, Z14, Z14
+	VPSRLW           $0x02, Z5, Z5
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD       $0x6a, Z2, Z1, Z15
+	VPTERNLOGD       $0xf8, Z0, Z5, Z15
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z6, Z5
+	VPMOVSXBW        Y15, Z16
+	VPSRAW           $0x02, Z16, Z16
+	VPMULLW          Z5, Z16, Z16
+	VPMADDWD         768(SI), Z16, Z5
+	VPADDD           Z5, Z7, Z7
+	VPMADDWD         832(SI), Z16, Z5
+	VPADDD           Z5, Z8, Z8
+	VPMADDWD         768(DI), Z16, Z5
+	VPADDD           Z5, Z9, Z9
+	VPMADDWD         832(DI), Z16, Z5
+	VPADDD           Z5, Z10, Z10
+	VPMADDWD         768(R8), Z16, Z5
+	VPADDD           Z5, Z11, Z11
+	VPMADDWD         832(R8), Z16, Z5
+	VPADDD           Z5, Z12, Z12
+	VPMADDWD         768(R9), Z16, Z5
+	VPADDD           Z5, Z13, Z13
+	VPMADDWD         832(R9), Z16, Z5
+	VPADDD           Z5, Z14, Z14
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z6, Z5
+	VEXTRACTI64X4    $0x01, Z15, Y4
+	VPMOVSXBW        Y4, Z6
+	VPSRAW           $0x02, Z6, Z6
+	VPMULLW          Z5, Z6, Z6
+	VPMADDWD         896(SI), Z6, Z5
+	VPADDD           Z5, Z7, Z7
+	VPMADDWD         960(SI), Z6, Z5
+	VPADDD           Z5, Z8, Z8
+	VPMADDWD         896(DI), Z6, Z5
+	VPADDD           Z5, Z9, Z9
+	VPMADDWD         960(DI), Z6, Z5
+	VPADDD           Z5, Z10, Z10
+	VPMADDWD         896(R8), Z6, Z5
+	VPADDD           Z5, Z11, Z11
+	VPMADDWD         960(R8), Z6, Z5
+	VPADDD           Z5, Z12, Z12
+	VPMADDWD         896(R9), Z6, Z5
+	VPADDD           Z5, Z13, Z13
+	VPMADDWD         960(R9), Z6, Z5
+	VPADDD           Z5, Z14, Z14
+	VCVTDQ2PD        Y7, Z5
+	VEXTRACTI64X4    $0x01, Z7, Y4
+	VCVTDQ2PD        Y4, Z6
+	VADDPD           Z6, Z5, Z5
+	VCVTDQ2PD        Y8, Z6
+	VEXTRACTI64X4    $0x01, Z8, Y4
+	VCVTDQ2PD        Y4, Z7
+	VADDPD           Z7, Z6, Z6
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z6, Z5
+	VCVTDQ2PD        Y9, Z6
+	VEXTRACTI64X4    $0x01, Z9, Y4
+	VCVTDQ2PD        Y4, Z7
+	VADDPD           Z7, Z6, Z6
+	VCVTDQ2PD        Y10, Z7
+	VEXTRACTI64X4    $0x01, Z10, Y4
+	VCVTDQ2PD        Y4, Z8
+	VADDPD           Z8, Z7, Z7
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z7, Z6
+	VCVTDQ2PD        Y11, Z7
+	VEXTRACTI64X4    $0x01, Z11, Y4
+	VCVTDQ2PD        Y4, Z8
+	VADDPD           Z8, Z7, Z7
+	VCVTDQ2PD        Y12, Z8
+	VEXTRACTI64X4    $0x01, Z12, Y4
+	VCVTDQ2PD        Y4, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z7
+	VCVTDQ2PD        Y13, Z8
+	VEXTRACTI64X4    $0x01, Z13, Y4
+	VCVTDQ2PD        Y4, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y14, Z9
+	VEXTRACTI64X4    $0x01, Z14, Y4
+	VCVTDQ2PD        Y4, Z10
+	VADDPD           Z10, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VUNPCKLPD        Z6, Z5, Z9
+	VUNPCKHPD        Z6, Z5, Z5
+	VADDPD           Z5, Z9, Z9
+	VUNPCKLPD        Z8, Z7, Z5
+	VUNPCKHPD        Z8, Z7, Z6
+	VADDPD           Z6, Z5, Z5
+	VSHUFF64X2       $0x88, Z5, Z9, Z6
+	VSHUFF64X2       $0xdd, Z5, Z9, Z5
+	VADDPD           Z5, Z6, Z6
+	VSHUFF64X2       $0xb1, Z6, Z6, Z5
+	VADDPD           Z5, Z6, Z6
+	VPBROADCASTW     208(AX), X4
+	VCVTPH2PS        X4, Y4
+	VCVTPS2PD        Y4, Z5
+	VMULPD           Z5, Z6, Z6
+	MOVQ             32(CX), R10
+	MOVQ             40(CX), R11
+	VMOVSD           (R10)(BX*1), X19
+	VMOVHPD          (R11)(BX*1), X19, X19
+	MOVQ             48(CX), R10
+	MOVQ             56(CX), R11
+	VMOVSD           (R10)(BX*1), X4
+	VMOVHPD          (R11)(BX*1), X4, X4
+	VINSERTF64X2     $0x02, X4, Z19, Z5
+	VMULPD           Z5, Z6, Z6
+	ADDQ             $0x08, BX
+	VADDPD           Z6, Z3, Z3
+	ADDQ             $0x000000d2, AX
+	ADDQ             $0x00000400, SI
+	ADDQ             $0x00000400, DI
+	ADDQ             $0x00000400, R8
+	ADDQ             $0x00000400, R9
+	DECQ             DX
+	JMP              block
+
+done:
+	LEAQ          ret_0+96(FP), AX
+	VCVTPD2PS     Z3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VMOVSD        X0, (AX)
+	VMOVSD        X1, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q6KTile8AVX512(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
+TEXT ·q6KTile8AVX512(SB), NOSPLIT, $0-240
+	MOVQ         w_base+0(FP), AX
+	LEAQ         in_0+24(FP), CX
+	MOVQ         scales_base+88(FP), DX
+	MOVQ         scales_len+96(FP), BX
+	SHRQ         $0x03, BX
+	MOVQ         (CX), SI
+	MOVQ         8(CX), DI
+	MOVQ         16(CX), R8
+	MOVQ         24(CX), R9
+	MOVQ         32(CX), R10
+	MOVQ         40(CX), R11
+	MOVQ         48(CX), R12
+	MOVQ         56(CX), CX
+	VPBROADCASTD q6KNibble<>+0(SB), Z0
+	VPBROADCASTD q6KHighPair<>+0(SB), Z1
+	VPBROADCASTD q6KSign<>+0(SB), Z2
+	LEAQ         y_0+112(FP), R13
+	VMOVUPD      (R13), Z3
+
+block:
+	TESTQ            BX, BX
+	JZ               done
+	PREFETCHT0       4096(AX)
+	PREFETCHT0       4160(AX)
+	PREFETCHT0       4224(AX)
+	PREFETCHT0       4288(AX)
+	VPMOVSXBW        192(AX), Y4
+	VSHUFI64X2       $0x00, Z4, Z4, Z5
+	VSHUFI64X2       $0x55, Z4, Z4, Z6
+	VMOVDQU64        (AX), Z23
+	VBROADCASTI64X4  128(AX), Z24
+	VPSLLW           $0x02, Z23, Z7
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z24, Z25
+	VPTERNLOGD       $0x6a, Z2, Z1, Z25
+	VPTERNLOGD       $0xf8, Z0, Z7, Z25
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z5, Z7
+	VPMOVSXBW        Y25, Z22
+	VPSRAW           $0x02, Z22, Z22
+	VPMULLW          Z7, Z22, Z22
+	VPMADDWD         (SI), Z22, Z7
+	VPMADDWD         64(SI), Z22, Z8
+	VPMADDWD         (DI), Z22, Z9
+	VPMADDWD         64(DI), Z22, Z10
+	VPMADDWD         (R8), Z22, Z11
+	VPMADDWD         64(R8), Z22, Z12
+	VPMADDWD         (R9), Z22, Z13
+	VPMADDWD         64(R9), Z22, Z14
+	VPMADDWD         (R10), Z22, Z15
+	VPMADDWD         64(R10), Z22, Z16
+	VPMADDWD         (R11), Z22, Z17
+	VPMADDWD         64(R11), Z22, Z18
+	VPMADDWD         (R12), Z22, Z19
+	VPMADDWD         64(R12), Z22, Z20
+	VPMADDWD         (CX), Z22, Z21
+	VPMADDWD         64(CX), Z22, Z22
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z5, Z26
+	VEXTRACTI64X4    $0x01, Z25, Y4
+	VPMOVSXBW        Y4, Z25
+	VPSRAW           $0x02, Z25, Z25
+	VPMULLW          Z26, Z25, Z25
+	VPMADDWD         128(SI), Z25, Z26
+	VPADDD           Z26, Z7, Z7
+	VPMADDWD         192(SI), Z25, Z26
+	VPADDD           Z26, Z8, Z8
+	VPMADDWD         128(DI), Z25, Z26
+	VPADDD           Z26, Z9, Z9
+	VPMADDWD         192(DI), Z25, Z26
+	VPADDD           Z26, Z10, Z10
+	VPMADDWD         128(R8), Z25, Z26
+	VPADDD           Z26, Z11, Z11
+	VPMADDWD         192(R8), Z25, Z26
+	VPADDD           Z26, Z12, Z12
+	VPMADDWD         128(R9), Z25, Z26
+	VPADDD           Z26, Z13, Z13
+	VPMADDWD         192(R9), Z25, Z26
+	VPADDD           Z26, Z14, Z14
+	VPMADDWD         128(R10), Z25, Z26
+	VPADDD           Z26, Z15, Z15
+	VPMADDWD         192(R10), Z25, Z26
+	VPADDD           Z26, Z16, Z16
+	VPMADDWD         128(R11), Z25, Z26
+	VPADDD           Z26, Z17, Z17
+	VPMADDWD         192(R11), Z25, Z26
+	VPADDD           Z26, Z18, Z18
+	VPMADDWD         128(R12), Z25, Z26
+	VPADDD           Z26, Z19, Z19
+	VPMADDWD         192(R12), Z25, Z26
+	VPADDD           Z26, Z20, Z20
+	VPMADDWD         128(CX), Z25, Z26
+	VPADDD           Z26, Z21, Z21
+	VPMADDWD         192(CX), Z25, Z25
+	VPADDD           Z25, Z22, Z22
+	VPSRLW           $0x02, Z23, Z23
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z24, Z24
+	VPTERNLOGD       $0x6a, Z2, Z1, Z24
+	VPTERNLOGD       $0xf8, Z0, Z23, Z24
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z5, Z23
+	VPMOVSXBW        Y24, Z25
+	VPSRAW           $0x02, Z25, Z25
+	VPMULLW          Z23, Z25, Z25
+	VPMADDWD         256(SI), Z25, Z23
+	VPADDD           Z23, Z7, Z7
+	VPMADDWD         320(SI), Z25, Z23
+	VPADDD           Z23, Z8, Z8
+	VPMADDWD         256(DI), Z25, Z23
+	VPADDD           Z23, Z9, Z9
+	VPMADDWD         320(DI), Z25, Z23
+	VPADDD           Z23, Z10, Z10
+	VPMADDWD         256(R8), Z25, Z23
+	VPADDD           Z23, Z11, Z11
+	VPMADDWD         320(R8), Z25, Z23
+	VPADDD           Z23, Z12, Z12
+	VPMADDWD         256(R9), Z25, Z23
+	VPADDD           Z23, Z13, Z13
+	VPMADDWD         320(R9), Z25, Z23
+	VPADDD           Z23, Z14, Z14
+	VPMADDWD         256(R10), Z25, Z23
+	VPADDD           Z23, Z15, Z15
+	VPMADDWD         320(R10), Z25, Z23
+	VPADDD           Z23, Z16, Z16
+	VPMADDWD         256(R11), Z25, Z23
+	VPADDD           Z23, Z17, Z17
+	VPMADDWD         320(R11), Z25, Z23
+	VPADDD           Z23, Z18, Z18
+	VPMADDWD         256(R12), Z25, Z23
+	VPADDD           Z23, Z19, Z19
+	VPMADDWD         320(R12), Z25, Z23
+	VPADDD           Z23, Z20, Z20
+	VPMADDWD         256(CX), Z25, Z23
+	VPADDD           Z23, Z21, Z21
+	VPMADDWD         320(CX), Z25, Z23
+	VPADDD           Z23, Z22, Z22
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z5, Z5
+	VEXTRACTI64X4    $0x01, Z24, Y4
+	VPMOVSXBW        Y4, Z23
+	VPSRAW           $0x02, Z23, Z23
+	VPMULLW          Z5, Z23, Z23
+	VPMADDWD         384(SI), Z23, Z5
+	VPADDD           Z5, Z7, Z7
+	VPMADDWD         448(SI), Z23, Z5
+	VPADDD           Z5, Z8, Z8
+	VPMADDWD         384(DI), Z23, Z5
+	VPADDD           Z5, Z9, Z9
+	VPMADDWD         448(DI), Z23, Z5
+	VPADDD           Z5, Z10, Z10
+	VPMADDWD         384(R8), Z23, Z5
+	VPADDD           Z5, Z11, Z11
+	VPMADDWD         448(R8), Z23, Z5
+	VPADDD           Z5, Z12, Z12
+	VPMADDWD         384(R9), Z23, Z5
+	VPADDD           Z5, Z13, Z13
+	VPMADDWD         448(R9), Z23, Z5
+	VPADDD           Z5, Z14, Z14
+	VPMADDWD         384(R10), Z23, Z5
+	VPADDD           Z5, Z15, Z15
+	VPMADDWD         448(R10), Z23, Z5
+	VPADDD           Z5, Z16, Z16
+	VPMADDWD         384(R11), Z23, Z5
+	VPADDD           Z5, Z17, Z17
+	VPMADDWD         448(R11), Z23, Z5
+	VPADDD           Z5, Z18, Z18
+	VPMADDWD         384(R12), Z23, Z5
+	VPADDD           Z5, Z19, Z19
+	VPMADDWD         448(R12), Z23, Z5
+	VPADDD           Z5, Z20, Z20
+	VPMADDWD         384(CX), Z23, Z5
+	VPADDD           Z5, Z21, Z21
+	VPMADDWD         448(CX), Z23, Z5
+	VPADDD           Z5, Z22, Z22
+	VMOVDQU64        64(AX), Z5
+	VBROADCASTI64X4  160(AX), Z23
+	VPSLLW           $0x02, Z5, Z24
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z23, Z25
+	VPTERNLOGD       $0x6a, Z2, Z1, Z25
+	VPTERNLOGD       $0xf8, Z0, Z24, Z25
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z6, Z24
+	VPMOVSXBW        Y25, Z26
+	VPSRAW           $0x02, Z26, Z26
+	VPMULLW          Z24, Z26, Z26
+	VPMADDWD         512(SI), Z26, Z24
+	VPADDD           Z24, Z7, Z7
+	VPMADDWD         576(SI), Z26, Z24
+	VPADDD           Z24, Z8, Z8
+	VPMADDWD         512(DI), Z26, Z24
+	VPADDD           Z24, Z9, Z9
+	VPMADDWD         576(DI), Z26, Z24
+	VPADDD           Z24, Z10, Z10
+	VPMADDWD         512(R8), Z26, Z24
+	VPADDD           Z24, Z11, Z11
+	VPMADDWD         576(R8), Z26, Z24
+	VPADDD           Z24, Z12, Z12
+	VPMADDWD         512(R9), Z26, Z24
+	VPADDD           Z24, Z13, Z13
+	VPMADDWD         576(R9), Z26, Z24
+	VPADDD           Z24, Z14, Z14
+	VPMADDWD         512(R10), Z26, Z24
+	VPADDD           Z24, Z15, Z15
+	VPMADDWD         576(R10), Z26, Z24
+	VPADDD           Z24, Z16, Z16
+	VPMADDWD         512(R11), Z26, Z24
+	VPADDD           Z24, Z17, Z17
+	VPMADDWD         576(R11), Z26, Z24
+	VPADDD           Z24, Z18, Z18
+	VPMADDWD         512(R12), Z26, Z24
+	VPADDD           Z24, Z19, Z19
+	VPMADDWD         576(R12), Z26, Z24
+	VPADDD           Z24, Z20, Z20
+	VPMADDWD         512(CX), Z26, Z24
+	VPADDD           Z24, Z21, Z21
+	VPMADDWD         576(CX), Z26, Z24
+	VPADDD           Z24, Z22, Z22
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z6, Z24
+	VEXTRACTI64X4    $0x01, Z25, Y4
+	VPMOVSXBW        Y4, Z25
+	VPSRAW           $0x02, Z25, Z25
+	VPMULLW          Z24, Z25, Z25
+	VPMADDWD         640(SI), Z25, Z24
+	VPADDD           Z24, Z7, Z7
+	VPMADDWD         704(SI), Z25, Z24
+	VPADDD           Z24, Z8, Z8
+	VPMADDWD         640(DI), Z25, Z24
+	VPADDD           Z24, Z9, Z9
+	VPMADDWD         704(DI), Z25, Z24
+	VPADDD           Z24, Z10, Z10
+	VPMADDWD         640(R8), Z25, Z24
+	VPADDD           Z24, Z11, Z11
+	VPMADDWD         704(R8), Z25, Z24
+	VPADDD           Z24, Z12, Z12
+	VPMADDWD         640(R9), Z25, Z24
+	VPADDD           Z24, Z13, Z13
+	VPMADDWD         704(R9), Z25, Z24
+	VPADDD           Z24, Z14, Z14
+	VPMADDWD         640(R10), Z25, Z24
+	VPADDD           Z24, Z15, Z15
+	VPMADDWD         704(R10), Z25, Z24
+	VPADDD           Z24, Z16, Z16
+	VPMADDWD         640(R11), Z25, Z24
+	VPADDD           Z24, Z17, Z17
+	VPMADDWD         704(R11), Z25, Z24
+	VPADDD           Z24, Z18, Z18
+	VPMADDWD         640(R12), Z25, Z24
+	VPADDD           Z24, Z19, Z19
+	VPMADDWD         704(R12), Z25, Z24
+	VPADDD           Z24, Z20, Z20
+	VPMADDWD         640(CX), Z25, Z24
+	VPADDD           Z24, Z21, Z21
+	VPMADDWD         704(CX), Z25, Z24
+	VPADDD           Z24, Z22, Z22
+	VPSRLW           $0x02, Z5, Z5
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z23, Z23
+	VPTERNLOGD       $0x6a, Z2, Z1, Z23
+	VPTERNLOGD       $0xf8, Z0, Z5, Z23
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z6, Z5
+	VPMOVSXBW        Y23, Z24
+	VPSRAW           $0x02, Z24, Z24
+	VPMULLW          Z5, Z24, Z24
+	VPMADDWD         768(SI), Z24, Z5
+	VPADDD           Z5, Z7, Z7
+	VPMADDWD         832(SI), Z24, Z5
+	VPADDD           Z5, Z8, Z8
+	VPMADDWD         768(DI), Z24, Z5
+	VPADDD           Z5, Z9, Z9
+	VPMADDWD         832(DI), Z24, Z5
+	VPADDD           Z5, Z10, Z10
+	VPMADDWD         768(R8), Z24, Z5
+	VPADDD           Z5, Z11, Z11
+	VPMADDWD         832(R8), Z24, Z5
+	VPADDD           Z5, Z12, Z12
+	VPMADDWD         768(R9), Z24, Z5
+	VPADDD           Z5, Z13, Z13
+	VPMADDWD         832(R9), Z24, Z5
+	VPADDD           Z5, Z14, Z14
+	VPMADDWD         768(R10), Z24, Z5
+	VPADDD           Z5, Z15, Z15
+	VPMADDWD         832(R10), Z24, Z5
+	VPADDD           Z5, Z16, Z16
+	VPMADDWD         768(R11), Z24, Z5
+	VPADDD           Z5, Z17, Z17
+	VPMADDWD         832(R11), Z24, Z5
+	VPADDD           Z5, Z18, Z18
+	VPMADDWD         768(R12), Z24, Z5
+	VPADDD           Z5, Z19, Z19
+	VPMADDWD         832(R12), Z24, Z5
+	VPADDD           Z5, Z20, Z20
+	VPMADDWD         768(CX), Z24, Z5
+	VPADDD           Z5, Z21, Z21
+	VPMADDWD         832(CX), Z24, Z5
+	VPADDD           Z5, Z22, Z22
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z6, Z5
+	VEXTRACTI64X4    $0x01, Z23, Y4
+	VPMOVSXBW        Y4, Z6
+	VPSRAW           $0x02, Z6, Z6
+	VPMULLW          Z5, Z6, Z6
+	VPMADDWD         896(SI), Z6, Z5
+	VPADDD           Z5, Z7, Z7
+	VPMADDWD         960(SI), Z6, Z5
+	VPADDD           Z5, Z8, Z8
+	VPMADDWD         896(DI), Z6, Z5
+	VPADDD           Z5, Z9, Z9
+	VPMADDWD         960(DI), Z6, Z5
+	VPADDD           Z5, Z10, Z10
+	VPMADDWD         896(R8), Z6, Z5
+	VPADDD           Z5, Z11, Z11
+	VPMADDWD         960(R8), Z6, Z5
+	VPADDD           Z5, Z12, Z12
+	VPMADDWD         896(R9), Z6, Z5
+	VPADDD           Z5, Z13, Z13
+	VPMADDWD         960(R9), Z6, Z5
+	VPADDD           Z5, Z14, Z14
+	VPMADDWD         896(R10), Z6, Z5
+	VPADDD           Z5, Z15, Z15
+	VPMADDWD         960(R10), Z6, Z5
+	VPADDD           Z5, Z16, Z16
+	VPMADDWD         896(R11), Z6, Z5
+	VPADDD           Z5, Z17, Z17
+	VPMADDWD         960(R11), Z6, Z5
+	VPADDD           Z5, Z18, Z18
+	VPMADDWD         896(R12), Z6, Z5
+	VPADDD           Z5, Z19, Z19
+	VPMADDWD         960(R12), Z6, Z5
+	VPADDD           Z5, Z20, Z20
+	VPMADDWD         896(CX), Z6, Z5
+	VPADDD           Z5, Z21, Z21
+	VPMADDWD         960(CX), Z6, Z5
+	VPADDD           Z5, Z22, Z22
+	VCVTDQ2PD        Y7, Z5
+	VEXTRACTI64X4    $0x01, Z7, Y4
+	VCVTDQ2PD        Y4, Z6
+	VADDPD           Z6, Z5, Z5
+	VCVTDQ2PD        Y8, Z6
+	VEXTRACTI64X4    $0x01, Z8, Y4
+	VCVTDQ2PD        Y4, Z7
+	VADDPD           Z7, Z6, Z6
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z6, Z5
+	VCVTDQ2PD        Y9, Z6
+	VEXTRACTI64X4    $0x01, Z9, Y4
+	VCVTDQ2PD        Y4, Z7
+	VADDPD           Z7, Z6, Z6
+	VCVTDQ2PD        Y10, Z7
+	VEXTRACTI64X4    $0x01, Z10, Y4
+	VCVTDQ2PD        Y4, Z8
+	VADDPD           Z8, Z7, Z7
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z7, Z6
+	VCVTDQ2PD        Y11, Z7
+	VEXTRACTI64X4    $0x01, Z11, Y4
+	VCVTDQ2PD        Y4, Z8
+	VADDPD           Z8, Z7, Z7
+	VCVTDQ2PD        Y12, Z8
+	VEXTRACTI64X4    $0x01, Z12, Y4
+	VCVTDQ2PD        Y4, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z7
+	VCVTDQ2PD        Y13, Z8
+	VEXTRACTI64X4    $0x01, Z13, Y4
+	VCVTDQ2PD        Y4, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y14, Z9
+	VEXTRACTI64X4    $0x01, Z14, Y4
+	VCVTDQ2PD        Y4, Z10
+	VADDPD           Z10, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VCVTDQ2PD        Y15, Z9
+	VEXTRACTI64X4    $0x01, Z15, Y4
+	VCVTDQ2PD        Y4, Z10
+	VADDPD           Z10, Z9, Z9
+	VCVTDQ2PD        Y16, Z10
+	VEXTRACTI64X4    $0x01, Z16, Y4
+	VCVTDQ2PD        Y4, Z11
+	VADDPD           Z11, Z10, Z10
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z10, Z9
+	VCVTDQ2PD        Y17, Z10
+	VEXTRACTI64X4    $0x01, Z17, Y4
+	VCVTDQ2PD        Y4, Z11
+	VADDPD           Z11, Z10, Z10
+	VCVTDQ2PD        Y18, Z11
+	VEXTRACTI64X4    $0x01, Z18, Y4
+	VCVTDQ2PD        Y4, Z12
+	VADDPD           Z12, Z11, Z11
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z11, Z10
+	VCVTDQ2PD        Y19, Z11
+	VEXTRACTI64X4    $0x01, Z19, Y4
+	VCVTDQ2PD        Y4, Z12
+	VADDPD           Z12, Z11, Z11
+	VCVTDQ2PD        Y20, Z12
+	VEXTRACTI64X4    $0x01, Z20, Y4
+	VCVTDQ2PD        Y4, Z13
+	VADDPD           Z13, Z12, Z12
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z12, Z11
+	VCVTDQ2PD        Y21, Z12
+	VEXTRACTI64X4    $0x01, Z21, Y4
+	VCVTDQ2PD        Y4, Z13
+	VADDPD           Z13, Z12, Z12
+	VCVTDQ2PD        Y22, Z13
+	VEXTRACTI64X4    $0x01, Z22, Y4
+	VCVTDQ2PD        Y4, Z14
+	VADDPD           Z14, Z13, Z13
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z13, Z12
+	VUNPCKLPD        Z6, Z5, Z13
+	VUNPCKHPD        Z6, Z5, Z5
+	VADDPD           Z5, Z13, Z13
+	VUNPCKLPD        Z8, Z7, Z5
+	VUNPCKHPD        Z8, Z7, Z6
+	VADDPD           Z6, Z5, Z5
+	VUNPCKLPD        Z10, Z9, Z6
+	VUNPCKHPD        Z10, Z9, Z7
+	VADDPD           Z7, Z6, Z6
+	VUNPCKLPD        Z12, Z11, Z7
+	VUNPCKHPD        Z12, Z11, Z8
+	VADDPD           Z8, Z7, Z7
+	VSHUFF64X2       $0x88, Z5, Z13, Z8
+	VSHUFF64X2       $0xdd, Z5, Z13, Z5
+	VADDPD           Z5, Z8, Z8
+	VSHUFF64X2       $0x88, Z7, Z6, Z5
+	VSHUFF64X2       $0xdd, Z7, Z6, Z6
+	VADDPD           Z6, Z5, Z5
+	VSHUFF64X2       $0x88, Z5, Z8, Z6
+	VSHUFF64X2       $0xdd, Z5, Z8, Z5
+	VADDPD           Z5, Z6, Z6
+	VPBROADCASTW     208(AX), X4
+	VCVTPH2PS        X4, Y4
+	VCVTPS2PD        Y4, Z5
+	VMULPD           Z5, Z6, Z6
+	VMULPD           (DX), Z6, Z6
+	ADDQ             $0x40, DX
+	VADDPD           Z6, Z3, Z3
+	ADDQ             $0x000000d2, AX
+	ADDQ             $0x00000400, SI
+	ADDQ             $0x00000400, DI
+	ADDQ             $0x00000400, R8
+	ADDQ             $0x00000400, R9
+	ADDQ             $0x00000400, R10
+	ADDQ             $0x00000400, R11
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x00000400, CX
+	DECQ             BX
+	JMP              block
+
+done:
+	LEAQ    ret_0+176(FP), AX
+	VMOVUPD Z3, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTile4AVX512VNNI(w []byte, in [8]*byte, nb int) [4]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VBMI, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q6KTile4AVX512VNNI(SB), NOSPLIT, $0-112
+	MOVQ         w_base+0(FP), AX
+	LEAQ         in_0+24(FP), CX
+	MOVQ         nb+88(FP), DX
+	XORQ         BX, BX
+	MOVQ         (CX), SI
+	MOVQ         8(CX), DI
+	MOVQ         16(CX), R8
+	MOVQ         24(CX), R9
+	VPBROADCASTD q6KNibble<>+0(SB), Z0
+	VPBROADCASTD q6KHighPair<>+0(SB), Z1
+	VPBROADCASTD q6KSign<>+0(SB), Z2
+	VMOVDQU64    q6KTileHighIdx<>+0(SB), Z3
+	VMOVDQU64    q6KTileHighIdx<>+64(SB), Z4
+	MOVQ         $0xaaaaaaaaaaaaaaaa, R10
+	KMOVQ        R10, K1
+	VXORPD       Z5, Z5, Z5
+
+block:
+	TESTQ            DX, DX
+	JZ               done
+	PREFETCHT0       4096(AX)
+	PREFETCHT0       4160(AX)
+	PREFETCHT0       4224(AX)
+	PREFETCHT0       4288(AX)
+	VPMOVSXBW        192(AX), Y6
+	VPSLLW           $0x06, Y6, Y6
+	VSHUFI64X2       $0x00, Z6, Z6, Z7
+	VSHUFI64X2       $0x55, Z6, Z6, Z8
+	VMOVDQU64        (AX), Z17
+	VBROADCASTI64X4  128(AX), Z18
+	VPSLLW           $0x02, Z17, Z9
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z18, Z19
+	VPTERNLOGD       $0x6a, Z2, Z1, Z19
+	VPTERNLOGD       $0xf8, Z0, Z9, Z19
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z7, Z9
+	VPERMB.Z         Z19, Z3, K1, Z16
+	VPMULHW          Z9, Z16, Z16
+	VPMADDWD         (SI), Z16, Z9
+	VPMADDWD         64(SI), Z16, Z10
+	VPMADDWD         (DI), Z16, Z11
+	VPMADDWD         64(DI), Z16, Z12
+	VPMADDWD         (R8), Z16, Z13
+	VPMADDWD         64(R8), Z16, Z14
+	VPMADDWD         (R9), Z16, Z15
+	VPMADDWD         64(R9), Z16, Z16
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z7, Z20
+	VPERMB.Z         Z19, Z4, K1, Z19
+	VPMULHW          Z20, Z19, Z19
+	VPDPWSSD         128(SI), Z19, Z9
+	VPDPWSSD         192(SI), Z19, Z10
+	VPDPWSSD         128(DI), Z19, Z11
+	VPDPWSSD         192(DI), Z19, Z12
+	VPDPWSSD         128(R8), Z19, Z13
+	VPDPWSSD         192(R8), Z19, Z14
+	VPDPWSSD         128(R9), Z19, Z15
+	VPDPWSSD         192(R9), Z19, Z16
+	VPSRLW           $0x02, Z17, Z17
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z18, Z18
+	VPTERNLOGD       $0x6a, Z2, Z1, Z18
+	VPTERNLOGD       $0xf8, Z0, Z17, Z18
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z7, Z17
+	VPERMB.Z         Z18, Z3, K1, Z19
+	VPMULHW          Z17, Z19, Z19
+	VPDPWSSD         256(SI), Z19, Z9
+	VPDPWSSD         320(SI), Z19, Z10
+	VPDPWSSD         256(DI), Z19, Z11
+	VPDPWSSD         320(DI), Z19, Z12
+	VPDPWSSD         256(R8), Z19, Z13
+	VPDPWSSD         320(R8), Z19, Z14
+	VPDPWSSD         256(R9), Z19, Z15
+	VPDPWSSD         320(R9), Z19, Z16
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z7, Z7
+	VPERMB.Z         Z18, Z4, K1, Z17
+	VPMULHW          Z7, Z17, Z17
+	VPDPWSSD         384(SI), Z17, Z9
+	VPDPWSSD         448(SI), Z17, Z10
+	VPDPWSSD         384(DI), Z17, Z11
+	VPDPWSSD         448(DI), Z17, Z12
+	VPDPWSSD         384(R8), Z17, Z13
+	VPDPWSSD         448(R8), Z17, Z14
+	VPDPWSSD         384(R9), Z17, Z15
+	VPDPWSSD         448(R9), Z17, Z16
+	VMOVDQU64        64(AX), Z7
+	VBROADCASTI64X4  160(AX), Z17
+	VPSLLW           $0x02, Z7, Z18
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z17, Z19
+	VPTERNLOGD       $0x6a, Z2, Z1, Z19
+	VPTERNLOGD       $0xf8, Z0, Z18, Z19
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z8, Z18
+	VPERMB.Z         Z19, Z3, K1, Z20
+	VPMULHW          Z18, Z20, Z20
+	VPDPWSSD         512(SI), Z20, Z9
+	VPDPWSSD         576(SI), Z20, Z10
+	VPDPWSSD         512(DI), Z20, Z11
+	VPDPWSSD         576(DI), Z20, Z12
+	VPDPWSSD         512(R8), Z20, Z13
+	VPDPWSSD         576(R8), Z20, Z14
+	VPDPWSSD         512(R9), Z20, Z15
+	VPDPWSSD         576(R9), Z20, Z16
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z8, Z18
+	VPERMB.Z         Z19, Z4, K1, Z19
+	VPMULHW          Z18, Z19, Z19
+	VPDPWSSD         640(SI), Z19, Z9
+	VPDPWSSD         704(SI), Z19, Z10
+	VPDPWSSD         640(DI), Z19, Z11
+	VPDPWSSD         704(DI), Z19, Z12
+	VPDPWSSD         640(R8), Z19, Z13
+	VPDPWSSD         704(R8), Z19, Z14
+	VPDPWSSD         640(R9), Z19, Z15
+	VPDPWSSD         704(R9), Z19, Z16
+	VPSRLW           $0x02, Z7, Z7
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z17, Z17
+	VPTERNLOGD       $0x6a, Z2, Z1, Z17
+	VPTERNLOGD       $0xf8, Z0, Z7, Z17
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z8, Z7
+	VPERMB.Z         Z17, Z3, K1, Z18
+	VPMULHW          Z7, Z18, Z18
+	VPDPWSSD         768(SI), Z18, Z9
+	VPDPWSSD         832(SI), Z18, Z10
+	VPDPWSSD         768(DI), Z18, Z11
+	VPDPWSSD         832(DI), Z18, Z12
+	VPDPWSSD         768(R8), Z18, Z13
+	VPDPWSSD         832(R8), Z18, Z14
+	VPDPWSSD         768(R9), Z18, Z15
+	VPDPWSSD         832(R9), Z18, Z16
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z8, Z7
+	VPERMB.Z         Z17, Z4, K1, Z8
+	VPMULHW          Z7, Z8, Z8
+	VPDPWSSD         896(SI), Z8, Z9
+	VPDPWSSD         960(SI), Z8, Z10
+	VPDPWSSD         896(DI), Z8, Z11
+	VPDPWSSD         960(DI), Z8, Z12
+	VPDPWSSD         896(R8), Z8, Z13
+	VPDPWSSD         960(R8), Z8, Z14
+	VPDPWSSD         896(R9), Z8, Z15
+	VPDPWSSD         960(R9), Z8, Z16
+	VCVTDQ2PD        Y9, Z7
+	VEXTRACTI64X4    $0x01, Z9, Y6
+	VCVTDQ2PD        Y6, Z8
+	VADDPD           Z8, Z7, Z7
+	VCVTDQ2PD        Y10, Z8
+	VEXTRACTI64X4    $0x01, Z10, Y6
+	VCVTDQ2PD        Y6, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z7
+	VCVTDQ2PD        Y11, Z8
+	VEXTRACTI64X4    $0x01, Z11, Y6
+	VCVTDQ2PD        Y6, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y12, Z9
+	VEXTRACTI64X4    $0x01, Z12, Y6
+	VCVTDQ2PD        Y6, Z10
+	VADDPD           Z10, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VCVTDQ2PD        Y13, Z9
+	VEXTRACTI64X4    $0x01, Z13, Y6
+	VCVTDQ2PD        Y6, Z10
+	VADDPD           Z10, Z9, Z9
+	VCVTDQ2PD        Y14, Z10
+	VEXTRACTI64X4    $0x01, Z14, Y6
+	VCVTDQ2PD        Y6, Z11
+	VADDPD           Z11, Z10, Z10
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z10, Z9
+	VCVTDQ2PD        Y15, Z10
+	VEXTRACTI64X4    $0x01, Z15, Y6
+	VCVTDQ2PD        Y6, Z11
+	VADDPD           Z11, Z10, Z10
+	VCVTDQ2PD        Y16, Z11
+	VEXTRACTI64X4    $0x01, Z16, Y6
+	VCVTDQ2PD        Y6, Z12
+	VADDPD           Z12, Z11, Z11
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z11, Z10
+	VUNPCKLPD        Z8, Z7, Z11
+	VUNPCKHPD        Z8, Z7, Z7
+	VADDPD           Z7, Z11, Z11
+	VUNPCKLPD        Z10, Z9, Z7
+	VUNPCKHPD        Z10, Z9, Z8
+	VADDPD           Z8, Z7, Z7
+	VSHUFF64X2       $0x88, Z7, Z11, Z8
+	VSHUFF64X2       $0xdd, Z7, Z11, Z7
+	VADDPD           Z7, Z8, Z8
+	VSHUFF64X2       $0xb1, Z8, Z8, Z7
+	VADDPD           Z7, Z8, Z8
+	VPBROADCASTW     208(AX), X6
+	VCVTPH2PS        X6, Y6
+	VCVTPS2PD        Y6, Z7
+	VMULPD           Z7, Z8, Z8
+	MOVQ             32(CX), R10
+	MOVQ             40(CX), R11
+	VMOVSD           (R10)(BX*1), X21
+	VMOVHPD          (R11)(BX*1), X21, X21
+	MOVQ             48(CX), R10
+	MOVQ             56(CX), R11
+	VMOVSD           (R10)(BX*1), X6
+	VMOVHPD          (R11)(BX*1), X6, X6
+	VINSERTF64X2     $0x02, X6, Z21, Z7
+	VMULPD           Z7, Z8, Z8
+	ADDQ             $0x08, BX
+	VADDPD           Z8, Z5, Z5
+	ADDQ             $0x000000d2, AX
+	ADDQ             $0x00000400, SI
+	ADDQ             $0x00000400, DI
+	ADDQ             $0x00000400, R8
+	ADDQ             $0x00000400, R9
+	DECQ             DX
+	JMP              block
+
+done:
+	LEAQ          ret_0+96(FP), AX
+	VCVTPD2PS     Z5, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VMOVSD        X0, (AX)
+	VMOVSD        X1, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q6KTile8AVX512VNNI(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VBMI, AVX512_VNNI, F16C, MMX+
+TEXT ·q6KTile8AVX512VNNI(SB), NOSPLIT, $0-240
+	MOVQ         w_base+0(FP), AX
+	LEAQ         in_0+24(FP), CX
+	MOVQ         scales_base+88(FP), DX
+	MOVQ         scales_len+96(FP), BX
+	SHRQ         $0x03, BX
+	MOVQ         (CX), SI
+	MOVQ         8(CX), DI
+	MOVQ         16(CX), R8
+	MOVQ         24(CX), R9
+	MOVQ         32(CX), R10
+	MOVQ         40(CX), R11
+	MOVQ         48(CX), R12
+	MOVQ         56(CX), CX
+	VPBROADCASTD q6KNibble<>+0(SB), Z0
+	VPBROADCASTD q6KHighPair<>+0(SB), Z1
+	VPBROADCASTD q6KSign<>+0(SB), Z2
+	VMOVDQU64    q6KTileHighIdx<>+0(SB), Z3
+	VMOVDQU64    q6KTileHighIdx<>+64(SB), Z4
+	MOVQ         $0xaaaaaaaaaaaaaaaa, R13
+	KMOVQ        R13, K1
+	LEAQ         y_0+112(FP), R13
+	VMOVUPD      (R13), Z5
+
+block:
+	TESTQ            BX, BX
+	JZ               done
+	PREFETCHT0       4096(AX)
+	PREFETCHT0       4160(AX)
+	PREFETCHT0       4224(AX)
+	PREFETCHT0       4288(AX)
+	VPMOVSXBW        192(AX), Y6
+	VPSLLW           $0x06, Y6, Y6
+	VSHUFI64X2       $0x00, Z6, Z6, Z7
+	VSHUFI64X2       $0x55, Z6, Z6, Z8
+	VMOVDQU64        (AX), Z25
+	VBROADCASTI64X4  128(AX), Z26
+	VPSLLW           $0x02, Z25, Z9
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z26, Z27
+	VPTERNLOGD       $0x6a, Z2, Z1, Z27
+	VPTERNLOGD       $0xf8, Z0, Z9, Z27
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z7, Z9
+	VPERMB.Z         Z27, Z3, K1, Z24
+	VPMULHW          Z9, Z24, Z24
+	VPMADDWD         (SI), Z24, Z9
+	VPMADDWD         64(SI), Z24, Z10
+	VPMADDWD         (DI), Z24, Z11
+	VPMADDWD         64(DI), Z24, Z12
+	VPMADDWD         (R8), Z24, Z13
+	VPMADDWD         64(R8), Z24, Z14
+	VPMADDWD         (R9), Z24, Z15
+	VPMADDWD         64(R9), Z24, Z16
+	VPMADDWD         (R10), Z24, Z17
+	VPMADDWD         64(R10), Z24, Z18
+	VPMADDWD         (R11), Z24, Z19
+	VPMADDWD         64(R11), Z24, Z20
+	VPMADDWD         (R12), Z24, Z21
+	VPMADDWD         64(R12), Z24, Z22
+	VPMADDWD         (CX), Z24, Z23
+	VPMADDWD         64(CX), Z24, Z24
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z7, Z28
+	VPERMB.Z         Z27, Z4, K1, Z27
+	VPMULHW          Z28, Z27, Z27
+	VPDPWSSD         128(SI), Z27, Z9
+	VPDPWSSD         192(SI), Z27, Z10
+	VPDPWSSD         128(DI), Z27, Z11
+	VPDPWSSD         192(DI), Z27, Z12
+	VPDPWSSD         128(R8), Z27, Z13
+	VPDPWSSD         192(R8), Z27, Z14
+	VPDPWSSD         128(R9), Z27, Z15
+	VPDPWSSD         192(R9), Z27, Z16
+	VPDPWSSD         128(R10), Z27, Z17
+	VPDPWSSD         192(R10), Z27, Z18
+	VPDPWSSD         128(R11), Z27, Z19
+	VPDPWSSD         192(R11), Z27, Z20
+	VPDPWSSD         128(R12), Z27, Z21
+	VPDPWSSD         192(R12), Z27, Z22
+	VPDPWSSD         128(CX), Z27, Z23
+	VPDPWSSD         192(CX), Z27, Z24
+	VPSRLW           $0x02, Z25, Z25
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z26, Z26
+	VPTERNLOGD       $0x6a, Z2, Z1, Z26
+	VPTERNLOGD       $0xf8, Z0, Z25, Z26
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z7, Z25
+	VPERMB.Z         Z26, Z3, K1, Z27
+	VPMULHW          Z25, Z27, Z27
+	VPDPWSSD         256(SI), Z27, Z9
+	VPDPWSSD         320(SI), Z27, Z10
+	VPDPWSSD         256(DI), Z27, Z11
+	VPDPWSSD         320(DI), Z27, Z12
+	VPDPWSSD         256(R8), Z27, Z13
+	VPDPWSSD         320(R8), Z27, Z14
+	VPDPWSSD         256(R9), Z27, Z15
+	VPDPWSSD         320(R9), Z27, Z16
+	VPDPWSSD         256(R10), Z27, Z17
+	VPDPWSSD         320(R10), Z27, Z18
+	VPDPWSSD         256(R11), Z27, Z19
+	VPDPWSSD         320(R11), Z27, Z20
+	VPDPWSSD         256(R12), Z27, Z21
+	VPDPWSSD         320(R12), Z27, Z22
+	VPDPWSSD         256(CX), Z27, Z23
+	VPDPWSSD         320(CX), Z27, Z24
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z7, Z7
+	VPERMB.Z         Z26, Z4, K1, Z25
+	VPMULHW          Z7, Z25, Z25
+	VPDPWSSD         384(SI), Z25, Z9
+	VPDPWSSD         448(SI), Z25, Z10
+	VPDPWSSD         384(DI), Z25, Z11
+	VPDPWSSD         448(DI), Z25, Z12
+	VPDPWSSD         384(R8), Z25, Z13
+	VPDPWSSD         448(R8), Z25, Z14
+	VPDPWSSD         384(R9), Z25, Z15
+	VPDPWSSD         448(R9), Z25, Z16
+	VPDPWSSD         384(R10), Z25, Z17
+	VPDPWSSD         448(R10), Z25, Z18
+	VPDPWSSD         384(R11), Z25, Z19
+	VPDPWSSD         448(R11), Z25, Z20
+	VPDPWSSD         384(R12), Z25, Z21
+	VPDPWSSD         448(R12), Z25, Z22
+	VPDPWSSD         384(CX), Z25, Z23
+	VPDPWSSD         448(CX), Z25, Z24
+	VMOVDQU64        64(AX), Z7
+	VBROADCASTI64X4  160(AX), Z25
+	VPSLLW           $0x02, Z7, Z26
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z25, Z27
+	VPTERNLOGD       $0x6a, Z2, Z1, Z27
+	VPTERNLOGD       $0xf8, Z0, Z26, Z27
+	VPSHUFB          q6KTileScaleIdx<>+0(SB), Z8, Z26
+	VPERMB.Z         Z27, Z3, K1, Z28
+	VPMULHW          Z26, Z28, Z28
+	VPDPWSSD         512(SI), Z28, Z9
+	VPDPWSSD         576(SI), Z28, Z10
+	VPDPWSSD         512(DI), Z28, Z11
+	VPDPWSSD         576(DI), Z28, Z12
+	VPDPWSSD         512(R8), Z28, Z13
+	VPDPWSSD         576(R8), Z28, Z14
+	VPDPWSSD         512(R9), Z28, Z15
+	VPDPWSSD         576(R9), Z28, Z16
+	VPDPWSSD         512(R10), Z28, Z17
+	VPDPWSSD         576(R10), Z28, Z18
+	VPDPWSSD         512(R11), Z28, Z19
+	VPDPWSSD         576(R11), Z28, Z20
+	VPDPWSSD         512(R12), Z28, Z21
+	VPDPWSSD         576(R12), Z28, Z22
+	VPDPWSSD         512(CX), Z28, Z23
+	VPDPWSSD         576(CX), Z28, Z24
+	VPSHUFB          q6KTileScaleIdx<>+64(SB), Z8, Z26
+	VPERMB.Z         Z27, Z4, K1, Z27
+	VPMULHW          Z26, Z27, Z27
+	VPDPWSSD         640(SI), Z27, Z9
+	VPDPWSSD         704(SI), Z27, Z10
+	VPDPWSSD         640(DI), Z27, Z11
+	VPDPWSSD         704(DI), Z27, Z12
+	VPDPWSSD         640(R8), Z27, Z13
+	VPDPWSSD         704(R8), Z27, Z14
+	VPDPWSSD         640(R9), Z27, Z15
+	VPDPWSSD         704(R9), Z27, Z16
+	VPDPWSSD         640(R10), Z27, Z17
+	VPDPWSSD         704(R10), Z27, Z18
+	VPDPWSSD         640(R11), Z27, Z19
+	VPDPWSSD         704(R11), Z27, Z20
+	VPDPWSSD         640(R12), Z27, Z21
+	VPDPWSSD         704(R12), Z27, Z22
+	VPDPWSSD         640(CX), Z27, Z23
+	VPDPWSSD         704(CX), Z27, Z24
+	VPSRLW           $0x02, Z7, Z7
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z25, Z25
+	VPTERNLOGD       $0x6a, Z2, Z1, Z25
+	VPTERNLOGD       $0xf8, Z0, Z7, Z25
+	VPSHUFB          q6KTileScaleIdx<>+128(SB), Z8, Z7
+	VPERMB.Z         Z25, Z3, K1, Z26
+	VPMULHW          Z7, Z26, Z26
+	VPDPWSSD         768(SI), Z26, Z9
+	VPDPWSSD         832(SI), Z26, Z10
+	VPDPWSSD         768(DI), Z26, Z11
+	VPDPWSSD         832(DI), Z26, Z12
+	VPDPWSSD         768(R8), Z26, Z13
+	VPDPWSSD         832(R8), Z26, Z14
+	VPDPWSSD         768(R9), Z26, Z15
+	VPDPWSSD         832(R9), Z26, Z16
+	VPDPWSSD         768(R10), Z26, Z17
+	VPDPWSSD         832(R10), Z26, Z18
+	VPDPWSSD         768(R11), Z26, Z19
+	VPDPWSSD         832(R11), Z26, Z20
+	VPDPWSSD         768(R12), Z26, Z21
+	VPDPWSSD         832(R12), Z26, Z22
+	VPDPWSSD         768(CX), Z26, Z23
+	VPDPWSSD         832(CX), Z26, Z24
+	VPSHUFB          q6KTileScaleIdx<>+192(SB), Z8, Z7
+	VPERMB.Z         Z25, Z4, K1, Z8
+	VPMULHW          Z7, Z8, Z8
+	VPDPWSSD         896(SI), Z8, Z9
+	VPDPWSSD         960(SI), Z8, Z10
+	VPDPWSSD         896(DI), Z8, Z11
+	VPDPWSSD         960(DI), Z8, Z12
+	VPDPWSSD         896(R8), Z8, Z13
+	VPDPWSSD         960(R8), Z8, Z14
+	VPDPWSSD         896(R9), Z8, Z15
+	VPDPWSSD         960(R9), Z8, Z16
+	VPDPWSSD         896(R10), Z8, Z17
+	VPDPWSSD         960(R10), Z8, Z18
+	VPDPWSSD         896(R11), Z8, Z19
+	VPDPWSSD         960(R11), Z8, Z20
+	VPDPWSSD         896(R12), Z8, Z21
+	VPDPWSSD         960(R12), Z8, Z22
+	VPDPWSSD         896(CX), Z8, Z23
+	VPDPWSSD         960(CX), Z8, Z24
+	VCVTDQ2PD        Y9, Z7
+	VEXTRACTI64X4    $0x01, Z9, Y6
+	VCVTDQ2PD        Y6, Z8
+	VADDPD           Z8, Z7, Z7
+	VCVTDQ2PD        Y10, Z8
+	VEXTRACTI64X4    $0x01, Z10, Y6
+	VCVTDQ2PD        Y6, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z7
+	VCVTDQ2PD        Y11, Z8
+	VEXTRACTI64X4    $0x01, Z11, Y6
+	VCVTDQ2PD        Y6, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y12, Z9
+	VEXTRACTI64X4    $0x01, Z12, Y6
+	VCVTDQ2PD        Y6, Z10
+	VADDPD           Z10, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VCVTDQ2PD        Y13, Z9
+	VEXTRACTI64X4    $0x01, Z13, Y6
+	VCVTDQ2PD        Y6, Z10
+	VADDPD           Z10, Z9, Z9
+	VCVTDQ2PD        Y14, Z10
+	VEXTRACTI64X4    $0x01, Z14, Y6
+	VCVTDQ2PD        Y6, Z11
+	VADDPD           Z11, Z10, Z10
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z10, Z9
+	VCVTDQ2PD        Y15, Z10
+	VEXTRACTI64X4    $0x01, Z15, Y6
+	VCVTDQ2PD        Y6, Z11
+	VADDPD           Z11, Z10, Z10
+	VCVTDQ2PD        Y16, Z11
+	VEXTRACTI64X4    $0x01, Z16, Y6
+	VCVTDQ2PD        Y6, Z12
+	VADDPD           Z12, Z11, Z11
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z11, Z10
+	VCVTDQ2PD        Y17, Z11
+	VEXTRACTI64X4    $0x01, Z17, Y6
+	VCVTDQ2PD        Y6, Z12
+	VADDPD           Z12, Z11, Z11
+	VCVTDQ2PD        Y18, Z12
+	VEXTRACTI64X4    $0x01, Z18, Y6
+	VCVTDQ2PD        Y6, Z13
+	VADDPD           Z13, Z12, Z12
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z12, Z11
+	VCVTDQ2PD        Y19, Z12
+	VEXTRACTI64X4    $0x01, Z19, Y6
+	VCVTDQ2PD        Y6, Z13
+	VADDPD           Z13, Z12, Z12
+	VCVTDQ2PD        Y20, Z13
+	VEXTRACTI64X4    $0x01, Z20, Y6
+	VCVTDQ2PD        Y6, Z14
+	VADDPD           Z14, Z13, Z13
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z13, Z12
+	VCVTDQ2PD        Y21, Z13
+	VEXTRACTI64X4    $0x01, Z21, Y6
+	VCVTDQ2PD        Y6, Z14
+	VADDPD           Z14, Z13, Z13
+	VCVTDQ2PD        Y22, Z14
+	VEXTRACTI64X4    $0x01, Z22, Y6
+	VCVTDQ2PD        Y6, Z15
+	VADDPD           Z15, Z14, Z14
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z14, Z13
+	VCVTDQ2PD        Y23, Z14
+	VEXTRACTI64X4    $0x01, Z23, Y6
+	VCVTDQ2PD        Y6, Z15
+	VADDPD           Z15, Z14, Z14
+	VCVTDQ2PD        Y24, Z15
+	VEXTRACTI64X4    $0x01, Z24, Y6
+	VCVTDQ2PD        Y6, Z16
+	VADDPD           Z16, Z15, Z15
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z15, Z14
+	VUNPCKLPD        Z8, Z7, Z15
+	VUNPCKHPD        Z8, Z7, Z7
+	VADDPD           Z7, Z15, Z15
+	VUNPCKLPD        Z10, Z9, Z7
+	VUNPCKHPD        Z10, Z9, Z8
+	VADDPD           Z8, Z7, Z7
+	VUNPCKLPD        Z12, Z11, Z8
+	VUNPCKHPD        Z12, Z11, Z9
+	VADDPD           Z9, Z8, Z8
+	VUNPCKLPD        Z14, Z13, Z9
+	VUNPCKHPD        Z14, Z13, Z10
+	VADDPD           Z10, Z9, Z9
+	VSHUFF64X2       $0x88, Z7, Z15, Z10
+	VSHUFF64X2       $0xdd, Z7, Z15, Z7
+	VADDPD           Z7, Z10, Z10
+	VSHUFF64X2       $0x88, Z9, Z8, Z7
+	VSHUFF64X2       $0xdd, Z9, Z8, Z8
+	VADDPD           Z8, Z7, Z7
+	VSHUFF64X2       $0x88, Z7, Z10, Z8
+	VSHUFF64X2       $0xdd, Z7, Z10, Z7
+	VADDPD           Z7, Z8, Z8
+	VPBROADCASTW     208(AX), X6
+	VCVTPH2PS        X6, Y6
+	VCVTPS2PD        Y6, Z7
+	VMULPD           Z7, Z8, Z8
+	VMULPD           (DX), Z8, Z8
+	ADDQ             $0x40, DX
+	VADDPD           Z8, Z5, Z5
+	ADDQ             $0x000000d2, AX
+	ADDQ             $0x00000400, SI
+	ADDQ             $0x00000400, DI
+	ADDQ             $0x00000400, R8
+	ADDQ             $0x00000400, R9
+	ADDQ             $0x00000400, R10
+	ADDQ             $0x00000400, R11
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x00000400, CX
+	DECQ             BX
+	JMP              block
+
+done:
+	LEAQ    ret_0+176(FP), AX
+	VMOVUPD Z5, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KPanelBuildAVX512VNNI(panel []byte, rows [16]*byte, nb int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VBMI, F16C
+TEXT ·q6KPanelBuildAVX512VNNI(SB), NOSPLIT, $0-160
+	MOVQ         panel_base+0(FP), AX
+	LEAQ         rows_0+24(FP), CX
+	MOVQ         nb+152(FP), DX
+	XORQ         BX, BX
+	VPBROADCASTD q6KNibble<>+0(SB), Z0
+	VPBROADCASTD q6KHighPair<>+0(SB), Z1
+	VPBROADCASTD q6KSign<>+0(SB), Z2
+	MOVQ         $0xaaaaaaaaaaaaaaaa, SI
+	KMOVQ        SI, K1
+
+block:
+	TESTQ           DX, DX
+	JZ              done
+	MOVQ            (CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8192(AX)
+	MOVQ            8(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8200(AX)
+	MOVQ            16(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8208(AX)
+	MOVQ            24(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8216(AX)
+	MOVQ            32(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8224(AX)
+	MOVQ            40(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8232(AX)
+	MOVQ            48(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8240(AX)
+	MOVQ            56(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8248(AX)
+	MOVQ            64(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8256(AX)
+	MOVQ            72(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8264(AX)
+	MOVQ            80(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8272(AX)
+	MOVQ            88(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8280(AX)
+	MOVQ            96(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8288(AX)
+	MOVQ            104(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8296(AX)
+	MOVQ            112(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8304(AX)
+	MOVQ            120(CX), SI
+	VPBROADCASTW    208(SI)(BX*1), X3
+	VCVTPH2PS       X3, X3
+	VCVTSS2SD       X3, X3, X3
+	VMOVSD          X3, 8312(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z4
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z6
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z7
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z8
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z9
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z10
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z11
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z12
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z13
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z14
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z15
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z16
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z17
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z18
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z19
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z20
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, (AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 256(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 512(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 768(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 64(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 320(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 576(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 832(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 128(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 384(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 640(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 896(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 192(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 448(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 704(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 960(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z4
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z6
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z7
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z8
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z9
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z10
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z11
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z12
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z13
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z14
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z15
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z16
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z17
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z18
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z19
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z20
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, 1024(AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 1280(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 1536(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 1792(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 1088(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 1344(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 1600(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 1856(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 1152(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 1408(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 1664(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 1920(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 1216(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 1472(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 1728(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 1984(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z4
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z6
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z7
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z8
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z9
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z10
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z11
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z12
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z13
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z14
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z15
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z16
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z17
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z18
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z19
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z20
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, 2048(AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 2304(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 2560(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 2816(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 2112(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 2368(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 2624(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 2880(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 2176(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 2432(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 2688(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 2944(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 2240(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 2496(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 2752(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 3008(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z4
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z6
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z7
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z8
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z9
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z10
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z11
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z12
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z13
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z14
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z15
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z16
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z17
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z18
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z19
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       (SI)(BX*1), Z3
+	VBROADCASTI64X4 128(SI)(BX*1), Z20
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x00, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, 3072(AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 3328(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 3584(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 3840(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 3136(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 3392(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 3648(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 3904(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 3200(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 3456(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 3712(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 3968(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 3264(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 3520(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 3776(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 4032(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z4
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z6
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z7
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z8
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z9
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z10
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z11
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z12
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z13
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z14
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z15
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z16
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z17
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z18
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z19
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z20
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+0(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, 4096(AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 4352(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 4608(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 4864(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 4160(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 4416(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 4672(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 4928(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 4224(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 4480(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 4736(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 4992(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 4288(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 4544(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 4800(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 5056(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z4
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z6
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z7
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z8
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z9
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z10
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z11
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z12
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z13
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z14
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z15
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z16
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z17
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z18
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z19
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z20
+	VPSLLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+0(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+64(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, 5120(AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 5376(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 5632(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 5888(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 5184(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 5440(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 5696(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 5952(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 5248(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 5504(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 5760(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 6016(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 5312(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 5568(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 5824(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 6080(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z4
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z6
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z7
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z8
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z9
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z10
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z11
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z12
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z13
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z14
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z15
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z16
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z17
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z18
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z19
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z20
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+128(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+0(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, 6144(AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 6400(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 6656(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 6912(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 6208(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 6464(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 6720(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 6976(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 6272(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 6528(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 6784(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 7040(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 6336(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 6592(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 6848(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 7104(AX)
+	MOVQ            (CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z4
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z4, Z4
+	VPTERNLOGD      $0x6a, Z2, Z1, Z4
+	VPTERNLOGD      $0xf8, Z0, Z3, Z4
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z6
+	VPERMB.Z        Z4, Z6, K1, Z4
+	VPMULHW         Z3, Z4, Z4
+	MOVQ            8(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z6
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z6, Z6
+	VPTERNLOGD      $0x6a, Z2, Z1, Z6
+	VPTERNLOGD      $0xf8, Z0, Z3, Z6
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z7
+	VPERMB.Z        Z6, Z7, K1, Z6
+	VPMULHW         Z3, Z6, Z6
+	MOVQ            16(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z7
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z7, Z7
+	VPTERNLOGD      $0x6a, Z2, Z1, Z7
+	VPTERNLOGD      $0xf8, Z0, Z3, Z7
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z8
+	VPERMB.Z        Z7, Z8, K1, Z7
+	VPMULHW         Z3, Z7, Z7
+	MOVQ            24(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z8
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z8, Z8
+	VPTERNLOGD      $0x6a, Z2, Z1, Z8
+	VPTERNLOGD      $0xf8, Z0, Z3, Z8
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z9
+	VPERMB.Z        Z8, Z9, K1, Z8
+	VPMULHW         Z3, Z8, Z8
+	MOVQ            32(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z9
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD      $0x6a, Z2, Z1, Z9
+	VPTERNLOGD      $0xf8, Z0, Z3, Z9
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z10
+	VPERMB.Z        Z9, Z10, K1, Z9
+	VPMULHW         Z3, Z9, Z9
+	MOVQ            40(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z10
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z10, Z10
+	VPTERNLOGD      $0x6a, Z2, Z1, Z10
+	VPTERNLOGD      $0xf8, Z0, Z3, Z10
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z11
+	VPERMB.Z        Z10, Z11, K1, Z10
+	VPMULHW         Z3, Z10, Z10
+	MOVQ            48(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z11
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD      $0x6a, Z2, Z1, Z11
+	VPTERNLOGD      $0xf8, Z0, Z3, Z11
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z12
+	VPERMB.Z        Z11, Z12, K1, Z11
+	VPMULHW         Z3, Z11, Z11
+	MOVQ            56(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z12
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z12, Z12
+	VPTERNLOGD      $0x6a, Z2, Z1, Z12
+	VPTERNLOGD      $0xf8, Z0, Z3, Z12
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z13
+	VPERMB.Z        Z12, Z13, K1, Z12
+	VPMULHW         Z3, Z12, Z12
+	MOVQ            64(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z13
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD      $0x6a, Z2, Z1, Z13
+	VPTERNLOGD      $0xf8, Z0, Z3, Z13
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z14
+	VPERMB.Z        Z13, Z14, K1, Z13
+	VPMULHW         Z3, Z13, Z13
+	MOVQ            72(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z14
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z14, Z14
+	VPTERNLOGD      $0x6a, Z2, Z1, Z14
+	VPTERNLOGD      $0xf8, Z0, Z3, Z14
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z15
+	VPERMB.Z        Z14, Z15, K1, Z14
+	VPMULHW         Z3, Z14, Z14
+	MOVQ            80(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z15
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD      $0x6a, Z2, Z1, Z15
+	VPTERNLOGD      $0xf8, Z0, Z3, Z15
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z16
+	VPERMB.Z        Z15, Z16, K1, Z15
+	VPMULHW         Z3, Z15, Z15
+	MOVQ            88(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z16
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z16, Z16
+	VPTERNLOGD      $0x6a, Z2, Z1, Z16
+	VPTERNLOGD      $0xf8, Z0, Z3, Z16
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z17
+	VPERMB.Z        Z16, Z17, K1, Z16
+	VPMULHW         Z3, Z16, Z16
+	MOVQ            96(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z17
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z17, Z17
+	VPTERNLOGD      $0x6a, Z2, Z1, Z17
+	VPTERNLOGD      $0xf8, Z0, Z3, Z17
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z18
+	VPERMB.Z        Z17, Z18, K1, Z17
+	VPMULHW         Z3, Z17, Z17
+	MOVQ            104(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z18
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z18, Z18
+	VPTERNLOGD      $0x6a, Z2, Z1, Z18
+	VPTERNLOGD      $0xf8, Z0, Z3, Z18
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z19
+	VPERMB.Z        Z18, Z19, K1, Z18
+	VPMULHW         Z3, Z18, Z18
+	MOVQ            112(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z19
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z19, Z19
+	VPTERNLOGD      $0x6a, Z2, Z1, Z19
+	VPTERNLOGD      $0xf8, Z0, Z3, Z19
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z20
+	VPERMB.Z        Z19, Z20, K1, Z19
+	VPMULHW         Z3, Z19, Z19
+	MOVQ            120(CX), SI
+	VMOVDQU64       64(SI)(BX*1), Z3
+	VBROADCASTI64X4 160(SI)(BX*1), Z20
+	VPSRLW          $0x02, Z3, Z3
+	VPSLLVW         q6KLeftShifts<>+64(SB), Z20, Z20
+	VPTERNLOGD      $0x6a, Z2, Z1, Z20
+	VPTERNLOGD      $0xf8, Z0, Z3, Z20
+	VPMOVSXBW       192(SI)(BX*1), Y5
+	VPSLLW          $0x06, Y5, Y5
+	VSHUFI64X2      $0x55, Z5, Z5, Z3
+	VPSHUFB         q6KTileScaleIdx<>+192(SB), Z3, Z3
+	VMOVDQU64       q6KTileHighIdx<>+64(SB), Z21
+	VPERMB.Z        Z20, Z21, K1, Z20
+	VPMULHW         Z3, Z20, Z20
+	VPUNPCKLDQ      Z6, Z4, Z3
+	VPUNPCKHDQ      Z6, Z4, Z4
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z13
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z17
+	VPUNPCKLDQ      Z20, Z19, Z18
+	VPUNPCKHDQ      Z20, Z19, Z19
+	VPUNPCKLQDQ     Z6, Z3, Z20
+	VPUNPCKHQDQ     Z6, Z3, Z3
+	VPUNPCKLQDQ     Z7, Z4, Z6
+	VPUNPCKHQDQ     Z7, Z4, Z4
+	VPUNPCKLQDQ     Z10, Z8, Z7
+	VPUNPCKHQDQ     Z10, Z8, Z8
+	VPUNPCKLQDQ     Z11, Z9, Z10
+	VPUNPCKHQDQ     Z11, Z9, Z9
+	VPUNPCKLQDQ     Z14, Z12, Z11
+	VPUNPCKHQDQ     Z14, Z12, Z12
+	VPUNPCKLQDQ     Z15, Z13, Z14
+	VPUNPCKHQDQ     Z15, Z13, Z13
+	VPUNPCKLQDQ     Z18, Z16, Z15
+	VPUNPCKHQDQ     Z18, Z16, Z16
+	VPUNPCKLQDQ     Z19, Z17, Z18
+	VPUNPCKHQDQ     Z19, Z17, Z17
+	VSHUFI32X4      $0x44, Z7, Z20, Z19
+	VSHUFI32X4      $0xee, Z7, Z20, Z7
+	VSHUFI32X4      $0x44, Z15, Z11, Z20
+	VSHUFI32X4      $0xee, Z15, Z11, Z11
+	VSHUFI32X4      $0x88, Z20, Z19, Z15
+	VMOVDQU32       Z15, 7168(AX)
+	VSHUFI32X4      $0xdd, Z20, Z19, Z15
+	VMOVDQU32       Z15, 7424(AX)
+	VSHUFI32X4      $0x88, Z11, Z7, Z15
+	VMOVDQU32       Z15, 7680(AX)
+	VSHUFI32X4      $0xdd, Z11, Z7, Z7
+	VMOVDQU32       Z7, 7936(AX)
+	VSHUFI32X4      $0x44, Z8, Z3, Z7
+	VSHUFI32X4      $0xee, Z8, Z3, Z3
+	VSHUFI32X4      $0x44, Z16, Z12, Z8
+	VSHUFI32X4      $0xee, Z16, Z12, Z11
+	VSHUFI32X4      $0x88, Z8, Z7, Z12
+	VMOVDQU32       Z12, 7232(AX)
+	VSHUFI32X4      $0xdd, Z8, Z7, Z7
+	VMOVDQU32       Z7, 7488(AX)
+	VSHUFI32X4      $0x88, Z11, Z3, Z7
+	VMOVDQU32       Z7, 7744(AX)
+	VSHUFI32X4      $0xdd, Z11, Z3, Z3
+	VMOVDQU32       Z3, 8000(AX)
+	VSHUFI32X4      $0x44, Z10, Z6, Z3
+	VSHUFI32X4      $0xee, Z10, Z6, Z6
+	VSHUFI32X4      $0x44, Z18, Z14, Z7
+	VSHUFI32X4      $0xee, Z18, Z14, Z8
+	VSHUFI32X4      $0x88, Z7, Z3, Z10
+	VMOVDQU32       Z10, 7296(AX)
+	VSHUFI32X4      $0xdd, Z7, Z3, Z3
+	VMOVDQU32       Z3, 7552(AX)
+	VSHUFI32X4      $0x88, Z8, Z6, Z3
+	VMOVDQU32       Z3, 7808(AX)
+	VSHUFI32X4      $0xdd, Z8, Z6, Z3
+	VMOVDQU32       Z3, 8064(AX)
+	VSHUFI32X4      $0x44, Z9, Z4, Z3
+	VSHUFI32X4      $0xee, Z9, Z4, Z4
+	VSHUFI32X4      $0x44, Z17, Z13, Z6
+	VSHUFI32X4      $0xee, Z17, Z13, Z7
+	VSHUFI32X4      $0x88, Z6, Z3, Z8
+	VMOVDQU32       Z8, 7360(AX)
+	VSHUFI32X4      $0xdd, Z6, Z3, Z3
+	VMOVDQU32       Z3, 7616(AX)
+	VSHUFI32X4      $0x88, Z7, Z4, Z3
+	VMOVDQU32       Z3, 7872(AX)
+	VSHUFI32X4      $0xdd, Z7, Z4, Z3
+	VMOVDQU32       Z3, 8128(AX)
+	ADDQ            $0x000000d2, BX
+	ADDQ            $0x00002080, AX
+	DECQ            DX
+	JMP             block
+
+done:
+	VZEROUPPER
+	RET
+
+// func q6KPanel4AVX512VNNI(panel []byte, in [8]*byte, nb int, y []float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·q6KPanel4AVX512VNNI(SB), $512-120
+	MOVQ       panel_base+0(FP), AX
+	LEAQ       in_0+24(FP), CX
+	MOVQ       nb+88(FP), DX
+	MOVQ       (CX), BX
+	MOVQ       8(CX), SI
+	MOVQ       16(CX), DI
+	MOVQ       24(CX), R8
+	XORQ       R9, R9
+	VPXORD     Z0, Z0, Z0
+	VPTERNLOGD $0xff, Z1, Z1, Z1
+	VPSRLD     $0x10, Z1, Z1
+	VMOVUPD    Z0, (SP)
+	VMOVUPD    Z0, 64(SP)
+	VMOVUPD    Z0, 128(SP)
+	VMOVUPD    Z0, 192(SP)
+	VMOVUPD    Z0, 256(SP)
+	VMOVUPD    Z0, 320(SP)
+	VMOVUPD    Z0, 384(SP)
+	VMOVUPD    Z0, 448(SP)
+
+block:
+	TESTQ            DX, DX
+	JZ               done
+	VMOVDQA64        Z0, Z2
+	VMOVDQA64        Z0, Z3
+	VMOVDQA64        Z0, Z4
+	VMOVDQA64        Z0, Z5
+	VMOVDQA64        Z0, Z6
+	VMOVDQA64        Z0, Z7
+	VMOVDQA64        Z0, Z8
+	VMOVDQA64        Z0, Z9
+	VMOVDQA64        Z0, Z10
+	VMOVDQA64        Z0, Z11
+	VMOVDQA64        Z0, Z12
+	VMOVDQA64        Z0, Z13
+	VMOVDQA64        Z0, Z14
+	VMOVDQA64        Z0, Z15
+	VMOVDQA64        Z0, Z16
+	VMOVDQA64        Z0, Z17
+	VMOVDQU32        (AX), Z18
+	VPDPWSSD.BCST    (BX), Z18, Z2
+	VPDPWSSD.BCST    64(BX), Z18, Z3
+	VPDPWSSD.BCST    (SI), Z18, Z6
+	VPDPWSSD.BCST    64(SI), Z18, Z7
+	VPDPWSSD.BCST    (DI), Z18, Z10
+	VPDPWSSD.BCST    64(DI), Z18, Z11
+	VPDPWSSD.BCST    (R8), Z18, Z14
+	VPDPWSSD.BCST    64(R8), Z18, Z15
+	VMOVDQU32        64(AX), Z18
+	VPDPWSSD.BCST    4(BX), Z18, Z2
+	VPDPWSSD.BCST    68(BX), Z18, Z3
+	VPDPWSSD.BCST    4(SI), Z18, Z6
+	VPDPWSSD.BCST    68(SI), Z18, Z7
+	VPDPWSSD.BCST    4(DI), Z18, Z10
+	VPDPWSSD.BCST    68(DI), Z18, Z11
+	VPDPWSSD.BCST    4(R8), Z18, Z14
+	VPDPWSSD.BCST    68(R8), Z18, Z15
+	VMOVDQU32        128(AX), Z18
+	VPDPWSSD.BCST    8(BX), Z18, Z2
+	VPDPWSSD.BCST    72(BX), Z18, Z3
+	VPDPWSSD.BCST    8(SI), Z18, Z6
+	VPDPWSSD.BCST    72(SI), Z18, Z7
+	VPDPWSSD.BCST    8(DI), Z18, Z10
+	VPDPWSSD.BCST    72(DI), Z18, Z11
+	VPDPWSSD.BCST    8(R8), Z18, Z14
+	VPDPWSSD.BCST    72(R8), Z18, Z15
+	VMOVDQU32        192(AX), Z18
+	VPDPWSSD.BCST    12(BX), Z18, Z2
+	VPDPWSSD.BCST    76(BX), Z18, Z3
+	VPDPWSSD.BCST    12(SI), Z18, Z6
+	VPDPWSSD.BCST    76(SI), Z18, Z7
+	VPDPWSSD.BCST    12(DI), Z18, Z10
+	VPDPWSSD.BCST    76(DI), Z18, Z11
+	VPDPWSSD.BCST    12(R8), Z18, Z14
+	VPDPWSSD.BCST    76(R8), Z18, Z15
+	VMOVDQU32        256(AX), Z18
+	VPDPWSSD.BCST    16(BX), Z18, Z2
+	VPDPWSSD.BCST    80(BX), Z18, Z3
+	VPDPWSSD.BCST    16(SI), Z18, Z6
+	VPDPWSSD.BCST    80(SI), Z18, Z7
+	VPDPWSSD.BCST    16(DI), Z18, Z10
+	VPDPWSSD.BCST    80(DI), Z18, Z11
+	VPDPWSSD.BCST    16(R8), Z18, Z14
+	VPDPWSSD.BCST    80(R8), Z18, Z15
+	VMOVDQU32        320(AX), Z18
+	VPDPWSSD.BCST    20(BX), Z18, Z2
+	VPDPWSSD.BCST    84(BX), Z18, Z3
+	VPDPWSSD.BCST    20(SI), Z18, Z6
+	VPDPWSSD.BCST    84(SI), Z18, Z7
+	VPDPWSSD.BCST    20(DI), Z18, Z10
+	VPDPWSSD.BCST    84(DI), Z18, Z11
+	VPDPWSSD.BCST    20(R8), Z18, Z14
+	VPDPWSSD.BCST    84(R8), Z18, Z15
+	VMOVDQU32        384(AX), Z18
+	VPDPWSSD.BCST    24(BX), Z18, Z2
+	VPDPWSSD.BCST    88(BX), Z18, Z3
+	VPDPWSSD.BCST    24(SI), Z18, Z6
+	VPDPWSSD.BCST    88(SI), Z18, Z7
+	VPDPWSSD.BCST    24(DI), Z18, Z10
+	VPDPWSSD.BCST    88(DI), Z18, Z11
+	VPDPWSSD.BCST    24(R8), Z18, Z14
+	VPDPWSSD.BCST    88(R8), Z18, Z15
+	VMOVDQU32        448(AX), Z18
+	VPDPWSSD.BCST    28(BX), Z18, Z2
+	VPDPWSSD.BCST    92(BX), Z18, Z3
+	VPDPWSSD.BCST    28(SI), Z18, Z6
+	VPDPWSSD.BCST    92(SI), Z18, Z7
+	VPDPWSSD.BCST    28(DI), Z18, Z10
+	VPDPWSSD.BCST    92(DI), Z18, Z11
+	VPDPWSSD.BCST    28(R8), Z18, Z14
+	VPDPWSSD.BCST    92(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        512(AX), Z18
+	VPDPWSSD.BCST    32(BX), Z18, Z2
+	VPDPWSSD.BCST    96(BX), Z18, Z3
+	VPDPWSSD.BCST    32(SI), Z18, Z6
+	VPDPWSSD.BCST    96(SI), Z18, Z7
+	VPDPWSSD.BCST    32(DI), Z18, Z10
+	VPDPWSSD.BCST    96(DI), Z18, Z11
+	VPDPWSSD.BCST    32(R8), Z18, Z14
+	VPDPWSSD.BCST    96(R8), Z18, Z15
+	VMOVDQU32        576(AX), Z18
+	VPDPWSSD.BCST    36(BX), Z18, Z2
+	VPDPWSSD.BCST    100(BX), Z18, Z3
+	VPDPWSSD.BCST    36(SI), Z18, Z6
+	VPDPWSSD.BCST    100(SI), Z18, Z7
+	VPDPWSSD.BCST    36(DI), Z18, Z10
+	VPDPWSSD.BCST    100(DI), Z18, Z11
+	VPDPWSSD.BCST    36(R8), Z18, Z14
+	VPDPWSSD.BCST    100(R8), Z18, Z15
+	VMOVDQU32        640(AX), Z18
+	VPDPWSSD.BCST    40(BX), Z18, Z2
+	VPDPWSSD.BCST    104(BX), Z18, Z3
+	VPDPWSSD.BCST    40(SI), Z18, Z6
+	VPDPWSSD.BCST    104(SI), Z18, Z7
+	VPDPWSSD.BCST    40(DI), Z18, Z10
+	VPDPWSSD.BCST    104(DI), Z18, Z11
+	VPDPWSSD.BCST    40(R8), Z18, Z14
+	VPDPWSSD.BCST    104(R8), Z18, Z15
+	VMOVDQU32        704(AX), Z18
+	VPDPWSSD.BCST    44(BX), Z18, Z2
+	VPDPWSSD.BCST    108(BX), Z18, Z3
+	VPDPWSSD.BCST    44(SI), Z18, Z6
+	VPDPWSSD.BCST    108(SI), Z18, Z7
+	VPDPWSSD.BCST    44(DI), Z18, Z10
+	VPDPWSSD.BCST    108(DI), Z18, Z11
+	VPDPWSSD.BCST    44(R8), Z18, Z14
+	VPDPWSSD.BCST    108(R8), Z18, Z15
+	VMOVDQU32        768(AX), Z18
+	VPDPWSSD.BCST    48(BX), Z18, Z2
+	VPDPWSSD.BCST    112(BX), Z18, Z3
+	VPDPWSSD.BCST    48(SI), Z18, Z6
+	VPDPWSSD.BCST    112(SI), Z18, Z7
+	VPDPWSSD.BCST    48(DI), Z18, Z10
+	VPDPWSSD.BCST    112(DI), Z18, Z11
+	VPDPWSSD.BCST    48(R8), Z18, Z14
+	VPDPWSSD.BCST    112(R8), Z18, Z15
+	VMOVDQU32        832(AX), Z18
+	VPDPWSSD.BCST    52(BX), Z18, Z2
+	VPDPWSSD.BCST    116(BX), Z18, Z3
+	VPDPWSSD.BCST    52(SI), Z18, Z6
+	VPDPWSSD.BCST    116(SI), Z18, Z7
+	VPDPWSSD.BCST    52(DI), Z18, Z10
+	VPDPWSSD.BCST    116(DI), Z18, Z11
+	VPDPWSSD.BCST    52(R8), Z18, Z14
+	VPDPWSSD.BCST    116(R8), Z18, Z15
+	VMOVDQU32        896(AX), Z18
+	VPDPWSSD.BCST    56(BX), Z18, Z2
+	VPDPWSSD.BCST    120(BX), Z18, Z3
+	VPDPWSSD.BCST    56(SI), Z18, Z6
+	VPDPWSSD.BCST    120(SI), Z18, Z7
+	VPDPWSSD.BCST    56(DI), Z18, Z10
+	VPDPWSSD.BCST    120(DI), Z18, Z11
+	VPDPWSSD.BCST    56(R8), Z18, Z14
+	VPDPWSSD.BCST    120(R8), Z18, Z15
+	VMOVDQU32        960(AX), Z18
+	VPDPWSSD.BCST    60(BX), Z18, Z2
+	VPDPWSSD.BCST    124(BX), Z18, Z3
+	VPDPWSSD.BCST    60(SI), Z18, Z6
+	VPDPWSSD.BCST    124(SI), Z18, Z7
+	VPDPWSSD.BCST    60(DI), Z18, Z10
+	VPDPWSSD.BCST    124(DI), Z18, Z11
+	VPDPWSSD.BCST    60(R8), Z18, Z14
+	VPDPWSSD.BCST    124(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        1024(AX), Z18
+	VPDPWSSD.BCST    128(BX), Z18, Z2
+	VPDPWSSD.BCST    192(BX), Z18, Z3
+	VPDPWSSD.BCST    128(SI), Z18, Z6
+	VPDPWSSD.BCST    192(SI), Z18, Z7
+	VPDPWSSD.BCST    128(DI), Z18, Z10
+	VPDPWSSD.BCST    192(DI), Z18, Z11
+	VPDPWSSD.BCST    128(R8), Z18, Z14
+	VPDPWSSD.BCST    192(R8), Z18, Z15
+	VMOVDQU32        1088(AX), Z18
+	VPDPWSSD.BCST    132(BX), Z18, Z2
+	VPDPWSSD.BCST    196(BX), Z18, Z3
+	VPDPWSSD.BCST    132(SI), Z18, Z6
+	VPDPWSSD.BCST    196(SI), Z18, Z7
+	VPDPWSSD.BCST    132(DI), Z18, Z10
+	VPDPWSSD.BCST    196(DI), Z18, Z11
+	VPDPWSSD.BCST    132(R8), Z18, Z14
+	VPDPWSSD.BCST    196(R8), Z18, Z15
+	VMOVDQU32        1152(AX), Z18
+	VPDPWSSD.BCST    136(BX), Z18, Z2
+	VPDPWSSD.BCST    200(BX), Z18, Z3
+	VPDPWSSD.BCST    136(SI), Z18, Z6
+	VPDPWSSD.BCST    200(SI), Z18, Z7
+	VPDPWSSD.BCST    136(DI), Z18, Z10
+	VPDPWSSD.BCST    200(DI), Z18, Z11
+	VPDPWSSD.BCST    136(R8), Z18, Z14
+	VPDPWSSD.BCST    200(R8), Z18, Z15
+	VMOVDQU32        1216(AX), Z18
+	VPDPWSSD.BCST    140(BX), Z18, Z2
+	VPDPWSSD.BCST    204(BX), Z18, Z3
+	VPDPWSSD.BCST    140(SI), Z18, Z6
+	VPDPWSSD.BCST    204(SI), Z18, Z7
+	VPDPWSSD.BCST    140(DI), Z18, Z10
+	VPDPWSSD.BCST    204(DI), Z18, Z11
+	VPDPWSSD.BCST    140(R8), Z18, Z14
+	VPDPWSSD.BCST    204(R8), Z18, Z15
+	VMOVDQU32        1280(AX), Z18
+	VPDPWSSD.BCST    144(BX), Z18, Z2
+	VPDPWSSD.BCST    208(BX), Z18, Z3
+	VPDPWSSD.BCST    144(SI), Z18, Z6
+	VPDPWSSD.BCST    208(SI), Z18, Z7
+	VPDPWSSD.BCST    144(DI), Z18, Z10
+	VPDPWSSD.BCST    208(DI), Z18, Z11
+	VPDPWSSD.BCST    144(R8), Z18, Z14
+	VPDPWSSD.BCST    208(R8), Z18, Z15
+	VMOVDQU32        1344(AX), Z18
+	VPDPWSSD.BCST    148(BX), Z18, Z2
+	VPDPWSSD.BCST    212(BX), Z18, Z3
+	VPDPWSSD.BCST    148(SI), Z18, Z6
+	VPDPWSSD.BCST    212(SI), Z18, Z7
+	VPDPWSSD.BCST    148(DI), Z18, Z10
+	VPDPWSSD.BCST    212(DI), Z18, Z11
+	VPDPWSSD.BCST    148(R8), Z18, Z14
+	VPDPWSSD.BCST    212(R8), Z18, Z15
+	VMOVDQU32        1408(AX), Z18
+	VPDPWSSD.BCST    152(BX), Z18, Z2
+	VPDPWSSD.BCST    216(BX), Z18, Z3
+	VPDPWSSD.BCST    152(SI), Z18, Z6
+	VPDPWSSD.BCST    216(SI), Z18, Z7
+	VPDPWSSD.BCST    152(DI), Z18, Z10
+	VPDPWSSD.BCST    216(DI), Z18, Z11
+	VPDPWSSD.BCST    152(R8), Z18, Z14
+	VPDPWSSD.BCST    216(R8), Z18, Z15
+	VMOVDQU32        1472(AX), Z18
+	VPDPWSSD.BCST    156(BX), Z18, Z2
+	VPDPWSSD.BCST    220(BX), Z18, Z3
+	VPDPWSSD.BCST    156(SI), Z18, Z6
+	VPDPWSSD.BCST    220(SI), Z18, Z7
+	VPDPWSSD.BCST    156(DI), Z18, Z10
+	VPDPWSSD.BCST    220(DI), Z18, Z11
+	VPDPWSSD.BCST    156(R8), Z18, Z14
+	VPDPWSSD.BCST    220(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        1536(AX), Z18
+	VPDPWSSD.BCST    160(BX), Z18, Z2
+	VPDPWSSD.BCST    224(BX), Z18, Z3
+	VPDPWSSD.BCST    160(SI), Z18, Z6
+	VPDPWSSD.BCST    224(SI), Z18, Z7
+	VPDPWSSD.BCST    160(DI), Z18, Z10
+	VPDPWSSD.BCST    224(DI), Z18, Z11
+	VPDPWSSD.BCST    160(R8), Z18, Z14
+	VPDPWSSD.BCST    224(R8), Z18, Z15
+	VMOVDQU32        1600(AX), Z18
+	VPDPWSSD.BCST    164(BX), Z18, Z2
+	VPDPWSSD.BCST    228(BX), Z18, Z3
+	VPDPWSSD.BCST    164(SI), Z18, Z6
+	VPDPWSSD.BCST    228(SI), Z18, Z7
+	VPDPWSSD.BCST    164(DI), Z18, Z10
+	VPDPWSSD.BCST    228(DI), Z18, Z11
+	VPDPWSSD.BCST    164(R8), Z18, Z14
+	VPDPWSSD.BCST    228(R8), Z18, Z15
+	VMOVDQU32        1664(AX), Z18
+	VPDPWSSD.BCST    168(BX), Z18, Z2
+	VPDPWSSD.BCST    232(BX), Z18, Z3
+	VPDPWSSD.BCST    168(SI), Z18, Z6
+	VPDPWSSD.BCST    232(SI), Z18, Z7
+	VPDPWSSD.BCST    168(DI), Z18, Z10
+	VPDPWSSD.BCST    232(DI), Z18, Z11
+	VPDPWSSD.BCST    168(R8), Z18, Z14
+	VPDPWSSD.BCST    232(R8), Z18, Z15
+	VMOVDQU32        1728(AX), Z18
+	VPDPWSSD.BCST    172(BX), Z18, Z2
+	VPDPWSSD.BCST    236(BX), Z18, Z3
+	VPDPWSSD.BCST    172(SI), Z18, Z6
+	VPDPWSSD.BCST    236(SI), Z18, Z7
+	VPDPWSSD.BCST    172(DI), Z18, Z10
+	VPDPWSSD.BCST    236(DI), Z18, Z11
+	VPDPWSSD.BCST    172(R8), Z18, Z14
+	VPDPWSSD.BCST    236(R8), Z18, Z15
+	VMOVDQU32        1792(AX), Z18
+	VPDPWSSD.BCST    176(BX), Z18, Z2
+	VPDPWSSD.BCST    240(BX), Z18, Z3
+	VPDPWSSD.BCST    176(SI), Z18, Z6
+	VPDPWSSD.BCST    240(SI), Z18, Z7
+	VPDPWSSD.BCST    176(DI), Z18, Z10
+	VPDPWSSD.BCST    240(DI), Z18, Z11
+	VPDPWSSD.BCST    176(R8), Z18, Z14
+	VPDPWSSD.BCST    240(R8), Z18, Z15
+	VMOVDQU32        1856(AX), Z18
+	VPDPWSSD.BCST    180(BX), Z18, Z2
+	VPDPWSSD.BCST    244(BX), Z18, Z3
+	VPDPWSSD.BCST    180(SI), Z18, Z6
+	VPDPWSSD.BCST    244(SI), Z18, Z7
+	VPDPWSSD.BCST    180(DI), Z18, Z10
+	VPDPWSSD.BCST    244(DI), Z18, Z11
+	VPDPWSSD.BCST    180(R8), Z18, Z14
+	VPDPWSSD.BCST    244(R8), Z18, Z15
+	VMOVDQU32        1920(AX), Z18
+	VPDPWSSD.BCST    184(BX), Z18, Z2
+	VPDPWSSD.BCST    248(BX), Z18, Z3
+	VPDPWSSD.BCST    184(SI), Z18, Z6
+	VPDPWSSD.BCST    248(SI), Z18, Z7
+	VPDPWSSD.BCST    184(DI), Z18, Z10
+	VPDPWSSD.BCST    248(DI), Z18, Z11
+	VPDPWSSD.BCST    184(R8), Z18, Z14
+	VPDPWSSD.BCST    248(R8), Z18, Z15
+	VMOVDQU32        1984(AX), Z18
+	VPDPWSSD.BCST    188(BX), Z18, Z2
+	VPDPWSSD.BCST    252(BX), Z18, Z3
+	VPDPWSSD.BCST    188(SI), Z18, Z6
+	VPDPWSSD.BCST    252(SI), Z18, Z7
+	VPDPWSSD.BCST    188(DI), Z18, Z10
+	VPDPWSSD.BCST    252(DI), Z18, Z11
+	VPDPWSSD.BCST    188(R8), Z18, Z14
+	VPDPWSSD.BCST    252(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        2048(AX), Z18
+	VPDPWSSD.BCST    256(BX), Z18, Z2
+	VPDPWSSD.BCST    320(BX), Z18, Z3
+	VPDPWSSD.BCST    256(SI), Z18, Z6
+	VPDPWSSD.BCST    320(SI), Z18, Z7
+	VPDPWSSD.BCST    256(DI), Z18, Z10
+	VPDPWSSD.BCST    320(DI), Z18, Z11
+	VPDPWSSD.BCST    256(R8), Z18, Z14
+	VPDPWSSD.BCST    320(R8), Z18, Z15
+	VMOVDQU32        2112(AX), Z18
+	VPDPWSSD.BCST    260(BX), Z18, Z2
+	VPDPWSSD.BCST    324(BX), Z18, Z3
+	VPDPWSSD.BCST    260(SI), Z18, Z6
+	VPDPWSSD.BCST    324(SI), Z18, Z7
+	VPDPWSSD.BCST    260(DI), Z18, Z10
+	VPDPWSSD.BCST    324(DI), Z18, Z11
+	VPDPWSSD.BCST    260(R8), Z18, Z14
+	VPDPWSSD.BCST    324(R8), Z18, Z15
+	VMOVDQU32        2176(AX), Z18
+	VPDPWSSD.BCST    264(BX), Z18, Z2
+	VPDPWSSD.BCST    328(BX), Z18, Z3
+	VPDPWSSD.BCST    264(SI), Z18, Z6
+	VPDPWSSD.BCST    328(SI), Z18, Z7
+	VPDPWSSD.BCST    264(DI), Z18, Z10
+	VPDPWSSD.BCST    328(DI), Z18, Z11
+	VPDPWSSD.BCST    264(R8), Z18, Z14
+	VPDPWSSD.BCST    328(R8), Z18, Z15
+	VMOVDQU32        2240(AX), Z18
+	VPDPWSSD.BCST    268(BX), Z18, Z2
+	VPDPWSSD.BCST    332(BX), Z18, Z3
+	VPDPWSSD.BCST    268(SI), Z18, Z6
+	VPDPWSSD.BCST    332(SI), Z18, Z7
+	VPDPWSSD.BCST    268(DI), Z18, Z10
+	VPDPWSSD.BCST    332(DI), Z18, Z11
+	VPDPWSSD.BCST    268(R8), Z18, Z14
+	VPDPWSSD.BCST    332(R8), Z18, Z15
+	VMOVDQU32        2304(AX), Z18
+	VPDPWSSD.BCST    272(BX), Z18, Z2
+	VPDPWSSD.BCST    336(BX), Z18, Z3
+	VPDPWSSD.BCST    272(SI), Z18, Z6
+	VPDPWSSD.BCST    336(SI), Z18, Z7
+	VPDPWSSD.BCST    272(DI), Z18, Z10
+	VPDPWSSD.BCST    336(DI), Z18, Z11
+	VPDPWSSD.BCST    272(R8), Z18, Z14
+	VPDPWSSD.BCST    336(R8), Z18, Z15
+	VMOVDQU32        2368(AX), Z18
+	VPDPWSSD.BCST    276(BX), Z18, Z2
+	VPDPWSSD.BCST    340(BX), Z18, Z3
+	VPDPWSSD.BCST    276(SI), Z18, Z6
+	VPDPWSSD.BCST    340(SI), Z18, Z7
+	VPDPWSSD.BCST    276(DI), Z18, Z10
+	VPDPWSSD.BCST    340(DI), Z18, Z11
+	VPDPWSSD.BCST    276(R8), Z18, Z14
+	VPDPWSSD.BCST    340(R8), Z18, Z15
+	VMOVDQU32        2432(AX), Z18
+	VPDPWSSD.BCST    280(BX), Z18, Z2
+	VPDPWSSD.BCST    344(BX), Z18, Z3
+	VPDPWSSD.BCST    280(SI), Z18, Z6
+	VPDPWSSD.BCST    344(SI), Z18, Z7
+	VPDPWSSD.BCST    280(DI), Z18, Z10
+	VPDPWSSD.BCST    344(DI), Z18, Z11
+	VPDPWSSD.BCST    280(R8), Z18, Z14
+	VPDPWSSD.BCST    344(R8), Z18, Z15
+	VMOVDQU32        2496(AX), Z18
+	VPDPWSSD.BCST    284(BX), Z18, Z2
+	VPDPWSSD.BCST    348(BX), Z18, Z3
+	VPDPWSSD.BCST    284(SI), Z18, Z6
+	VPDPWSSD.BCST    348(SI), Z18, Z7
+	VPDPWSSD.BCST    284(DI), Z18, Z10
+	VPDPWSSD.BCST    348(DI), Z18, Z11
+	VPDPWSSD.BCST    284(R8), Z18, Z14
+	VPDPWSSD.BCST    348(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        2560(AX), Z18
+	VPDPWSSD.BCST    288(BX), Z18, Z2
+	VPDPWSSD.BCST    352(BX), Z18, Z3
+	VPDPWSSD.BCST    288(SI), Z18, Z6
+	VPDPWSSD.BCST    352(SI), Z18, Z7
+	VPDPWSSD.BCST    288(DI), Z18, Z10
+	VPDPWSSD.BCST    352(DI), Z18, Z11
+	VPDPWSSD.BCST    288(R8), Z18, Z14
+	VPDPWSSD.BCST    352(R8), Z18, Z15
+	VMOVDQU32        2624(AX), Z18
+	VPDPWSSD.BCST    292(BX), Z18, Z2
+	VPDPWSSD.BCST    356(BX), Z18, Z3
+	VPDPWSSD.BCST    292(SI), Z18, Z6
+	VPDPWSSD.BCST    356(SI), Z18, Z7
+	VPDPWSSD.BCST    292(DI), Z18, Z10
+	VPDPWSSD.BCST    356(DI), Z18, Z11
+	VPDPWSSD.BCST    292(R8), Z18, Z14
+	VPDPWSSD.BCST    356(R8), Z18, Z15
+	VMOVDQU32        2688(AX), Z18
+	VPDPWSSD.BCST    296(BX), Z18, Z2
+	VPDPWSSD.BCST    360(BX), Z18, Z3
+	VPDPWSSD.BCST    296(SI), Z18, Z6
+	VPDPWSSD.BCST    360(SI), Z18, Z7
+	VPDPWSSD.BCST    296(DI), Z18, Z10
+	VPDPWSSD.BCST    360(DI), Z18, Z11
+	VPDPWSSD.BCST    296(R8), Z18, Z14
+	VPDPWSSD.BCST    360(R8), Z18, Z15
+	VMOVDQU32        2752(AX), Z18
+	VPDPWSSD.BCST    300(BX), Z18, Z2
+	VPDPWSSD.BCST    364(BX), Z18, Z3
+	VPDPWSSD.BCST    300(SI), Z18, Z6
+	VPDPWSSD.BCST    364(SI), Z18, Z7
+	VPDPWSSD.BCST    300(DI), Z18, Z10
+	VPDPWSSD.BCST    364(DI), Z18, Z11
+	VPDPWSSD.BCST    300(R8), Z18, Z14
+	VPDPWSSD.BCST    364(R8), Z18, Z15
+	VMOVDQU32        2816(AX), Z18
+	VPDPWSSD.BCST    304(BX), Z18, Z2
+	VPDPWSSD.BCST    368(BX), Z18, Z3
+	VPDPWSSD.BCST    304(SI), Z18, Z6
+	VPDPWSSD.BCST    368(SI), Z18, Z7
+	VPDPWSSD.BCST    304(DI), Z18, Z10
+	VPDPWSSD.BCST    368(DI), Z18, Z11
+	VPDPWSSD.BCST    304(R8), Z18, Z14
+	VPDPWSSD.BCST    368(R8), Z18, Z15
+	VMOVDQU32        2880(AX), Z18
+	VPDPWSSD.BCST    308(BX), Z18, Z2
+	VPDPWSSD.BCST    372(BX), Z18, Z3
+	VPDPWSSD.BCST    308(SI), Z18, Z6
+	VPDPWSSD.BCST    372(SI), Z18, Z7
+	VPDPWSSD.BCST    308(DI), Z18, Z10
+	VPDPWSSD.BCST    372(DI), Z18, Z11
+	VPDPWSSD.BCST    308(R8), Z18, Z14
+	VPDPWSSD.BCST    372(R8), Z18, Z15
+	VMOVDQU32        2944(AX), Z18
+	VPDPWSSD.BCST    312(BX), Z18, Z2
+	VPDPWSSD.BCST    376(BX), Z18, Z3
+	VPDPWSSD.BCST    312(SI), Z18, Z6
+	VPDPWSSD.BCST    376(SI), Z18, Z7
+	VPDPWSSD.BCST    312(DI), Z18, Z10
+	VPDPWSSD.BCST    376(DI), Z18, Z11
+	VPDPWSSD.BCST    312(R8), Z18, Z14
+	VPDPWSSD.BCST    376(R8), Z18, Z15
+	VMOVDQU32        3008(AX), Z18
+	VPDPWSSD.BCST    316(BX), Z18, Z2
+	VPDPWSSD.BCST    380(BX), Z18, Z3
+	VPDPWSSD.BCST    316(SI), Z18, Z6
+	VPDPWSSD.BCST    380(SI), Z18, Z7
+	VPDPWSSD.BCST    316(DI), Z18, Z10
+	VPDPWSSD.BCST    380(DI), Z18, Z11
+	VPDPWSSD.BCST    316(R8), Z18, Z14
+	VPDPWSSD.BCST    380(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        3072(AX), Z18
+	VPDPWSSD.BCST    384(BX), Z18, Z2
+	VPDPWSSD.BCST    448(BX), Z18, Z3
+	VPDPWSSD.BCST    384(SI), Z18, Z6
+	VPDPWSSD.BCST    448(SI), Z18, Z7
+	VPDPWSSD.BCST    384(DI), Z18, Z10
+	VPDPWSSD.BCST    448(DI), Z18, Z11
+	VPDPWSSD.BCST    384(R8), Z18, Z14
+	VPDPWSSD.BCST    448(R8), Z18, Z15
+	VMOVDQU32        3136(AX), Z18
+	VPDPWSSD.BCST    388(BX), Z18, Z2
+	VPDPWSSD.BCST    452(BX), Z18, Z3
+	VPDPWSSD.BCST    388(SI), Z18, Z6
+	VPDPWSSD.BCST    452(SI), Z18, Z7
+	VPDPWSSD.BCST    388(DI), Z18, Z10
+	VPDPWSSD.BCST    452(DI), Z18, Z11
+	VPDPWSSD.BCST    388(R8), Z18, Z14
+	VPDPWSSD.BCST    452(R8), Z18, Z15
+	VMOVDQU32        3200(AX), Z18
+	VPDPWSSD.BCST    392(BX), Z18, Z2
+	VPDPWSSD.BCST    456(BX), Z18, Z3
+	VPDPWSSD.BCST    392(SI), Z18, Z6
+	VPDPWSSD.BCST    456(SI), Z18, Z7
+	VPDPWSSD.BCST    392(DI), Z18, Z10
+	VPDPWSSD.BCST    456(DI), Z18, Z11
+	VPDPWSSD.BCST    392(R8), Z18, Z14
+	VPDPWSSD.BCST    456(R8), Z18, Z15
+	VMOVDQU32        3264(AX), Z18
+	VPDPWSSD.BCST    396(BX), Z18, Z2
+	VPDPWSSD.BCST    460(BX), Z18, Z3
+	VPDPWSSD.BCST    396(SI), Z18, Z6
+	VPDPWSSD.BCST    460(SI), Z18, Z7
+	VPDPWSSD.BCST    396(DI), Z18, Z10
+	VPDPWSSD.BCST    460(DI), Z18, Z11
+	VPDPWSSD.BCST    396(R8), Z18, Z14
+	VPDPWSSD.BCST    460(R8), Z18, Z15
+	VMOVDQU32        3328(AX), Z18
+	VPDPWSSD.BCST    400(BX), Z18, Z2
+	VPDPWSSD.BCST    464(BX), Z18, Z3
+	VPDPWSSD.BCST    400(SI), Z18, Z6
+	VPDPWSSD.BCST    464(SI), Z18, Z7
+	VPDPWSSD.BCST    400(DI), Z18, Z10
+	VPDPWSSD.BCST    464(DI), Z18, Z11
+	VPDPWSSD.BCST    400(R8), Z18, Z14
+	VPDPWSSD.BCST    464(R8), Z18, Z15
+	VMOVDQU32        3392(AX), Z18
+	VPDPWSSD.BCST    404(BX), Z18, Z2
+	VPDPWSSD.BCST    468(BX), Z18, Z3
+	VPDPWSSD.BCST    404(SI), Z18, Z6
+	VPDPWSSD.BCST    468(SI), Z18, Z7
+	VPDPWSSD.BCST    404(DI), Z18, Z10
+	VPDPWSSD.BCST    468(DI), Z18, Z11
+	VPDPWSSD.BCST    404(R8), Z18, Z14
+	VPDPWSSD.BCST    468(R8), Z18, Z15
+	VMOVDQU32        3456(AX), Z18
+	VPDPWSSD.BCST    408(BX), Z18, Z2
+	VPDPWSSD.BCST    472(BX), Z18, Z3
+	VPDPWSSD.BCST    408(SI), Z18, Z6
+	VPDPWSSD.BCST    472(SI), Z18, Z7
+	VPDPWSSD.BCST    408(DI), Z18, Z10
+	VPDPWSSD.BCST    472(DI), Z18, Z11
+	VPDPWSSD.BCST    408(R8), Z18, Z14
+	VPDPWSSD.BCST    472(R8), Z18, Z15
+	VMOVDQU32        3520(AX), Z18
+	VPDPWSSD.BCST    412(BX), Z18, Z2
+	VPDPWSSD.BCST    476(BX), Z18, Z3
+	VPDPWSSD.BCST    412(SI), Z18, Z6
+	VPDPWSSD.BCST    476(SI), Z18, Z7
+	VPDPWSSD.BCST    412(DI), Z18, Z10
+	VPDPWSSD.BCST    476(DI), Z18, Z11
+	VPDPWSSD.BCST    412(R8), Z18, Z14
+	VPDPWSSD.BCST    476(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        3584(AX), Z18
+	VPDPWSSD.BCST    416(BX), Z18, Z2
+	VPDPWSSD.BCST    480(BX), Z18, Z3
+	VPDPWSSD.BCST    416(SI), Z18, Z6
+	VPDPWSSD.BCST    480(SI), Z18, Z7
+	VPDPWSSD.BCST    416(DI), Z18, Z10
+	VPDPWSSD.BCST    480(DI), Z18, Z11
+	VPDPWSSD.BCST    416(R8), Z18, Z14
+	VPDPWSSD.BCST    480(R8), Z18, Z15
+	VMOVDQU32        3648(AX), Z18
+	VPDPWSSD.BCST    420(BX), Z18, Z2
+	VPDPWSSD.BCST    484(BX), Z18, Z3
+	VPDPWSSD.BCST    420(SI), Z18, Z6
+	VPDPWSSD.BCST    484(SI), Z18, Z7
+	VPDPWSSD.BCST    420(DI), Z18, Z10
+	VPDPWSSD.BCST    484(DI), Z18, Z11
+	VPDPWSSD.BCST    420(R8), Z18, Z14
+	VPDPWSSD.BCST    484(R8), Z18, Z15
+	VMOVDQU32        3712(AX), Z18
+	VPDPWSSD.BCST    424(BX), Z18, Z2
+	VPDPWSSD.BCST    488(BX), Z18, Z3
+	VPDPWSSD.BCST    424(SI), Z18, Z6
+	VPDPWSSD.BCST    488(SI), Z18, Z7
+	VPDPWSSD.BCST    424(DI), Z18, Z10
+	VPDPWSSD.BCST    488(DI), Z18, Z11
+	VPDPWSSD.BCST    424(R8), Z18, Z14
+	VPDPWSSD.BCST    488(R8), Z18, Z15
+	VMOVDQU32        3776(AX), Z18
+	VPDPWSSD.BCST    428(BX), Z18, Z2
+	VPDPWSSD.BCST    492(BX), Z18, Z3
+	VPDPWSSD.BCST    428(SI), Z18, Z6
+	VPDPWSSD.BCST    492(SI), Z18, Z7
+	VPDPWSSD.BCST    428(DI), Z18, Z10
+	VPDPWSSD.BCST    492(DI), Z18, Z11
+	VPDPWSSD.BCST    428(R8), Z18, Z14
+	VPDPWSSD.BCST    492(R8), Z18, Z15
+	VMOVDQU32        3840(AX), Z18
+	VPDPWSSD.BCST    432(BX), Z18, Z2
+	VPDPWSSD.BCST    496(BX), Z18, Z3
+	VPDPWSSD.BCST    432(SI), Z18, Z6
+	VPDPWSSD.BCST    496(SI), Z18, Z7
+	VPDPWSSD.BCST    432(DI), Z18, Z10
+	VPDPWSSD.BCST    496(DI), Z18, Z11
+	VPDPWSSD.BCST    432(R8), Z18, Z14
+	VPDPWSSD.BCST    496(R8), Z18, Z15
+	VMOVDQU32        3904(AX), Z18
+	VPDPWSSD.BCST    436(BX), Z18, Z2
+	VPDPWSSD.BCST    500(BX), Z18, Z3
+	VPDPWSSD.BCST    436(SI), Z18, Z6
+	VPDPWSSD.BCST    500(SI), Z18, Z7
+	VPDPWSSD.BCST    436(DI), Z18, Z10
+	VPDPWSSD.BCST    500(DI), Z18, Z11
+	VPDPWSSD.BCST    436(R8), Z18, Z14
+	VPDPWSSD.BCST    500(R8), Z18, Z15
+	VMOVDQU32        3968(AX), Z18
+	VPDPWSSD.BCST    440(BX), Z18, Z2
+	VPDPWSSD.BCST    504(BX), Z18, Z3
+	VPDPWSSD.BCST    440(SI), Z18, Z6
+	VPDPWSSD.BCST    504(SI), Z18, Z7
+	VPDPWSSD.BCST    440(DI), Z18, Z10
+	VPDPWSSD.BCST    504(DI), Z18, Z11
+	VPDPWSSD.BCST    440(R8), Z18, Z14
+	VPDPWSSD.BCST    504(R8), Z18, Z15
+	VMOVDQU32        4032(AX), Z18
+	VPDPWSSD.BCST    444(BX), Z18, Z2
+	VPDPWSSD.BCST    508(BX), Z18, Z3
+	VPDPWSSD.BCST    444(SI), Z18, Z6
+	VPDPWSSD.BCST    508(SI), Z18, Z7
+	VPDPWSSD.BCST    444(DI), Z18, Z10
+	VPDPWSSD.BCST    508(DI), Z18, Z11
+	VPDPWSSD.BCST    444(R8), Z18, Z14
+	VPDPWSSD.BCST    508(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        4096(AX), Z18
+	VPDPWSSD.BCST    512(BX), Z18, Z2
+	VPDPWSSD.BCST    576(BX), Z18, Z3
+	VPDPWSSD.BCST    512(SI), Z18, Z6
+	VPDPWSSD.BCST    576(SI), Z18, Z7
+	VPDPWSSD.BCST    512(DI), Z18, Z10
+	VPDPWSSD.BCST    576(DI), Z18, Z11
+	VPDPWSSD.BCST    512(R8), Z18, Z14
+	VPDPWSSD.BCST    576(R8), Z18, Z15
+	VMOVDQU32        4160(AX), Z18
+	VPDPWSSD.BCST    516(BX), Z18, Z2
+	VPDPWSSD.BCST    580(BX), Z18, Z3
+	VPDPWSSD.BCST    516(SI), Z18, Z6
+	VPDPWSSD.BCST    580(SI), Z18, Z7
+	VPDPWSSD.BCST    516(DI), Z18, Z10
+	VPDPWSSD.BCST    580(DI), Z18, Z11
+	VPDPWSSD.BCST    516(R8), Z18, Z14
+	VPDPWSSD.BCST    580(R8), Z18, Z15
+	VMOVDQU32        4224(AX), Z18
+	VPDPWSSD.BCST    520(BX), Z18, Z2
+	VPDPWSSD.BCST    584(BX), Z18, Z3
+	VPDPWSSD.BCST    520(SI), Z18, Z6
+	VPDPWSSD.BCST    584(SI), Z18, Z7
+	VPDPWSSD.BCST    520(DI), Z18, Z10
+	VPDPWSSD.BCST    584(DI), Z18, Z11
+	VPDPWSSD.BCST    520(R8), Z18, Z14
+	VPDPWSSD.BCST    584(R8), Z18, Z15
+	VMOVDQU32        4288(AX), Z18
+	VPDPWSSD.BCST    524(BX), Z18, Z2
+	VPDPWSSD.BCST    588(BX), Z18, Z3
+	VPDPWSSD.BCST    524(SI), Z18, Z6
+	VPDPWSSD.BCST    588(SI), Z18, Z7
+	VPDPWSSD.BCST    524(DI), Z18, Z10
+	VPDPWSSD.BCST    588(DI), Z18, Z11
+	VPDPWSSD.BCST    524(R8), Z18, Z14
+	VPDPWSSD.BCST    588(R8), Z18, Z15
+	VMOVDQU32        4352(AX), Z18
+	VPDPWSSD.BCST    528(BX), Z18, Z2
+	VPDPWSSD.BCST    592(BX), Z18, Z3
+	VPDPWSSD.BCST    528(SI), Z18, Z6
+	VPDPWSSD.BCST    592(SI), Z18, Z7
+	VPDPWSSD.BCST    528(DI), Z18, Z10
+	VPDPWSSD.BCST    592(DI), Z18, Z11
+	VPDPWSSD.BCST    528(R8), Z18, Z14
+	VPDPWSSD.BCST    592(R8), Z18, Z15
+	VMOVDQU32        4416(AX), Z18
+	VPDPWSSD.BCST    532(BX), Z18, Z2
+	VPDPWSSD.BCST    596(BX), Z18, Z3
+	VPDPWSSD.BCST    532(SI), Z18, Z6
+	VPDPWSSD.BCST    596(SI), Z18, Z7
+	VPDPWSSD.BCST    532(DI), Z18, Z10
+	VPDPWSSD.BCST    596(DI), Z18, Z11
+	VPDPWSSD.BCST    532(R8), Z18, Z14
+	VPDPWSSD.BCST    596(R8), Z18, Z15
+	VMOVDQU32        4480(AX), Z18
+	VPDPWSSD.BCST    536(BX), Z18, Z2
+	VPDPWSSD.BCST    600(BX), Z18, Z3
+	VPDPWSSD.BCST    536(SI), Z18, Z6
+	VPDPWSSD.BCST    600(SI), Z18, Z7
+	VPDPWSSD.BCST    536(DI), Z18, Z10
+	VPDPWSSD.BCST    600(DI), Z18, Z11
+	VPDPWSSD.BCST    536(R8), Z18, Z14
+	VPDPWSSD.BCST    600(R8), Z18, Z15
+	VMOVDQU32        4544(AX), Z18
+	VPDPWSSD.BCST    540(BX), Z18, Z2
+	VPDPWSSD.BCST    604(BX), Z18, Z3
+	VPDPWSSD.BCST    540(SI), Z18, Z6
+	VPDPWSSD.BCST    604(SI), Z18, Z7
+	VPDPWSSD.BCST    540(DI), Z18, Z10
+	VPDPWSSD.BCST    604(DI), Z18, Z11
+	VPDPWSSD.BCST    540(R8), Z18, Z14
+	VPDPWSSD.BCST    604(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        4608(AX), Z18
+	VPDPWSSD.BCST    544(BX), Z18, Z2
+	VPDPWSSD.BCST    608(BX), Z18, Z3
+	VPDPWSSD.BCST    544(SI), Z18, Z6
+	VPDPWSSD.BCST    608(SI), Z18, Z7
+	VPDPWSSD.BCST    544(DI), Z18, Z10
+	VPDPWSSD.BCST    608(DI), Z18, Z11
+	VPDPWSSD.BCST    544(R8), Z18, Z14
+	VPDPWSSD.BCST    608(R8), Z18, Z15
+	VMOVDQU32        4672(AX), Z18
+	VPDPWSSD.BCST    548(BX), Z18, Z2
+	VPDPWSSD.BCST    612(BX), Z18, Z3
+	VPDPWSSD.BCST    548(SI), Z18, Z6
+	VPDPWSSD.BCST    612(SI), Z18, Z7
+	VPDPWSSD.BCST    548(DI), Z18, Z10
+	VPDPWSSD.BCST    612(DI), Z18, Z11
+	VPDPWSSD.BCST    548(R8), Z18, Z14
+	VPDPWSSD.BCST    612(R8), Z18, Z15
+	VMOVDQU32        4736(AX), Z18
+	VPDPWSSD.BCST    552(BX), Z18, Z2
+	VPDPWSSD.BCST    616(BX), Z18, Z3
+	VPDPWSSD.BCST    552(SI), Z18, Z6
+	VPDPWSSD.BCST    616(SI), Z18, Z7
+	VPDPWSSD.BCST    552(DI), Z18, Z10
+	VPDPWSSD.BCST    616(DI), Z18, Z11
+	VPDPWSSD.BCST    552(R8), Z18, Z14
+	VPDPWSSD.BCST    616(R8), Z18, Z15
+	VMOVDQU32        4800(AX), Z18
+	VPDPWSSD.BCST    556(BX), Z18, Z2
+	VPDPWSSD.BCST    620(BX), Z18, Z3
+	VPDPWSSD.BCST    556(SI), Z18, Z6
+	VPDPWSSD.BCST    620(SI), Z18, Z7
+	VPDPWSSD.BCST    556(DI), Z18, Z10
+	VPDPWSSD.BCST    620(DI), Z18, Z11
+	VPDPWSSD.BCST    556(R8), Z18, Z14
+	VPDPWSSD.BCST    620(R8), Z18, Z15
+	VMOVDQU32        4864(AX), Z18
+	VPDPWSSD.BCST    560(BX), Z18, Z2
+	VPDPWSSD.BCST    624(BX), Z18, Z3
+	VPDPWSSD.BCST    560(SI), Z18, Z6
+	VPDPWSSD.BCST    624(SI), Z18, Z7
+	VPDPWSSD.BCST    560(DI), Z18, Z10
+	VPDPWSSD.BCST    624(DI), Z18, Z11
+	VPDPWSSD.BCST    560(R8), Z18, Z14
+	VPDPWSSD.BCST    624(R8), Z18, Z15
+	VMOVDQU32        4928(AX), Z18
+	VPDPWSSD.BCST    564(BX), Z18, Z2
+	VPDPWSSD.BCST    628(BX), Z18, Z3
+	VPDPWSSD.BCST    564(SI), Z18, Z6
+	VPDPWSSD.BCST    628(SI), Z18, Z7
+	VPDPWSSD.BCST    564(DI), Z18, Z10
+	VPDPWSSD.BCST    628(DI), Z18, Z11
+	VPDPWSSD.BCST    564(R8), Z18, Z14
+	VPDPWSSD.BCST    628(R8), Z18, Z15
+	VMOVDQU32        4992(AX), Z18
+	VPDPWSSD.BCST    568(BX), Z18, Z2
+	VPDPWSSD.BCST    632(BX), Z18, Z3
+	VPDPWSSD.BCST    568(SI), Z18, Z6
+	VPDPWSSD.BCST    632(SI), Z18, Z7
+	VPDPWSSD.BCST    568(DI), Z18, Z10
+	VPDPWSSD.BCST    632(DI), Z18, Z11
+	VPDPWSSD.BCST    568(R8), Z18, Z14
+	VPDPWSSD.BCST    632(R8), Z18, Z15
+	VMOVDQU32        5056(AX), Z18
+	VPDPWSSD.BCST    572(BX), Z18, Z2
+	VPDPWSSD.BCST    636(BX), Z18, Z3
+	VPDPWSSD.BCST    572(SI), Z18, Z6
+	VPDPWSSD.BCST    636(SI), Z18, Z7
+	VPDPWSSD.BCST    572(DI), Z18, Z10
+	VPDPWSSD.BCST    636(DI), Z18, Z11
+	VPDPWSSD.BCST    572(R8), Z18, Z14
+	VPDPWSSD.BCST    636(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        5120(AX), Z18
+	VPDPWSSD.BCST    640(BX), Z18, Z2
+	VPDPWSSD.BCST    704(BX), Z18, Z3
+	VPDPWSSD.BCST    640(SI), Z18, Z6
+	VPDPWSSD.BCST    704(SI), Z18, Z7
+	VPDPWSSD.BCST    640(DI), Z18, Z10
+	VPDPWSSD.BCST    704(DI), Z18, Z11
+	VPDPWSSD.BCST    640(R8), Z18, Z14
+	VPDPWSSD.BCST    704(R8), Z18, Z15
+	VMOVDQU32        5184(AX), Z18
+	VPDPWSSD.BCST    644(BX), Z18, Z2
+	VPDPWSSD.BCST    708(BX), Z18, Z3
+	VPDPWSSD.BCST    644(SI), Z18, Z6
+	VPDPWSSD.BCST    708(SI), Z18, Z7
+	VPDPWSSD.BCST    644(DI), Z18, Z10
+	VPDPWSSD.BCST    708(DI), Z18, Z11
+	VPDPWSSD.BCST    644(R8), Z18, Z14
+	VPDPWSSD.BCST    708(R8), Z18, Z15
+	VMOVDQU32        5248(AX), Z18
+	VPDPWSSD.BCST    648(BX), Z18, Z2
+	VPDPWSSD.BCST    712(BX), Z18, Z3
+	VPDPWSSD.BCST    648(SI), Z18, Z6
+	VPDPWSSD.BCST    712(SI), Z18, Z7
+	VPDPWSSD.BCST    648(DI), Z18, Z10
+	VPDPWSSD.BCST    712(DI), Z18, Z11
+	VPDPWSSD.BCST    648(R8), Z18, Z14
+	VPDPWSSD.BCST    712(R8), Z18, Z15
+	VMOVDQU32        5312(AX), Z18
+	VPDPWSSD.BCST    652(BX), Z18, Z2
+	VPDPWSSD.BCST    716(BX), Z18, Z3
+	VPDPWSSD.BCST    652(SI), Z18, Z6
+	VPDPWSSD.BCST    716(SI), Z18, Z7
+	VPDPWSSD.BCST    652(DI), Z18, Z10
+	VPDPWSSD.BCST    716(DI), Z18, Z11
+	VPDPWSSD.BCST    652(R8), Z18, Z14
+	VPDPWSSD.BCST    716(R8), Z18, Z15
+	VMOVDQU32        5376(AX), Z18
+	VPDPWSSD.BCST    656(BX), Z18, Z2
+	VPDPWSSD.BCST    720(BX), Z18, Z3
+	VPDPWSSD.BCST    656(SI), Z18, Z6
+	VPDPWSSD.BCST    720(SI), Z18, Z7
+	VPDPWSSD.BCST    656(DI), Z18, Z10
+	VPDPWSSD.BCST    720(DI), Z18, Z11
+	VPDPWSSD.BCST    656(R8), Z18, Z14
+	VPDPWSSD.BCST    720(R8), Z18, Z15
+	VMOVDQU32        5440(AX), Z18
+	VPDPWSSD.BCST    660(BX), Z18, Z2
+	VPDPWSSD.BCST    724(BX), Z18, Z3
+	VPDPWSSD.BCST    660(SI), Z18, Z6
+	VPDPWSSD.BCST    724(SI), Z18, Z7
+	VPDPWSSD.BCST    660(DI), Z18, Z10
+	VPDPWSSD.BCST    724(DI), Z18, Z11
+	VPDPWSSD.BCST    660(R8), Z18, Z14
+	VPDPWSSD.BCST    724(R8), Z18, Z15
+	VMOVDQU32        5504(AX), Z18
+	VPDPWSSD.BCST    664(BX), Z18, Z2
+	VPDPWSSD.BCST    728(BX), Z18, Z3
+	VPDPWSSD.BCST    664(SI), Z18, Z6
+	VPDPWSSD.BCST    728(SI), Z18, Z7
+	VPDPWSSD.BCST    664(DI), Z18, Z10
+	VPDPWSSD.BCST    728(DI), Z18, Z11
+	VPDPWSSD.BCST    664(R8), Z18, Z14
+	VPDPWSSD.BCST    728(R8), Z18, Z15
+	VMOVDQU32        5568(AX), Z18
+	VPDPWSSD.BCST    668(BX), Z18, Z2
+	VPDPWSSD.BCST    732(BX), Z18, Z3
+	VPDPWSSD.BCST    668(SI), Z18, Z6
+	VPDPWSSD.BCST    732(SI), Z18, Z7
+	VPDPWSSD.BCST    668(DI), Z18, Z10
+	VPDPWSSD.BCST    732(DI), Z18, Z11
+	VPDPWSSD.BCST    668(R8), Z18, Z14
+	VPDPWSSD.BCST    732(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        5632(AX), Z18
+	VPDPWSSD.BCST    672(BX), Z18, Z2
+	VPDPWSSD.BCST    736(BX), Z18, Z3
+	VPDPWSSD.BCST    672(SI), Z18, Z6
+	VPDPWSSD.BCST    736(SI), Z18, Z7
+	VPDPWSSD.BCST    672(DI), Z18, Z10
+	VPDPWSSD.BCST    736(DI), Z18, Z11
+	VPDPWSSD.BCST    672(R8), Z18, Z14
+	VPDPWSSD.BCST    736(R8), Z18, Z15
+	VMOVDQU32        5696(AX), Z18
+	VPDPWSSD.BCST    676(BX), Z18, Z2
+	VPDPWSSD.BCST    740(BX), Z18, Z3
+	VPDPWSSD.BCST    676(SI), Z18, Z6
+	VPDPWSSD.BCST    740(SI), Z18, Z7
+	VPDPWSSD.BCST    676(DI), Z18, Z10
+	VPDPWSSD.BCST    740(DI), Z18, Z11
+	VPDPWSSD.BCST    676(R8), Z18, Z14
+	VPDPWSSD.BCST    740(R8), Z18, Z15
+	VMOVDQU32        5760(AX), Z18
+	VPDPWSSD.BCST    680(BX), Z18, Z2
+	VPDPWSSD.BCST    744(BX), Z18, Z3
+	VPDPWSSD.BCST    680(SI), Z18, Z6
+	VPDPWSSD.BCST    744(SI), Z18, Z7
+	VPDPWSSD.BCST    680(DI), Z18, Z10
+	VPDPWSSD.BCST    744(DI), Z18, Z11
+	VPDPWSSD.BCST    680(R8), Z18, Z14
+	VPDPWSSD.BCST    744(R8), Z18, Z15
+	VMOVDQU32        5824(AX), Z18
+	VPDPWSSD.BCST    684(BX), Z18, Z2
+	VPDPWSSD.BCST    748(BX), Z18, Z3
+	VPDPWSSD.BCST    684(SI), Z18, Z6
+	VPDPWSSD.BCST    748(SI), Z18, Z7
+	VPDPWSSD.BCST    684(DI), Z18, Z10
+	VPDPWSSD.BCST    748(DI), Z18, Z11
+	VPDPWSSD.BCST    684(R8), Z18, Z14
+	VPDPWSSD.BCST    748(R8), Z18, Z15
+	VMOVDQU32        5888(AX), Z18
+	VPDPWSSD.BCST    688(BX), Z18, Z2
+	VPDPWSSD.BCST    752(BX), Z18, Z3
+	VPDPWSSD.BCST    688(SI), Z18, Z6
+	VPDPWSSD.BCST    752(SI), Z18, Z7
+	VPDPWSSD.BCST    688(DI), Z18, Z10
+	VPDPWSSD.BCST    752(DI), Z18, Z11
+	VPDPWSSD.BCST    688(R8), Z18, Z14
+	VPDPWSSD.BCST    752(R8), Z18, Z15
+	VMOVDQU32        5952(AX), Z18
+	VPDPWSSD.BCST    692(BX), Z18, Z2
+	VPDPWSSD.BCST    756(BX), Z18, Z3
+	VPDPWSSD.BCST    692(SI), Z18, Z6
+	VPDPWSSD.BCST    756(SI), Z18, Z7
+	VPDPWSSD.BCST    692(DI), Z18, Z10
+	VPDPWSSD.BCST    756(DI), Z18, Z11
+	VPDPWSSD.BCST    692(R8), Z18, Z14
+	VPDPWSSD.BCST    756(R8), Z18, Z15
+	VMOVDQU32        6016(AX), Z18
+	VPDPWSSD.BCST    696(BX), Z18, Z2
+	VPDPWSSD.BCST    760(BX), Z18, Z3
+	VPDPWSSD.BCST    696(SI), Z18, Z6
+	VPDPWSSD.BCST    760(SI), Z18, Z7
+	VPDPWSSD.BCST    696(DI), Z18, Z10
+	VPDPWSSD.BCST    760(DI), Z18, Z11
+	VPDPWSSD.BCST    696(R8), Z18, Z14
+	VPDPWSSD.BCST    760(R8), Z18, Z15
+	VMOVDQU32        6080(AX), Z18
+	VPDPWSSD.BCST    700(BX), Z18, Z2
+	VPDPWSSD.BCST    764(BX), Z18, Z3
+	VPDPWSSD.BCST    700(SI), Z18, Z6
+	VPDPWSSD.BCST    764(SI), Z18, Z7
+	VPDPWSSD.BCST    700(DI), Z18, Z10
+	VPDPWSSD.BCST    764(DI), Z18, Z11
+	VPDPWSSD.BCST    700(R8), Z18, Z14
+	VPDPWSSD.BCST    764(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        6144(AX), Z18
+	VPDPWSSD.BCST    768(BX), Z18, Z2
+	VPDPWSSD.BCST    832(BX), Z18, Z3
+	VPDPWSSD.BCST    768(SI), Z18, Z6
+	VPDPWSSD.BCST    832(SI), Z18, Z7
+	VPDPWSSD.BCST    768(DI), Z18, Z10
+	VPDPWSSD.BCST    832(DI), Z18, Z11
+	VPDPWSSD.BCST    768(R8), Z18, Z14
+	VPDPWSSD.BCST    832(R8), Z18, Z15
+	VMOVDQU32        6208(AX), Z18
+	VPDPWSSD.BCST    772(BX), Z18, Z2
+	VPDPWSSD.BCST    836(BX), Z18, Z3
+	VPDPWSSD.BCST    772(SI), Z18, Z6
+	VPDPWSSD.BCST    836(SI), Z18, Z7
+	VPDPWSSD.BCST    772(DI), Z18, Z10
+	VPDPWSSD.BCST    836(DI), Z18, Z11
+	VPDPWSSD.BCST    772(R8), Z18, Z14
+	VPDPWSSD.BCST    836(R8), Z18, Z15
+	VMOVDQU32        6272(AX), Z18
+	VPDPWSSD.BCST    776(BX), Z18, Z2
+	VPDPWSSD.BCST    840(BX), Z18, Z3
+	VPDPWSSD.BCST    776(SI), Z18, Z6
+	VPDPWSSD.BCST    840(SI), Z18, Z7
+	VPDPWSSD.BCST    776(DI), Z18, Z10
+	VPDPWSSD.BCST    840(DI), Z18, Z11
+	VPDPWSSD.BCST    776(R8), Z18, Z14
+	VPDPWSSD.BCST    840(R8), Z18, Z15
+	VMOVDQU32        6336(AX), Z18
+	VPDPWSSD.BCST    780(BX), Z18, Z2
+	VPDPWSSD.BCST    844(BX), Z18, Z3
+	VPDPWSSD.BCST    780(SI), Z18, Z6
+	VPDPWSSD.BCST    844(SI), Z18, Z7
+	VPDPWSSD.BCST    780(DI), Z18, Z10
+	VPDPWSSD.BCST    844(DI), Z18, Z11
+	VPDPWSSD.BCST    780(R8), Z18, Z14
+	VPDPWSSD.BCST    844(R8), Z18, Z15
+	VMOVDQU32        6400(AX), Z18
+	VPDPWSSD.BCST    784(BX), Z18, Z2
+	VPDPWSSD.BCST    848(BX), Z18, Z3
+	VPDPWSSD.BCST    784(SI), Z18, Z6
+	VPDPWSSD.BCST    848(SI), Z18, Z7
+	VPDPWSSD.BCST    784(DI), Z18, Z10
+	VPDPWSSD.BCST    848(DI), Z18, Z11
+	VPDPWSSD.BCST    784(R8), Z18, Z14
+	VPDPWSSD.BCST    848(R8), Z18, Z15
+	VMOVDQU32        6464(AX), Z18
+	VPDPWSSD.BCST    788(BX), Z18, Z2
+	VPDPWSSD.BCST    852(BX), Z18, Z3
+	VPDPWSSD.BCST    788(SI), Z18, Z6
+	VPDPWSSD.BCST    852(SI), Z18, Z7
+	VPDPWSSD.BCST    788(DI), Z18, Z10
+	VPDPWSSD.BCST    852(DI), Z18, Z11
+	VPDPWSSD.BCST    788(R8), Z18, Z14
+	VPDPWSSD.BCST    852(R8), Z18, Z15
+	VMOVDQU32        6528(AX), Z18
+	VPDPWSSD.BCST    792(BX), Z18, Z2
+	VPDPWSSD.BCST    856(BX), Z18, Z3
+	VPDPWSSD.BCST    792(SI), Z18, Z6
+	VPDPWSSD.BCST    856(SI), Z18, Z7
+	VPDPWSSD.BCST    792(DI), Z18, Z10
+	VPDPWSSD.BCST    856(DI), Z18, Z11
+	VPDPWSSD.BCST    792(R8), Z18, Z14
+	VPDPWSSD.BCST    856(R8), Z18, Z15
+	VMOVDQU32        6592(AX), Z18
+	VPDPWSSD.BCST    796(BX), Z18, Z2
+	VPDPWSSD.BCST    860(BX), Z18, Z3
+	VPDPWSSD.BCST    796(SI), Z18, Z6
+	VPDPWSSD.BCST    860(SI), Z18, Z7
+	VPDPWSSD.BCST    796(DI), Z18, Z10
+	VPDPWSSD.BCST    860(DI), Z18, Z11
+	VPDPWSSD.BCST    796(R8), Z18, Z14
+	VPDPWSSD.BCST    860(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        6656(AX), Z18
+	VPDPWSSD.BCST    800(BX), Z18, Z2
+	VPDPWSSD.BCST    864(BX), Z18, Z3
+	VPDPWSSD.BCST    800(SI), Z18, Z6
+	VPDPWSSD.BCST    864(SI), Z18, Z7
+	VPDPWSSD.BCST    800(DI), Z18, Z10
+	VPDPWSSD.BCST    864(DI), Z18, Z11
+	VPDPWSSD.BCST    800(R8), Z18, Z14
+	VPDPWSSD.BCST    864(R8), Z18, Z15
+	VMOVDQU32        6720(AX), Z18
+	VPDPWSSD.BCST    804(BX), Z18, Z2
+	VPDPWSSD.BCST    868(BX), Z18, Z3
+	VPDPWSSD.BCST    804(SI), Z18, Z6
+	VPDPWSSD.BCST    868(SI), Z18, Z7
+	VPDPWSSD.BCST    804(DI), Z18, Z10
+	VPDPWSSD.BCST    868(DI), Z18, Z11
+	VPDPWSSD.BCST    804(R8), Z18, Z14
+	VPDPWSSD.BCST    868(R8), Z18, Z15
+	VMOVDQU32        6784(AX), Z18
+	VPDPWSSD.BCST    808(BX), Z18, Z2
+	VPDPWSSD.BCST    872(BX), Z18, Z3
+	VPDPWSSD.BCST    808(SI), Z18, Z6
+	VPDPWSSD.BCST    872(SI), Z18, Z7
+	VPDPWSSD.BCST    808(DI), Z18, Z10
+	VPDPWSSD.BCST    872(DI), Z18, Z11
+	VPDPWSSD.BCST    808(R8), Z18, Z14
+	VPDPWSSD.BCST    872(R8), Z18, Z15
+	VMOVDQU32        6848(AX), Z18
+	VPDPWSSD.BCST    812(BX), Z18, Z2
+	VPDPWSSD.BCST    876(BX), Z18, Z3
+	VPDPWSSD.BCST    812(SI), Z18, Z6
+	VPDPWSSD.BCST    876(SI), Z18, Z7
+	VPDPWSSD.BCST    812(DI), Z18, Z10
+	VPDPWSSD.BCST    876(DI), Z18, Z11
+	VPDPWSSD.BCST    812(R8), Z18, Z14
+	VPDPWSSD.BCST    876(R8), Z18, Z15
+	VMOVDQU32        6912(AX), Z18
+	VPDPWSSD.BCST    816(BX), Z18, Z2
+	VPDPWSSD.BCST    880(BX), Z18, Z3
+	VPDPWSSD.BCST    816(SI), Z18, Z6
+	VPDPWSSD.BCST    880(SI), Z18, Z7
+	VPDPWSSD.BCST    816(DI), Z18, Z10
+	VPDPWSSD.BCST    880(DI), Z18, Z11
+	VPDPWSSD.BCST    816(R8), Z18, Z14
+	VPDPWSSD.BCST    880(R8), Z18, Z15
+	VMOVDQU32        6976(AX), Z18
+	VPDPWSSD.BCST    820(BX), Z18, Z2
+	VPDPWSSD.BCST    884(BX), Z18, Z3
+	VPDPWSSD.BCST    820(SI), Z18, Z6
+	VPDPWSSD.BCST    884(SI), Z18, Z7
+	VPDPWSSD.BCST    820(DI), Z18, Z10
+	VPDPWSSD.BCST    884(DI), Z18, Z11
+	VPDPWSSD.BCST    820(R8), Z18, Z14
+	VPDPWSSD.BCST    884(R8), Z18, Z15
+	VMOVDQU32        7040(AX), Z18
+	VPDPWSSD.BCST    824(BX), Z18, Z2
+	VPDPWSSD.BCST    888(BX), Z18, Z3
+	VPDPWSSD.BCST    824(SI), Z18, Z6
+	VPDPWSSD.BCST    888(SI), Z18, Z7
+	VPDPWSSD.BCST    824(DI), Z18, Z10
+	VPDPWSSD.BCST    888(DI), Z18, Z11
+	VPDPWSSD.BCST    824(R8), Z18, Z14
+	VPDPWSSD.BCST    888(R8), Z18, Z15
+	VMOVDQU32        7104(AX), Z18
+	VPDPWSSD.BCST    828(BX), Z18, Z2
+	VPDPWSSD.BCST    892(BX), Z18, Z3
+	VPDPWSSD.BCST    828(SI), Z18, Z6
+	VPDPWSSD.BCST    892(SI), Z18, Z7
+	VPDPWSSD.BCST    828(DI), Z18, Z10
+	VPDPWSSD.BCST    892(DI), Z18, Z11
+	VPDPWSSD.BCST    828(R8), Z18, Z14
+	VPDPWSSD.BCST    892(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        7168(AX), Z18
+	VPDPWSSD.BCST    896(BX), Z18, Z2
+	VPDPWSSD.BCST    960(BX), Z18, Z3
+	VPDPWSSD.BCST    896(SI), Z18, Z6
+	VPDPWSSD.BCST    960(SI), Z18, Z7
+	VPDPWSSD.BCST    896(DI), Z18, Z10
+	VPDPWSSD.BCST    960(DI), Z18, Z11
+	VPDPWSSD.BCST    896(R8), Z18, Z14
+	VPDPWSSD.BCST    960(R8), Z18, Z15
+	VMOVDQU32        7232(AX), Z18
+	VPDPWSSD.BCST    900(BX), Z18, Z2
+	VPDPWSSD.BCST    964(BX), Z18, Z3
+	VPDPWSSD.BCST    900(SI), Z18, Z6
+	VPDPWSSD.BCST    964(SI), Z18, Z7
+	VPDPWSSD.BCST    900(DI), Z18, Z10
+	VPDPWSSD.BCST    964(DI), Z18, Z11
+	VPDPWSSD.BCST    900(R8), Z18, Z14
+	VPDPWSSD.BCST    964(R8), Z18, Z15
+	VMOVDQU32        7296(AX), Z18
+	VPDPWSSD.BCST    904(BX), Z18, Z2
+	VPDPWSSD.BCST    968(BX), Z18, Z3
+	VPDPWSSD.BCST    904(SI), Z18, Z6
+	VPDPWSSD.BCST    968(SI), Z18, Z7
+	VPDPWSSD.BCST    904(DI), Z18, Z10
+	VPDPWSSD.BCST    968(DI), Z18, Z11
+	VPDPWSSD.BCST    904(R8), Z18, Z14
+	VPDPWSSD.BCST    968(R8), Z18, Z15
+	VMOVDQU32        7360(AX), Z18
+	VPDPWSSD.BCST    908(BX), Z18, Z2
+	VPDPWSSD.BCST    972(BX), Z18, Z3
+	VPDPWSSD.BCST    908(SI), Z18, Z6
+	VPDPWSSD.BCST    972(SI), Z18, Z7
+	VPDPWSSD.BCST    908(DI), Z18, Z10
+	VPDPWSSD.BCST    972(DI), Z18, Z11
+	VPDPWSSD.BCST    908(R8), Z18, Z14
+	VPDPWSSD.BCST    972(R8), Z18, Z15
+	VMOVDQU32        7424(AX), Z18
+	VPDPWSSD.BCST    912(BX), Z18, Z2
+	VPDPWSSD.BCST    976(BX), Z18, Z3
+	VPDPWSSD.BCST    912(SI), Z18, Z6
+	VPDPWSSD.BCST    976(SI), Z18, Z7
+	VPDPWSSD.BCST    912(DI), Z18, Z10
+	VPDPWSSD.BCST    976(DI), Z18, Z11
+	VPDPWSSD.BCST    912(R8), Z18, Z14
+	VPDPWSSD.BCST    976(R8), Z18, Z15
+	VMOVDQU32        7488(AX), Z18
+	VPDPWSSD.BCST    916(BX), Z18, Z2
+	VPDPWSSD.BCST    980(BX), Z18, Z3
+	VPDPWSSD.BCST    916(SI), Z18, Z6
+	VPDPWSSD.BCST    980(SI), Z18, Z7
+	VPDPWSSD.BCST    916(DI), Z18, Z10
+	VPDPWSSD.BCST    980(DI), Z18, Z11
+	VPDPWSSD.BCST    916(R8), Z18, Z14
+	VPDPWSSD.BCST    980(R8), Z18, Z15
+	VMOVDQU32        7552(AX), Z18
+	VPDPWSSD.BCST    920(BX), Z18, Z2
+	VPDPWSSD.BCST    984(BX), Z18, Z3
+	VPDPWSSD.BCST    920(SI), Z18, Z6
+	VPDPWSSD.BCST    984(SI), Z18, Z7
+	VPDPWSSD.BCST    920(DI), Z18, Z10
+	VPDPWSSD.BCST    984(DI), Z18, Z11
+	VPDPWSSD.BCST    920(R8), Z18, Z14
+	VPDPWSSD.BCST    984(R8), Z18, Z15
+	VMOVDQU32        7616(AX), Z18
+	VPDPWSSD.BCST    924(BX), Z18, Z2
+	VPDPWSSD.BCST    988(BX), Z18, Z3
+	VPDPWSSD.BCST    924(SI), Z18, Z6
+	VPDPWSSD.BCST    988(SI), Z18, Z7
+	VPDPWSSD.BCST    924(DI), Z18, Z10
+	VPDPWSSD.BCST    988(DI), Z18, Z11
+	VPDPWSSD.BCST    924(R8), Z18, Z14
+	VPDPWSSD.BCST    988(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VMOVDQU32        7680(AX), Z18
+	VPDPWSSD.BCST    928(BX), Z18, Z2
+	VPDPWSSD.BCST    992(BX), Z18, Z3
+	VPDPWSSD.BCST    928(SI), Z18, Z6
+	VPDPWSSD.BCST    992(SI), Z18, Z7
+	VPDPWSSD.BCST    928(DI), Z18, Z10
+	VPDPWSSD.BCST    992(DI), Z18, Z11
+	VPDPWSSD.BCST    928(R8), Z18, Z14
+	VPDPWSSD.BCST    992(R8), Z18, Z15
+	VMOVDQU32        7744(AX), Z18
+	VPDPWSSD.BCST    932(BX), Z18, Z2
+	VPDPWSSD.BCST    996(BX), Z18, Z3
+	VPDPWSSD.BCST    932(SI), Z18, Z6
+	VPDPWSSD.BCST    996(SI), Z18, Z7
+	VPDPWSSD.BCST    932(DI), Z18, Z10
+	VPDPWSSD.BCST    996(DI), Z18, Z11
+	VPDPWSSD.BCST    932(R8), Z18, Z14
+	VPDPWSSD.BCST    996(R8), Z18, Z15
+	VMOVDQU32        7808(AX), Z18
+	VPDPWSSD.BCST    936(BX), Z18, Z2
+	VPDPWSSD.BCST    1000(BX), Z18, Z3
+	VPDPWSSD.BCST    936(SI), Z18, Z6
+	VPDPWSSD.BCST    1000(SI), Z18, Z7
+	VPDPWSSD.BCST    936(DI), Z18, Z10
+	VPDPWSSD.BCST    1000(DI), Z18, Z11
+	VPDPWSSD.BCST    936(R8), Z18, Z14
+	VPDPWSSD.BCST    1000(R8), Z18, Z15
+	VMOVDQU32        7872(AX), Z18
+	VPDPWSSD.BCST    940(BX), Z18, Z2
+	VPDPWSSD.BCST    1004(BX), Z18, Z3
+	VPDPWSSD.BCST    940(SI), Z18, Z6
+	VPDPWSSD.BCST    1004(SI), Z18, Z7
+	VPDPWSSD.BCST    940(DI), Z18, Z10
+	VPDPWSSD.BCST    1004(DI), Z18, Z11
+	VPDPWSSD.BCST    940(R8), Z18, Z14
+	VPDPWSSD.BCST    1004(R8), Z18, Z15
+	VMOVDQU32        7936(AX), Z18
+	VPDPWSSD.BCST    944(BX), Z18, Z2
+	VPDPWSSD.BCST    1008(BX), Z18, Z3
+	VPDPWSSD.BCST    944(SI), Z18, Z6
+	VPDPWSSD.BCST    1008(SI), Z18, Z7
+	VPDPWSSD.BCST    944(DI), Z18, Z10
+	VPDPWSSD.BCST    1008(DI), Z18, Z11
+	VPDPWSSD.BCST    944(R8), Z18, Z14
+	VPDPWSSD.BCST    1008(R8), Z18, Z15
+	VMOVDQU32        8000(AX), Z18
+	VPDPWSSD.BCST    948(BX), Z18, Z2
+	VPDPWSSD.BCST    1012(BX), Z18, Z3
+	VPDPWSSD.BCST    948(SI), Z18, Z6
+	VPDPWSSD.BCST    1012(SI), Z18, Z7
+	VPDPWSSD.BCST    948(DI), Z18, Z10
+	VPDPWSSD.BCST    1012(DI), Z18, Z11
+	VPDPWSSD.BCST    948(R8), Z18, Z14
+	VPDPWSSD.BCST    1012(R8), Z18, Z15
+	VMOVDQU32        8064(AX), Z18
+	VPDPWSSD.BCST    952(BX), Z18, Z2
+	VPDPWSSD.BCST    1016(BX), Z18, Z3
+	VPDPWSSD.BCST    952(SI), Z18, Z6
+	VPDPWSSD.BCST    1016(SI), Z18, Z7
+	VPDPWSSD.BCST    952(DI), Z18, Z10
+	VPDPWSSD.BCST    1016(DI), Z18, Z11
+	VPDPWSSD.BCST    952(R8), Z18, Z14
+	VPDPWSSD.BCST    1016(R8), Z18, Z15
+	VMOVDQU32        8128(AX), Z18
+	VPDPWSSD.BCST    956(BX), Z18, Z2
+	VPDPWSSD.BCST    1020(BX), Z18, Z3
+	VPDPWSSD.BCST    956(SI), Z18, Z6
+	VPDPWSSD.BCST    1020(SI), Z18, Z7
+	VPDPWSSD.BCST    956(DI), Z18, Z10
+	VPDPWSSD.BCST    1020(DI), Z18, Z11
+	VPDPWSSD.BCST    956(R8), Z18, Z14
+	VPDPWSSD.BCST    1020(R8), Z18, Z15
+	VPSRAD           $0x10, Z2, Z18
+	VPADDD           Z18, Z4, Z4
+	VPANDD           Z1, Z2, Z2
+	VPSRAD           $0x10, Z3, Z18
+	VPADDD           Z18, Z5, Z5
+	VPANDD           Z1, Z3, Z3
+	VPSRAD           $0x10, Z6, Z18
+	VPADDD           Z18, Z8, Z8
+	VPANDD           Z1, Z6, Z6
+	VPSRAD           $0x10, Z7, Z18
+	VPADDD           Z18, Z9, Z9
+	VPANDD           Z1, Z7, Z7
+	VPSRAD           $0x10, Z10, Z18
+	VPADDD           Z18, Z12, Z12
+	VPANDD           Z1, Z10, Z10
+	VPSRAD           $0x10, Z11, Z18
+	VPADDD           Z18, Z13, Z13
+	VPANDD           Z1, Z11, Z11
+	VPSRAD           $0x10, Z14, Z18
+	VPADDD           Z18, Z16, Z16
+	VPANDD           Z1, Z14, Z14
+	VPSRAD           $0x10, Z15, Z18
+	VPADDD           Z18, Z17, Z17
+	VPANDD           Z1, Z15, Z15
+	VPADDD           Z3, Z4, Z4
+	MOVQ             32(CX), R10
+	VCVTDQ2PD        Y2, Z3
+	VCVTDQ2PD        Y4, Z18
+	VCVTDQ2PD        Y5, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z3
+	VMULPD.BCST      f64_65536<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z3
+	VMULPD           8192(AX), Z3, Z3
+	VMULPD.BCST      (R10)(R9*1), Z3, Z3
+	VADDPD           (SP), Z3, Z3
+	VMOVUPD          Z3, (SP)
+	VEXTRACTI64X4    $0x01, Z2, Y2
+	VCVTDQ2PD        Y2, Z2
+	VEXTRACTI64X4    $0x01, Z4, Y3
+	VCVTDQ2PD        Y3, Z3
+	VEXTRACTI64X4    $0x01, Z5, Y4
+	VCVTDQ2PD        Y4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z3, Z2
+	VMULPD.BCST      f64_65536<>+0(SB), Z4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z4, Z2
+	VMULPD           8256(AX), Z2, Z2
+	VMULPD.BCST      (R10)(R9*1), Z2, Z2
+	VADDPD           64(SP), Z2, Z2
+	VMOVUPD          Z2, 64(SP)
+	VPADDD           Z7, Z8, Z8
+	MOVQ             40(CX), R10
+	VCVTDQ2PD        Y6, Z2
+	VCVTDQ2PD        Y8, Z3
+	VCVTDQ2PD        Y9, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z3, Z2
+	VMULPD.BCST      f64_65536<>+0(SB), Z4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z4, Z2
+	VMULPD           8192(AX), Z2, Z2
+	VMULPD.BCST      (R10)(R9*1), Z2, Z2
+	VADDPD           128(SP), Z2, Z2
+	VMOVUPD          Z2, 128(SP)
+	VEXTRACTI64X4    $0x01, Z6, Y2
+	VCVTDQ2PD        Y2, Z2
+	VEXTRACTI64X4    $0x01, Z8, Y3
+	VCVTDQ2PD        Y3, Z3
+	VEXTRACTI64X4    $0x01, Z9, Y4
+	VCVTDQ2PD        Y4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z3, Z2
+	VMULPD.BCST      f64_65536<>+0(SB), Z4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z4, Z2
+	VMULPD           8256(AX), Z2, Z2
+	VMULPD.BCST      (R10)(R9*1), Z2, Z2
+	VADDPD           192(SP), Z2, Z2
+	VMOVUPD          Z2, 192(SP)
+	VPADDD           Z11, Z12, Z12
+	MOVQ             48(CX), R10
+	VCVTDQ2PD        Y10, Z2
+	VCVTDQ2PD        Y12, Z3
+	VCVTDQ2PD        Y13, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z3, Z2
+	VMULPD.BCST      f64_65536<>+0(SB), Z4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z4, Z2
+	VMULPD           8192(AX), Z2, Z2
+	VMULPD.BCST      (R10)(R9*1), Z2, Z2
+	VADDPD           256(SP), Z2, Z2
+	VMOVUPD          Z2, 256(SP)
+	VEXTRACTI64X4    $0x01, Z10, Y2
+	VCVTDQ2PD        Y2, Z2
+	VEXTRACTI64X4    $0x01, Z12, Y3
+	VCVTDQ2PD        Y3, Z3
+	VEXTRACTI64X4    $0x01, Z13, Y4
+	VCVTDQ2PD        Y4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z3, Z2
+	VMULPD.BCST      f64_65536<>+0(SB), Z4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z4, Z2
+	VMULPD           8256(AX), Z2, Z2
+	VMULPD.BCST      (R10)(R9*1), Z2, Z2
+	VADDPD           320(SP), Z2, Z2
+	VMOVUPD          Z2, 320(SP)
+	VPADDD           Z15, Z16, Z16
+	MOVQ             56(CX), R10
+	VCVTDQ2PD        Y14, Z2
+	VCVTDQ2PD        Y16, Z3
+	VCVTDQ2PD        Y17, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z3, Z2
+	VMULPD.BCST      f64_65536<>+0(SB), Z4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z4, Z2
+	VMULPD           8192(AX), Z2, Z2
+	VMULPD.BCST      (R10)(R9*1), Z2, Z2
+	VADDPD           384(SP), Z2, Z2
+	VMOVUPD          Z2, 384(SP)
+	VEXTRACTI64X4    $0x01, Z14, Y2
+	VCVTDQ2PD        Y2, Z2
+	VEXTRACTI64X4    $0x01, Z16, Y3
+	VCVTDQ2PD        Y3, Z3
+	VEXTRACTI64X4    $0x01, Z17, Y4
+	VCVTDQ2PD        Y4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z3, Z2
+	VMULPD.BCST      f64_65536<>+0(SB), Z4, Z4
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z4, Z2
+	VMULPD           8256(AX), Z2, Z2
+	VMULPD.BCST      (R10)(R9*1), Z2, Z2
+	VADDPD           448(SP), Z2, Z2
+	VMOVUPD          Z2, 448(SP)
+	ADDQ             $0x00000400, BX
+	ADDQ             $0x00000400, SI
+	ADDQ             $0x00000400, DI
+	ADDQ             $0x00000400, R8
+	ADDQ             $0x00002080, AX
+	ADDQ             $0x08, R9
+	DECQ             DX
+	JMP              block
+
+done:
+	MOVQ      y_base+96(FP), AX
+	VMOVUPD   (SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, (AX)
+	VMOVUPD   64(SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, 32(AX)
+	VMOVUPD   128(SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, 64(AX)
+	VMOVUPD   192(SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, 96(AX)
+	VMOVUPD   256(SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, 128(AX)
+	VMOVUPD   320(SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, 160(AX)
+	VMOVUPD   384(SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, 192(AX)
+	VMOVUPD   448(SP), Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, 224(AX)
+	VZEROUPPER
+	RET
+
 // func q4KDot2AVX2(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·q4KDot2AVX2(SB), NOSPLIT, $32-128
@@ -7965,6 +13880,915 @@ done:
 	VMOVSD    40(SP), X0
 	VCVTSD2SS X0, X0, X0
 	VMOVSS    X0, 12(AX)
+	VZEROUPPER
+	RET
+
+DATA q6KFlipAVX2<>+0(SB)/4, $0xaaaaaaaa
+DATA q6KFlipAVX2<>+4(SB)/4, $0xaaaaaaaa
+DATA q6KFlipAVX2<>+8(SB)/4, $0xaaaaaaaa
+DATA q6KFlipAVX2<>+12(SB)/4, $0xaaaaaaaa
+DATA q6KFlipAVX2<>+16(SB)/4, $0xaaaaaaaa
+DATA q6KFlipAVX2<>+20(SB)/4, $0xaaaaaaaa
+DATA q6KFlipAVX2<>+24(SB)/4, $0xaaaaaaaa
+DATA q6KFlipAVX2<>+28(SB)/4, $0xaaaaaaaa
+GLOBL q6KFlipAVX2<>(SB), RODATA|NOPTR, $32
+
+// func q6KPairAVX2(w0 []byte, w1 []byte, digits []int16, scale []float64) [2]float32
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q6KPairAVX2(SB), NOSPLIT, $192-104
+	MOVQ   w0_base+0(FP), AX
+	MOVQ   w1_base+24(FP), CX
+	MOVQ   digits_base+48(FP), DX
+	MOVQ   scale_base+72(FP), BX
+	MOVQ   scale_len+80(FP), SI
+	VPXOR  Y0, Y0, Y0
+	VXORPD X1, X1, X1
+
+block:
+	TESTQ        SI, SI
+	JZ           done
+	PREFETCHT0   4096(AX)
+	PREFETCHT0   4160(AX)
+	PREFETCHT0   4224(AX)
+	PREFETCHT0   4288(AX)
+	VPMOVSXBW    192(AX), Y2
+	VPSLLW       $0x06, Y2, Y2
+	VPUNPCKLWD   Y2, Y2, Y3
+	VPUNPCKHWD   Y2, Y2, Y2
+	VMOVDQU      Y3, (SP)
+	VMOVDQU      Y2, 32(SP)
+	PREFETCHT0   4096(CX)
+	PREFETCHT0   4160(CX)
+	PREFETCHT0   4224(CX)
+	PREFETCHT0   4288(CX)
+	VPMOVSXBW    192(CX), Y2
+	VPSLLW       $0x06, Y2, Y2
+	VPUNPCKLWD   Y2, Y2, Y3
+	VPUNPCKHWD   Y2, Y2, Y2
+	VMOVDQU      Y3, 64(SP)
+	VMOVDQU      Y2, 96(SP)
+	VPERMQ       $0xd8, 128(AX), Y2
+	VPXOR        q6KFlipAVX2<>+0(SB), Y2, Y2
+	VPERMQ       $0xd8, 128(CX), Y3
+	VPXOR        q6KFlipAVX2<>+0(SB), Y3, Y3
+	VPERMQ       $0xd8, (AX), Y8
+	VPSLLW       $0x02, Y8, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VPSLLW       $0x06, Y2, Y6
+	VPAND        q6KMasks<>+32(SB), Y6, Y6
+	VPOR         Y4, Y6, Y6
+	VPUNPCKLBW   Y6, Y0, Y5
+	VPUNPCKHBW   Y6, Y0, Y6
+	VPBROADCASTD (SP), Y4
+	VPMULHW      Y4, Y5, Y5
+	VPBROADCASTD 4(SP), Y4
+	VPMULHW      Y4, Y6, Y6
+	VPMADDWD     (DX), Y5, Y4
+	VPMADDWD     64(DX), Y5, Y5
+	VPMADDWD     32(DX), Y6, Y7
+	VPADDD       Y7, Y4, Y4
+	VPMADDWD     96(DX), Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPERMQ       $0xd8, (CX), Y9
+	VPSLLW       $0x02, Y9, Y6
+	VPAND        q6KMasks<>+0(SB), Y6, Y6
+	VPSLLW       $0x06, Y3, Y10
+	VPAND        q6KMasks<>+32(SB), Y10, Y10
+	VPOR         Y6, Y10, Y10
+	VPUNPCKLBW   Y10, Y0, Y7
+	VPUNPCKHBW   Y10, Y0, Y10
+	VPBROADCASTD 64(SP), Y6
+	VPMULHW      Y6, Y7, Y7
+	VPBROADCASTD 68(SP), Y6
+	VPMULHW      Y6, Y10, Y10
+	VPMADDWD     (DX), Y7, Y6
+	VPMADDWD     64(DX), Y7, Y7
+	VPMADDWD     32(DX), Y10, Y11
+	VPADDD       Y11, Y6, Y6
+	VPMADDWD     96(DX), Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VPSLLW       $0x02, Y2, Y10
+	VPAND        q6KMasks<>+32(SB), Y10, Y10
+	VPOR         Y8, Y10, Y10
+	VPUNPCKLBW   Y10, Y0, Y8
+	VPUNPCKHBW   Y10, Y0, Y10
+	VPBROADCASTD 32(SP), Y11
+	VPMULHW      Y11, Y8, Y8
+	VPBROADCASTD 36(SP), Y11
+	VPMULHW      Y11, Y10, Y10
+	VPMADDWD     256(DX), Y8, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDWD     320(DX), Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VPMADDWD     288(DX), Y10, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     352(DX), Y10, Y8
+	VPADDD       Y8, Y5, Y5
+	VPSRLW       $0x02, Y9, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VPSLLW       $0x02, Y3, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VPUNPCKLBW   Y9, Y0, Y8
+	VPUNPCKHBW   Y9, Y0, Y9
+	VPBROADCASTD 96(SP), Y10
+	VPMULHW      Y10, Y8, Y8
+	VPBROADCASTD 100(SP), Y10
+	VPMULHW      Y10, Y9, Y9
+	VPMADDWD     256(DX), Y8, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMADDWD     320(DX), Y8, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMADDWD     288(DX), Y9, Y8
+	VPADDD       Y8, Y6, Y6
+	VPMADDWD     352(DX), Y9, Y8
+	VPADDD       Y8, Y7, Y7
+	VPERMQ       $0xd8, 32(AX), Y8
+	VPSLLW       $0x02, Y8, Y9
+	VPAND        q6KMasks<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y2, Y10
+	VPAND        q6KMasks<>+32(SB), Y10, Y10
+	VPOR         Y9, Y10, Y10
+	VPUNPCKLBW   Y10, Y0, Y9
+	VPUNPCKHBW   Y10, Y0, Y10
+	VPBROADCASTD 8(SP), Y11
+	VPMULHW      Y11, Y9, Y9
+	VPBROADCASTD 12(SP), Y11
+	VPMULHW      Y11, Y10, Y10
+	VPMADDWD     128(DX), Y9, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDWD     192(DX), Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPMADDWD     160(DX), Y10, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDWD     224(DX), Y10, Y9
+	VPADDD       Y9, Y5, Y5
+	VPERMQ       $0xd8, 32(CX), Y9
+	VPSLLW       $0x02, Y9, Y10
+	VPAND        q6KMasks<>+0(SB), Y10, Y10
+	VPSLLW       $0x04, Y3, Y11
+	VPAND        q6KMasks<>+32(SB), Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPUNPCKLBW   Y11, Y0, Y10
+	VPUNPCKHBW   Y11, Y0, Y11
+	VPBROADCASTD 72(SP), Y12
+	VPMULHW      Y12, Y10, Y10
+	VPBROADCASTD 76(SP), Y12
+	VPMULHW      Y12, Y11, Y11
+	VPMADDWD     128(DX), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     192(DX), Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPMADDWD     160(DX), Y11, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMADDWD     224(DX), Y11, Y10
+	VPADDD       Y10, Y7, Y7
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VPAND        q6KMasks<>+32(SB), Y2, Y2
+	VPOR         Y8, Y2, Y2
+	VPUNPCKLBW   Y2, Y0, Y8
+	VPUNPCKHBW   Y2, Y0, Y2
+	VPBROADCASTD 40(SP), Y10
+	VPMULHW      Y10, Y8, Y8
+	VPBROADCASTD 44(SP), Y10
+	VPMULHW      Y10, Y2, Y2
+	VPMADDWD     384(DX), Y8, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDWD     448(DX), Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VPMADDWD     416(DX), Y2, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     480(DX), Y2, Y2
+	VPADDD       Y2, Y5, Y5
+	VPSRLW       $0x02, Y9, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPUNPCKLBW   Y3, Y0, Y2
+	VPUNPCKHBW   Y3, Y0, Y3
+	VPBROADCASTD 104(SP), Y8
+	VPMULHW      Y8, Y2, Y2
+	VPBROADCASTD 108(SP), Y8
+	VPMULHW      Y8, Y3, Y3
+	VPMADDWD     384(DX), Y2, Y8
+	VPADDD       Y8, Y6, Y6
+	VPMADDWD     448(DX), Y2, Y2
+	VPADDD       Y2, Y7, Y7
+	VPMADDWD     416(DX), Y3, Y2
+	VPADDD       Y2, Y6, Y6
+	VPMADDWD     480(DX), Y3, Y2
+	VPADDD       Y2, Y7, Y7
+	VCVTDQ2PD    X4, Y2
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X3, Y3
+	VADDPD       Y3, Y2, Y2
+	VCVTDQ2PD    X5, Y3
+	VEXTRACTI128 $0x01, Y5, X4
+	VCVTDQ2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+	VMULPD       f64_65536<>+0(SB), Y3, Y3
+	VADDPD       Y3, Y2, Y2
+	VMOVUPD      Y2, 128(SP)
+	VCVTDQ2PD    X6, Y2
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X3, Y3
+	VADDPD       Y3, Y2, Y2
+	VCVTDQ2PD    X7, Y3
+	VEXTRACTI128 $0x01, Y7, X4
+	VCVTDQ2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+	VMULPD       f64_65536<>+0(SB), Y3, Y3
+	VADDPD       Y3, Y2, Y2
+	VMOVUPD      Y2, 160(SP)
+	VPERMQ       $0xd8, 160(AX), Y2
+	VPXOR        q6KFlipAVX2<>+0(SB), Y2, Y2
+	VPERMQ       $0xd8, 160(CX), Y3
+	VPXOR        q6KFlipAVX2<>+0(SB), Y3, Y3
+	VPERMQ       $0xd8, 64(AX), Y8
+	VPSLLW       $0x02, Y8, Y4
+	VPAND        q6KMasks<>+0(SB), Y4, Y4
+	VPSLLW       $0x06, Y2, Y6
+	VPAND        q6KMasks<>+32(SB), Y6, Y6
+	VPOR         Y4, Y6, Y6
+	VPUNPCKLBW   Y6, Y0, Y5
+	VPUNPCKHBW   Y6, Y0, Y6
+	VPBROADCASTD 16(SP), Y4
+	VPMULHW      Y4, Y5, Y5
+	VPBROADCASTD 20(SP), Y4
+	VPMULHW      Y4, Y6, Y6
+	VPMADDWD     512(DX), Y5, Y4
+	VPMADDWD     576(DX), Y5, Y5
+	VPMADDWD     544(DX), Y6, Y7
+	VPADDD       Y7, Y4, Y4
+	VPMADDWD     608(DX), Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPERMQ       $0xd8, 64(CX), Y9
+	VPSLLW       $0x02, Y9, Y6
+	VPAND        q6KMasks<>+0(SB), Y6, Y6
+	VPSLLW       $0x06, Y3, Y10
+	VPAND        q6KMasks<>+32(SB), Y10, Y10
+	VPOR         Y6, Y10, Y10
+	VPUNPCKLBW   Y10, Y0, Y7
+	VPUNPCKHBW   Y10, Y0, Y10
+	VPBROADCASTD 80(SP), Y6
+	VPMULHW      Y6, Y7, Y7
+	VPBROADCASTD 84(SP), Y6
+	VPMULHW      Y6, Y10, Y10
+	VPMADDWD     512(DX), Y7, Y6
+	VPMADDWD     576(DX), Y7, Y7
+	VPMADDWD     544(DX), Y10, Y11
+	VPADDD       Y11, Y6, Y6
+	VPMADDWD     608(DX), Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VPSLLW       $0x02, Y2, Y10
+	VPAND        q6KMasks<>+32(SB), Y10, Y10
+	VPOR         Y8, Y10, Y10
+	VPUNPCKLBW   Y10, Y0, Y8
+	VPUNPCKHBW   Y10, Y0, Y10
+	VPBROADCASTD 48(SP), Y11
+	VPMULHW      Y11, Y8, Y8
+	VPBROADCASTD 52(SP), Y11
+	VPMULHW      Y11, Y10, Y10
+	VPMADDWD     768(DX), Y8, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDWD     832(DX), Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VPMADDWD     800(DX), Y10, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     864(DX), Y10, Y8
+	VPADDD       Y8, Y5, Y5
+	VPSRLW       $0x02, Y9, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VPSLLW       $0x02, Y3, Y9
+	VPAND        q6KMasks<>+32(SB), Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VPUNPCKLBW   Y9, Y0, Y8
+	VPUNPCKHBW   Y9, Y0, Y9
+	VPBROADCASTD 112(SP), Y10
+	VPMULHW      Y10, Y8, Y8
+	VPBROADCASTD 116(SP), Y10
+	VPMULHW      Y10, Y9, Y9
+	VPMADDWD     768(DX), Y8, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMADDWD     832(DX), Y8, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMADDWD     800(DX), Y9, Y8
+	VPADDD       Y8, Y6, Y6
+	VPMADDWD     864(DX), Y9, Y8
+	VPADDD       Y8, Y7, Y7
+	VPERMQ       $0xd8, 96(AX), Y8
+	VPSLLW       $0x02, Y8, Y9
+	VPAND        q6KMasks<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y2, Y10
+	VPAND        q6KMasks<>+32(SB), Y10, Y10
+	VPOR         Y9, Y10, Y10
+	VPUNPCKLBW   Y10, Y0, Y9
+	VPUNPCKHBW   Y10, Y0, Y10
+	VPBROADCASTD 24(SP), Y11
+	VPMULHW      Y11, Y9, Y9
+	VPBROADCASTD 28(SP), Y11
+	VPMULHW      Y11, Y10, Y10
+	VPMADDWD     640(DX), Y9, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDWD     704(DX), Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPMADDWD     672(DX), Y10, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDWD     736(DX), Y10, Y9
+	VPADDD       Y9, Y5, Y5
+	VPERMQ       $0xd8, 96(CX), Y9
+	VPSLLW       $0x02, Y9, Y10
+	VPAND        q6KMasks<>+0(SB), Y10, Y10
+	VPSLLW       $0x04, Y3, Y11
+	VPAND        q6KMasks<>+32(SB), Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPUNPCKLBW   Y11, Y0, Y10
+	VPUNPCKHBW   Y11, Y0, Y11
+	VPBROADCASTD 88(SP), Y12
+	VPMULHW      Y12, Y10, Y10
+	VPBROADCASTD 92(SP), Y12
+	VPMULHW      Y12, Y11, Y11
+	VPMADDWD     640(DX), Y10, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     704(DX), Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	VPMADDWD     672(DX), Y11, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMADDWD     736(DX), Y11, Y10
+	VPADDD       Y10, Y7, Y7
+	VPSRLW       $0x02, Y8, Y8
+	VPAND        q6KMasks<>+0(SB), Y8, Y8
+	VPAND        q6KMasks<>+32(SB), Y2, Y2
+	VPOR         Y8, Y2, Y2
+	VPUNPCKLBW   Y2, Y0, Y8
+	VPUNPCKHBW   Y2, Y0, Y2
+	VPBROADCASTD 56(SP), Y10
+	VPMULHW      Y10, Y8, Y8
+	VPBROADCASTD 60(SP), Y10
+	VPMULHW      Y10, Y2, Y2
+	VPMADDWD     896(DX), Y8, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDWD     960(DX), Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VPMADDWD     928(DX), Y2, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMADDWD     992(DX), Y2, Y2
+	VPADDD       Y2, Y5, Y5
+	VPSRLW       $0x02, Y9, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VPAND        q6KMasks<>+32(SB), Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPUNPCKLBW   Y3, Y0, Y2
+	VPUNPCKHBW   Y3, Y0, Y3
+	VPBROADCASTD 120(SP), Y8
+	VPMULHW      Y8, Y2, Y2
+	VPBROADCASTD 124(SP), Y8
+	VPMULHW      Y8, Y3, Y3
+	VPMADDWD     896(DX), Y2, Y8
+	VPADDD       Y8, Y6, Y6
+	VPMADDWD     960(DX), Y2, Y2
+	VPADDD       Y2, Y7, Y7
+	VPMADDWD     928(DX), Y3, Y2
+	VPADDD       Y2, Y6, Y6
+	VPMADDWD     992(DX), Y3, Y2
+	VPADDD       Y2, Y7, Y7
+	VCVTDQ2PD    X4, Y2
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X3, Y3
+	VADDPD       Y3, Y2, Y2
+	VCVTDQ2PD    X5, Y3
+	VEXTRACTI128 $0x01, Y5, X4
+	VCVTDQ2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+	VMULPD       f64_65536<>+0(SB), Y3, Y3
+	VADDPD       Y3, Y2, Y2
+	VADDPD       128(SP), Y2, Y2
+	VCVTDQ2PD    X6, Y3
+	VEXTRACTI128 $0x01, Y6, X4
+	VCVTDQ2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+	VCVTDQ2PD    X7, Y4
+	VEXTRACTI128 $0x01, Y7, X5
+	VCVTDQ2PD    X5, Y5
+	VADDPD       Y5, Y4, Y4
+	VMULPD       f64_65536<>+0(SB), Y4, Y4
+	VADDPD       Y4, Y3, Y3
+	VADDPD       160(SP), Y3, Y3
+	VHADDPD      Y3, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPD       X2, X3, X3
+	VMOVD        206(AX), X2
+	VPSRLD       $0x10, X2, X2
+	VPINSRW      $0x01, 208(CX), X2, X2
+	VCVTPH2PS    X2, X2
+	VCVTPS2PD    X2, X2
+	VMULPD       X2, X3, X3
+	VMOVDDUP     (BX), X2
+	VMULPD       X2, X3, X3
+	VADDPD       X3, X1, X1
+	ADDQ         $0x000000d2, AX
+	ADDQ         $0x000000d2, CX
+	ADDQ         $0x00000400, DX
+	ADDQ         $0x08, BX
+	DECQ         SI
+	JMP          block
+
+done:
+	VCVTPD2PSX X1, X1
+	LEAQ       ret_0+96(FP), AX
+	VMOVQ      X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTile4AVX2(w []byte, in [8]*byte, nb int) [4]float32
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q6KTile4AVX2(SB), NOSPLIT, $224-112
+	MOVQ    w_base+0(FP), AX
+	LEAQ    in_0+24(FP), CX
+	MOVQ    nb+88(FP), DX
+	MOVQ    (CX), BX
+	MOVQ    8(CX), SI
+	MOVQ    16(CX), DI
+	MOVQ    24(CX), R8
+	XORQ    R9, R9
+	VPXOR   Y0, Y0, Y0
+	VMOVUPD Y0, 192(SP)
+
+block:
+	TESTQ        DX, DX
+	JZ           done
+	PREFETCHT0   4096(AX)
+	PREFETCHT0   4160(AX)
+	PREFETCHT0   4224(AX)
+	PREFETCHT0   4288(AX)
+	VPMOVSXBW    192(AX), Y1
+	VPSLLW       $0x06, Y1, Y1
+	VPUNPCKLWD   Y1, Y1, Y2
+	VPUNPCKHWD   Y1, Y1, Y1
+	VMOVDQU      Y2, (SP)
+	VMOVDQU      Y1, 32(SP)
+	VPERMQ       $0xd8, 128(AX), Y1
+	VPXOR        q6KFlipAVX2<>+0(SB), Y1, Y1
+	VPERMQ       $0xd8, (AX), Y11
+	VPSLLW       $0x02, Y11, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VPSLLW       $0x06, Y1, Y12
+	VPAND        q6KMasks<>+32(SB), Y12, Y12
+	VPOR         Y2, Y12, Y12
+	VPUNPCKLBW   Y12, Y0, Y10
+	VPUNPCKHBW   Y12, Y0, Y12
+	VPBROADCASTD (SP), Y2
+	VPMULHW      Y2, Y10, Y10
+	VPBROADCASTD 4(SP), Y2
+	VPMULHW      Y2, Y12, Y12
+	VPMADDWD     (BX), Y10, Y2
+	VPMADDWD     64(BX), Y10, Y4
+	VPMADDWD     32(BX), Y12, Y5
+	VPADDD       Y5, Y2, Y2
+	VPMADDWD     96(BX), Y12, Y5
+	VPADDD       Y5, Y4, Y4
+	VPMADDWD     (SI), Y10, Y5
+	VPMADDWD     64(SI), Y10, Y6
+	VPMADDWD     32(SI), Y12, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMADDWD     96(SI), Y12, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMADDWD     (DI), Y10, Y7
+	VPMADDWD     64(DI), Y10, Y8
+	VPMADDWD     32(DI), Y12, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMADDWD     96(DI), Y12, Y9
+	VPADDD       Y9, Y8, Y8
+	VPMADDWD     (R8), Y10, Y9
+	VPMADDWD     64(R8), Y10, Y10
+	VPMADDWD     32(R8), Y12, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMADDWD     96(R8), Y12, Y12
+	VPADDD       Y12, Y10, Y10
+	VPSRLW       $0x02, Y11, Y11
+	VPAND        q6KMasks<>+0(SB), Y11, Y11
+	VPSLLW       $0x02, Y1, Y12
+	VPAND        q6KMasks<>+32(SB), Y12, Y12
+	VPOR         Y11, Y12, Y12
+	VPUNPCKLBW   Y12, Y0, Y11
+	VPUNPCKHBW   Y12, Y0, Y12
+	VPBROADCASTD 32(SP), Y13
+	VPMULHW      Y13, Y11, Y11
+	VPBROADCASTD 36(SP), Y13
+	VPMULHW      Y13, Y12, Y12
+	VPMADDWD     256(BX), Y11, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDWD     320(BX), Y11, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDWD     288(BX), Y12, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDWD     352(BX), Y12, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDWD     256(SI), Y11, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMADDWD     320(SI), Y11, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDWD     288(SI), Y12, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMADDWD     352(SI), Y12, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDWD     256(DI), Y11, Y13
+	VPADDD       Y13, Y7, Y7
+	VPMADDWD     320(DI), Y11, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMADDWD     288(DI), Y12, Y13
+	VPADDD       Y13, Y7, Y7
+	VPMADDWD     352(DI), Y12, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMADDWD     256(R8), Y11, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMADDWD     320(R8), Y11, Y11
+	VPADDD       Y11, Y10, Y10
+	VPMADDWD     288(R8), Y12, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     352(R8), Y12, Y11
+	VPADDD       Y11, Y10, Y10
+	VPERMQ       $0xd8, 32(AX), Y11
+	VPSLLW       $0x02, Y11, Y12
+	VPAND        q6KMasks<>+0(SB), Y12, Y12
+	VPSLLW       $0x04, Y1, Y13
+	VPAND        q6KMasks<>+32(SB), Y13, Y13
+	VPOR         Y12, Y13, Y13
+	VPUNPCKLBW   Y13, Y0, Y12
+	VPUNPCKHBW   Y13, Y0, Y13
+	VPBROADCASTD 8(SP), Y14
+	VPMULHW      Y14, Y12, Y12
+	VPBROADCASTD 12(SP), Y14
+	VPMULHW      Y14, Y13, Y13
+	VPMADDWD     128(BX), Y12, Y14
+	VPADDD       Y14, Y2, Y2
+	VPMADDWD     192(BX), Y12, Y14
+	VPADDD       Y14, Y4, Y4
+	VPMADDWD     160(BX), Y13, Y14
+	VPADDD       Y14, Y2, Y2
+	VPMADDWD     224(BX), Y13, Y14
+	VPADDD       Y14, Y4, Y4
+	VPMADDWD     128(SI), Y12, Y14
+	VPADDD       Y14, Y5, Y5
+	VPMADDWD     192(SI), Y12, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     160(SI), Y13, Y14
+	VPADDD       Y14, Y5, Y5
+	VPMADDWD     224(SI), Y13, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     128(DI), Y12, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     192(DI), Y12, Y14
+	VPADDD       Y14, Y8, Y8
+	VPMADDWD     160(DI), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     224(DI), Y13, Y14
+	VPADDD       Y14, Y8, Y8
+	VPMADDWD     128(R8), Y12, Y14
+	VPADDD       Y14, Y9, Y9
+	VPMADDWD     192(R8), Y12, Y12
+	VPADDD       Y12, Y10, Y10
+	VPMADDWD     160(R8), Y13, Y12
+	VPADDD       Y12, Y9, Y9
+	VPMADDWD     224(R8), Y13, Y12
+	VPADDD       Y12, Y10, Y10
+	VPSRLW       $0x02, Y11, Y11
+	VPAND        q6KMasks<>+0(SB), Y11, Y11
+	VPAND        q6KMasks<>+32(SB), Y1, Y1
+	VPOR         Y11, Y1, Y1
+	VPUNPCKLBW   Y1, Y0, Y11
+	VPUNPCKHBW   Y1, Y0, Y1
+	VPBROADCASTD 40(SP), Y12
+	VPMULHW      Y12, Y11, Y11
+	VPBROADCASTD 44(SP), Y12
+	VPMULHW      Y12, Y1, Y1
+	VPMADDWD     384(BX), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     448(BX), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     416(BX), Y1, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     480(BX), Y1, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     384(SI), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     448(SI), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     416(SI), Y1, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     480(SI), Y1, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     384(DI), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     448(DI), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     416(DI), Y1, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     480(DI), Y1, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     384(R8), Y11, Y12
+	VPADDD       Y12, Y9, Y9
+	VPMADDWD     448(R8), Y11, Y11
+	VPADDD       Y11, Y10, Y10
+	VPMADDWD     416(R8), Y1, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     480(R8), Y1, Y1
+	VPADDD       Y1, Y10, Y10
+	VCVTDQ2PD    X2, Y1
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTDQ2PD    X2, Y2
+	VADDPD       Y2, Y1, Y1
+	VCVTDQ2PD    X4, Y2
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X3, Y4
+	VADDPD       Y4, Y2, Y2
+	VMULPD       f64_65536<>+0(SB), Y2, Y2
+	VADDPD       Y2, Y1, Y1
+	VMOVUPD      Y1, 64(SP)
+	VCVTDQ2PD    X5, Y1
+	VEXTRACTI128 $0x01, Y5, X2
+	VCVTDQ2PD    X2, Y2
+	VADDPD       Y2, Y1, Y1
+	VCVTDQ2PD    X6, Y2
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X3, Y4
+	VADDPD       Y4, Y2, Y2
+	VMULPD       f64_65536<>+0(SB), Y2, Y2
+	VADDPD       Y2, Y1, Y1
+	VMOVUPD      Y1, 96(SP)
+	VCVTDQ2PD    X7, Y1
+	VEXTRACTI128 $0x01, Y7, X2
+	VCVTDQ2PD    X2, Y2
+	VADDPD       Y2, Y1, Y1
+	VCVTDQ2PD    X8, Y2
+	VEXTRACTI128 $0x01, Y8, X3
+	VCVTDQ2PD    X3, Y4
+	VADDPD       Y4, Y2, Y2
+	VMULPD       f64_65536<>+0(SB), Y2, Y2
+	VADDPD       Y2, Y1, Y1
+	VMOVUPD      Y1, 128(SP)
+	VCVTDQ2PD    X9, Y1
+	VEXTRACTI128 $0x01, Y9, X2
+	VCVTDQ2PD    X2, Y2
+	VADDPD       Y2, Y1, Y1
+	VCVTDQ2PD    X10, Y2
+	VEXTRACTI128 $0x01, Y10, X3
+	VCVTDQ2PD    X3, Y4
+	VADDPD       Y4, Y2, Y2
+	VMULPD       f64_65536<>+0(SB), Y2, Y2
+	VADDPD       Y2, Y1, Y1
+	VMOVUPD      Y1, 160(SP)
+	VPERMQ       $0xd8, 160(AX), Y1
+	VPXOR        q6KFlipAVX2<>+0(SB), Y1, Y1
+	VPERMQ       $0xd8, 64(AX), Y11
+	VPSLLW       $0x02, Y11, Y2
+	VPAND        q6KMasks<>+0(SB), Y2, Y2
+	VPSLLW       $0x06, Y1, Y12
+	VPAND        q6KMasks<>+32(SB), Y12, Y12
+	VPOR         Y2, Y12, Y12
+	VPUNPCKLBW   Y12, Y0, Y10
+	VPUNPCKHBW   Y12, Y0, Y12
+	VPBROADCASTD 16(SP), Y2
+	VPMULHW      Y2, Y10, Y10
+	VPBROADCASTD 20(SP), Y2
+	VPMULHW      Y2, Y12, Y12
+	VPMADDWD     512(BX), Y10, Y2
+	VPMADDWD     576(BX), Y10, Y4
+	VPMADDWD     544(BX), Y12, Y5
+	VPADDD       Y5, Y2, Y2
+	VPMADDWD     608(BX), Y12, Y5
+	VPADDD       Y5, Y4, Y4
+	VPMADDWD     512(SI), Y10, Y5
+	VPMADDWD     576(SI), Y10, Y6
+	VPMADDWD     544(SI), Y12, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMADDWD     608(SI), Y12, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMADDWD     512(DI), Y10, Y7
+	VPMADDWD     576(DI), Y10, Y8
+	VPMADDWD     544(DI), Y12, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMADDWD     608(DI), Y12, Y9
+	VPADDD       Y9, Y8, Y8
+	VPMADDWD     512(R8), Y10, Y9
+	VPMADDWD     576(R8), Y10, Y10
+	VPMADDWD     544(R8), Y12, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMADDWD     608(R8), Y12, Y12
+	VPADDD       Y12, Y10, Y10
+	VPSRLW       $0x02, Y11, Y11
+	VPAND        q6KMasks<>+0(SB), Y11, Y11
+	VPSLLW       $0x02, Y1, Y12
+	VPAND        q6KMasks<>+32(SB), Y12, Y12
+	VPOR         Y11, Y12, Y12
+	VPUNPCKLBW   Y12, Y0, Y11
+	VPUNPCKHBW   Y12, Y0, Y12
+	VPBROADCASTD 48(SP), Y13
+	VPMULHW      Y13, Y11, Y11
+	VPBROADCASTD 52(SP), Y13
+	VPMULHW      Y13, Y12, Y12
+	VPMADDWD     768(BX), Y11, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDWD     832(BX), Y11, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDWD     800(BX), Y12, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDWD     864(BX), Y12, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDWD     768(SI), Y11, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMADDWD     832(SI), Y11, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDWD     800(SI), Y12, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMADDWD     864(SI), Y12, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDWD     768(DI), Y11, Y13
+	VPADDD       Y13, Y7, Y7
+	VPMADDWD     832(DI), Y11, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMADDWD     800(DI), Y12, Y13
+	VPADDD       Y13, Y7, Y7
+	VPMADDWD     864(DI), Y12, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMADDWD     768(R8), Y11, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMADDWD     832(R8), Y11, Y11
+	VPADDD       Y11, Y10, Y10
+	VPMADDWD     800(R8), Y12, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     864(R8), Y12, Y11
+	VPADDD       Y11, Y10, Y10
+	VPERMQ       $0xd8, 96(AX), Y11
+	VPSLLW       $0x02, Y11, Y12
+	VPAND        q6KMasks<>+0(SB), Y12, Y12
+	VPSLLW       $0x04, Y1, Y13
+	VPAND        q6KMasks<>+32(SB), Y13, Y13
+	VPOR         Y12, Y13, Y13
+	VPUNPCKLBW   Y13, Y0, Y12
+	VPUNPCKHBW   Y13, Y0, Y13
+	VPBROADCASTD 24(SP), Y14
+	VPMULHW      Y14, Y12, Y12
+	VPBROADCASTD 28(SP), Y14
+	VPMULHW      Y14, Y13, Y13
+	VPMADDWD     640(BX), Y12, Y14
+	VPADDD       Y14, Y2, Y2
+	VPMADDWD     704(BX), Y12, Y14
+	VPADDD       Y14, Y4, Y4
+	VPMADDWD     672(BX), Y13, Y14
+	VPADDD       Y14, Y2, Y2
+	VPMADDWD     736(BX), Y13, Y14
+	VPADDD       Y14, Y4, Y4
+	VPMADDWD     640(SI), Y12, Y14
+	VPADDD       Y14, Y5, Y5
+	VPMADDWD     704(SI), Y12, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     672(SI), Y13, Y14
+	VPADDD       Y14, Y5, Y5
+	VPMADDWD     736(SI), Y13, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     640(DI), Y12, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     704(DI), Y12, Y14
+	VPADDD       Y14, Y8, Y8
+	VPMADDWD     672(DI), Y13, Y14
+	VPADDD       Y14, Y7, Y7
+	VPMADDWD     736(DI), Y13, Y14
+	VPADDD       Y14, Y8, Y8
+	VPMADDWD     640(R8), Y12, Y14
+	VPADDD       Y14, Y9, Y9
+	VPMADDWD     704(R8), Y12, Y12
+	VPADDD       Y12, Y10, Y10
+	VPMADDWD     672(R8), Y13, Y12
+	VPADDD       Y12, Y9, Y9
+	VPMADDWD     736(R8), Y13, Y12
+	VPADDD       Y12, Y10, Y10
+	VPSRLW       $0x02, Y11, Y11
+	VPAND        q6KMasks<>+0(SB), Y11, Y11
+	VPAND        q6KMasks<>+32(SB), Y1, Y1
+	VPOR         Y11, Y1, Y1
+	VPUNPCKLBW   Y1, Y0, Y11
+	VPUNPCKHBW   Y1, Y0, Y1
+	VPBROADCASTD 56(SP), Y12
+	VPMULHW      Y12, Y11, Y11
+	VPBROADCASTD 60(SP), Y12
+	VPMULHW      Y12, Y1, Y1
+	VPMADDWD     896(BX), Y11, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     960(BX), Y11, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     928(BX), Y1, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDWD     992(BX), Y1, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDWD     896(SI), Y11, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     960(SI), Y11, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     928(SI), Y1, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDWD     992(SI), Y1, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDWD     896(DI), Y11, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     960(DI), Y11, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     928(DI), Y1, Y12
+	VPADDD       Y12, Y7, Y7
+	VPMADDWD     992(DI), Y1, Y12
+	VPADDD       Y12, Y8, Y8
+	VPMADDWD     896(R8), Y11, Y12
+	VPADDD       Y12, Y9, Y9
+	VPMADDWD     960(R8), Y11, Y11
+	VPADDD       Y11, Y10, Y10
+	VPMADDWD     928(R8), Y1, Y11
+	VPADDD       Y11, Y9, Y9
+	VPMADDWD     992(R8), Y1, Y1
+	VPADDD       Y1, Y10, Y10
+	VCVTDQ2PD    X2, Y1
+	VEXTRACTI128 $0x01, Y2, X2
+	VCVTDQ2PD    X2, Y2
+	VADDPD       Y2, Y1, Y1
+	VCVTDQ2PD    X4, Y2
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X3, Y4
+	VADDPD       Y4, Y2, Y2
+	VMULPD       f64_65536<>+0(SB), Y2, Y2
+	VADDPD       Y2, Y1, Y1
+	VADDPD       64(SP), Y1, Y1
+	VCVTDQ2PD    X5, Y2
+	VEXTRACTI128 $0x01, Y5, X3
+	VCVTDQ2PD    X3, Y4
+	VADDPD       Y4, Y2, Y2
+	VCVTDQ2PD    X6, Y4
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X3, Y5
+	VADDPD       Y5, Y4, Y4
+	VMULPD       f64_65536<>+0(SB), Y4, Y4
+	VADDPD       Y4, Y2, Y2
+	VADDPD       96(SP), Y2, Y2
+	VCVTDQ2PD    X7, Y4
+	VEXTRACTI128 $0x01, Y7, X3
+	VCVTDQ2PD    X3, Y5
+	VADDPD       Y5, Y4, Y4
+	VCVTDQ2PD    X8, Y5
+	VEXTRACTI128 $0x01, Y8, X3
+	VCVTDQ2PD    X3, Y6
+	VADDPD       Y6, Y5, Y5
+	VMULPD       f64_65536<>+0(SB), Y5, Y5
+	VADDPD       Y5, Y4, Y4
+	VADDPD       128(SP), Y4, Y4
+	VCVTDQ2PD    X9, Y5
+	VEXTRACTI128 $0x01, Y9, X3
+	VCVTDQ2PD    X3, Y6
+	VADDPD       Y6, Y5, Y5
+	VCVTDQ2PD    X10, Y6
+	VEXTRACTI128 $0x01, Y10, X3
+	VCVTDQ2PD    X3, Y7
+	VADDPD       Y7, Y6, Y6
+	VMULPD       f64_65536<>+0(SB), Y6, Y6
+	VADDPD       Y6, Y5, Y5
+	VADDPD       160(SP), Y5, Y5
+	VHADDPD      Y2, Y1, Y1
+	VHADDPD      Y5, Y4, Y2
+	VPERM2F128   $0x20, Y2, Y1, Y4
+	VPERM2F128   $0x31, Y2, Y1, Y1
+	VADDPD       Y1, Y4, Y4
+	VPBROADCASTW 208(AX), X1
+	VCVTPH2PS    X1, X1
+	VCVTPS2PD    X1, Y1
+	VMULPD       Y1, Y4, Y4
+	MOVQ         32(CX), R10
+	VMOVSD       (R10)(R9*1), X3
+	MOVQ         40(CX), R10
+	VMOVHPD      (R10)(R9*1), X3, X3
+	MOVQ         48(CX), R10
+	VMOVSD       (R10)(R9*1), X1
+	MOVQ         56(CX), R10
+	VMOVHPD      (R10)(R9*1), X1, X1
+	VINSERTF128  $0x01, X1, Y3, Y1
+	VMULPD       Y1, Y4, Y4
+	VADDPD       192(SP), Y4, Y4
+	VMOVUPD      Y4, 192(SP)
+	ADDQ         $0x000000d2, AX
+	ADDQ         $0x00000400, BX
+	ADDQ         $0x00000400, SI
+	ADDQ         $0x00000400, DI
+	ADDQ         $0x00000400, R8
+	ADDQ         $0x08, R9
+	DECQ         DX
+	JMP          block
+
+done:
+	VMOVUPD    192(SP), Y0
+	VCVTPD2PSY Y0, X0
+	LEAQ       ret_0+96(FP), AX
+	VMOVUPS    X0, (AX)
 	VZEROUPPER
 	RET
 
@@ -13670,7 +20494,7 @@ GLOBL q4KPanelBuildAVX512VNNI_mins<>(SB), RODATA|NOPTR, $32
 
 // func q4KRows4AVX512(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VBMI, AVX512VL, F16C, MMX+
-TEXT ·q4KRows4AVX512(SB), NOSPLIT, $128-128
+TEXT ·q4KRows4AVX512(SB), NOSPLIT, $256-128
 	MOVQ  dst_len+112(FP), AX
 	SHRQ  $0x02, AX
 	JZ    done
@@ -13708,330 +20532,1350 @@ far:
 	VPBROADCASTD    const983055<>+0(SB), Z10
 	MOVQ            $0x1111111111111111, R10
 	KMOVQ           R10, K1
+	TESTQ           DI, DI
+	JNZ             blocks
+	VXORPS          X0, X0, X0
 
-group:
+zeros:
+	VMOVUPS X0, (R8)
+	ADDQ    $0x10, R8
+	DECQ    AX
+	JNZ     zeros
+	JMP     end
+
+blocks:
+	PREFETCHT0    (CX)(R11*1)
+	PREFETCHT0    64(CX)(R11*1)
+	PREFETCHT0    128(CX)(R11*1)
+	PREFETCHT0    192(CX)(R11*1)
+	PREFETCHT0    256(CX)(R11*1)
+	PREFETCHT0    320(CX)(R11*1)
+	PREFETCHT0    384(CX)(R11*1)
+	PREFETCHT0    448(CX)(R11*1)
+	PREFETCHT0    512(CX)(R11*1)
+	VMOVDQU32     (CX), X12
+	VINSERTI32X4  $0x01, (CX)(DX*1), Z12, Z12
+	VINSERTI32X4  $0x02, (CX)(DX*2), Z12, Z12
+	VINSERTI32X4  $0x03, (CX)(R9*1), Z12, Z12
+	VPSHUFB       Z0, Z12, Z13
+	VPSRLW        $0x04, Z12, Z11
+	VPSHUFB       Z1, Z11, Z11
+	VPTERNLOGD    $0xa8, Z3, Z11, Z13
+	VPSRLW        $0x02, Z12, Z11
+	VPSHUFB       Z2, Z11, Z11
+	VPTERNLOGD    $0xf8, Z4, Z11, Z13
+	VPERMB.Z      Z13, Z5, K1, Z11
+	VMOVDQU32     Y11, (SP)
+	VEXTRACTI64X4 $0x01, Z11, 32(SP)
+	VPERMB.Z      Z13, Z7, K1, Z11
+	VMOVDQU32     Y11, 64(SP)
+	VEXTRACTI64X4 $0x01, Z11, 96(SP)
+
+group0:
 	VXORPD Z11, Z11, Z11
 	MOVQ   digits_base+32(FP), R12
 	MOVQ   DI, R10
 	NEGQ   R10
-	JZ     store
+	JMP    half0
 
-block:
-	PREFETCHT0       (CX)(R11*1)
-	PREFETCHT0       64(CX)(R11*1)
-	PREFETCHT0       128(CX)(R11*1)
-	PREFETCHT0       192(CX)(R11*1)
-	PREFETCHT0       256(CX)(R11*1)
-	PREFETCHT0       320(CX)(R11*1)
-	PREFETCHT0       384(CX)(R11*1)
-	PREFETCHT0       448(CX)(R11*1)
-	PREFETCHT0       512(CX)(R11*1)
-	VMOVDQU32        (CX), X12
-	VINSERTI32X4     $0x01, (CX)(DX*1), Z12, Z12
-	VINSERTI32X4     $0x02, (CX)(DX*2), Z12, Z12
-	VINSERTI32X4     $0x03, (CX)(R9*1), Z12, Z12
-	VPSHUFB          Z0, Z12, Z13
-	VPSRLW           $0x04, Z12, Z14
-	VPSHUFB          Z1, Z14, Z14
-	VPTERNLOGD       $0xa8, Z3, Z14, Z13
-	VPSRLW           $0x02, Z12, Z14
-	VPSHUFB          Z2, Z14, Z14
-	VPTERNLOGD       $0xf8, Z4, Z14, Z13
-	VPERMB.Z         Z13, Z5, K1, Z14
-	VMOVDQU32        Y14, (SP)
-	VEXTRACTI64X4    $0x01, Z14, Y14
-	VMOVDQU32        Y14, 32(SP)
-	VPERMB.Z         Z13, Z7, K1, Z14
-	VMOVDQU32        Y14, 64(SP)
-	VEXTRACTI64X4    $0x01, Z14, Y14
-	VMOVDQU32        Y14, 96(SP)
-	VMOVDQU32        (R12), Z20
-	VMOVDQU32        64(R12), Z21
-	VMOVDQU32        128(R12), Z22
-	VMOVDQU32        192(R12), Z23
-	VPMOVZXBW        16(CX), Z16
-	VPANDD           Z10, Z16, Z15
-	VPSRLW           $0x04, Z16, Z16
-	VPMULLD.BCST     (SP), Z15, Z15
-	VPMULLD.BCST     4(SP), Z16, Z16
-	VPMADDWD         Z20, Z15, Z14
-	VPMADDWD         Z21, Z15, Z15
-	VPMADDWD         Z22, Z16, Z17
-	VPADDD           Z17, Z14, Z14
-	VPMADDWD         Z23, Z16, Z16
-	VPADDD           Z16, Z15, Z15
-	VPMOVZXBW        16(CX)(DX*1), Z18
+group1:
+	VXORPD Z11, Z11, Z11
+	MOVQ   digits_base+32(FP), R12
+	MOVQ   DI, R10
+	NEGQ   R10
+	JMP    half1
+
+half0:
+	CMPQ             R10, $-8
+	JE               last0
+	PREFETCHT0       576(CX)(R11*1)
+	PREFETCHT0       640(CX)(R11*1)
+	PREFETCHT0       704(CX)(R11*1)
+	PREFETCHT0       768(CX)(R11*1)
+	PREFETCHT0       832(CX)(R11*1)
+	PREFETCHT0       896(CX)(R11*1)
+	PREFETCHT0       960(CX)(R11*1)
+	PREFETCHT0       1024(CX)(R11*1)
+	PREFETCHT0       1088(CX)(R11*1)
+	VMOVDQU32        (R12), Z22
+	VMOVDQU32        64(R12), Z23
+	VMOVDQU32        128(R12), Z15
+	VMOVDQU32        192(R12), Z24
+	VPMOVZXBW        16(CX), Z18
 	VPANDD           Z10, Z18, Z17
 	VPSRLW           $0x04, Z18, Z18
-	VPMULLD.BCST     32(SP), Z17, Z17
-	VPMULLD.BCST     36(SP), Z18, Z18
-	VPMADDWD         Z20, Z17, Z16
-	VPMADDWD         Z21, Z17, Z17
-	VPMADDWD         Z22, Z18, Z19
+	VPMULLD.BCST     (SP), Z17, Z17
+	VPMULLD.BCST     4(SP), Z18, Z18
+	VPMADDWD         Z22, Z17, Z16
+	VPMADDWD         Z23, Z17, Z17
+	VPMADDWD         Z15, Z18, Z19
 	VPADDD           Z19, Z16, Z16
-	VPMADDWD         Z23, Z18, Z18
+	VPMADDWD         Z24, Z18, Z18
 	VPADDD           Z18, Z17, Z17
-	VPMOVZXBW        16(CX)(DX*2), Z24
-	VPANDD           Z10, Z24, Z19
-	VPSRLW           $0x04, Z24, Z24
-	VPMULLD.BCST     64(SP), Z19, Z19
-	VPMULLD.BCST     68(SP), Z24, Z24
-	VPMADDWD         Z20, Z19, Z18
-	VPMADDWD         Z21, Z19, Z19
-	VPMADDWD         Z22, Z24, Z25
-	VPADDD           Z25, Z18, Z18
-	VPMADDWD         Z23, Z24, Z24
-	VPADDD           Z24, Z19, Z19
-	VPMOVZXBW        16(CX)(R9*1), Z24
-	VPANDD           Z10, Z24, Z25
-	VPSRLW           $0x04, Z24, Z24
-	VPMULLD.BCST     96(SP), Z25, Z25
-	VPMULLD.BCST     100(SP), Z24, Z24
-	VPMADDWD         Z20, Z25, Z20
-	VPMADDWD         Z21, Z25, Z21
-	VPMADDWD         Z22, Z24, Z22
-	VPADDD           Z22, Z20, Z20
-	VPMADDWD         Z23, Z24, Z22
-	VPADDD           Z22, Z21, Z21
-	VMOVDQU32        256(R12), Z22
-	VMOVDQU32        320(R12), Z23
-	VMOVDQU32        384(R12), Z24
-	VMOVDQU32        448(R12), Z25
-	VPMOVZXBW        48(CX), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     8(SP), Z27, Z27
-	VPMULLD.BCST     12(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
-	VPADDD           Z28, Z14, Z14
-	VPMADDWD         Z23, Z27, Z27
-	VPADDD           Z27, Z15, Z15
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z14, Z14
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z15, Z15
-	VPMOVZXBW        48(CX)(DX*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     40(SP), Z27, Z27
-	VPMULLD.BCST     44(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
+	VPMOVZXBW        16(CX)(DX*1), Z20
+	VPANDD           Z10, Z20, Z19
+	VPSRLW           $0x04, Z20, Z20
+	VPMULLD.BCST     32(SP), Z19, Z19
+	VPMULLD.BCST     36(SP), Z20, Z20
+	VPMADDWD         Z22, Z19, Z18
+	VPMADDWD         Z23, Z19, Z19
+	VPMADDWD         Z15, Z20, Z21
+	VPADDD           Z21, Z18, Z18
+	VPMADDWD         Z24, Z20, Z20
+	VPADDD           Z20, Z19, Z19
+	VPMOVZXBW        16(CX)(DX*2), Z25
+	VPANDD           Z10, Z25, Z21
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     64(SP), Z21, Z21
+	VPMULLD.BCST     68(SP), Z25, Z25
+	VPMADDWD         Z22, Z21, Z20
+	VPMADDWD         Z23, Z21, Z21
+	VPMADDWD         Z15, Z25, Z26
+	VPADDD           Z26, Z20, Z20
+	VPMADDWD         Z24, Z25, Z25
+	VPADDD           Z25, Z21, Z21
+	VPMOVZXBW        16(CX)(R9*1), Z25
+	VPANDD           Z10, Z25, Z26
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     96(SP), Z26, Z26
+	VPMULLD.BCST     100(SP), Z25, Z25
+	VPMADDWD         Z22, Z26, Z22
+	VPMADDWD         Z23, Z26, Z23
+	VPMADDWD         Z15, Z25, Z15
+	VPADDD           Z15, Z22, Z22
+	VPMADDWD         Z24, Z25, Z15
+	VPADDD           Z15, Z23, Z23
+	VMOVDQU32        256(R12), Z15
+	VMOVDQU32        320(R12), Z24
+	VMOVDQU32        384(R12), Z25
+	VMOVDQU32        448(R12), Z26
+	VPMOVZXBW        48(CX), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     8(SP), Z28, Z28
+	VPMULLD.BCST     12(SP), Z27, Z27
+	VPMADDWD         Z15, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z24, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMADDWD         Z25, Z27, Z28
 	VPADDD           Z28, Z16, Z16
-	VPMADDWD         Z23, Z27, Z27
+	VPMADDWD         Z26, Z27, Z27
 	VPADDD           Z27, Z17, Z17
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z16, Z16
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z17, Z17
-	VPMOVZXBW        48(CX)(DX*2), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     72(SP), Z27, Z27
-	VPMULLD.BCST     76(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
+	VPMOVZXBW        48(CX)(DX*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     40(SP), Z28, Z28
+	VPMULLD.BCST     44(SP), Z27, Z27
+	VPMADDWD         Z15, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z24, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMADDWD         Z25, Z27, Z28
 	VPADDD           Z28, Z18, Z18
-	VPMADDWD         Z23, Z27, Z27
+	VPMADDWD         Z26, Z27, Z27
 	VPADDD           Z27, Z19, Z19
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z18, Z18
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z19, Z19
-	VPMOVZXBW        48(CX)(R9*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     104(SP), Z27, Z27
-	VPMULLD.BCST     108(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z22
-	VPADDD           Z22, Z20, Z20
-	VPMADDWD         Z23, Z27, Z22
-	VPADDD           Z22, Z21, Z21
-	VPMADDWD         Z24, Z26, Z22
-	VPADDD           Z22, Z20, Z20
-	VPMADDWD         Z25, Z26, Z22
-	VPADDD           Z22, Z21, Z21
-	VMOVDQU32        512(R12), Z22
-	VMOVDQU32        576(R12), Z23
-	VMOVDQU32        640(R12), Z24
-	VMOVDQU32        704(R12), Z25
-	VPMOVZXBW        80(CX), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     16(SP), Z27, Z27
-	VPMULLD.BCST     20(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
-	VPADDD           Z28, Z14, Z14
-	VPMADDWD         Z23, Z27, Z27
-	VPADDD           Z27, Z15, Z15
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z14, Z14
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z15, Z15
-	VPMOVZXBW        80(CX)(DX*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     48(SP), Z27, Z27
-	VPMULLD.BCST     52(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
-	VPADDD           Z28, Z16, Z16
-	VPMADDWD         Z23, Z27, Z27
-	VPADDD           Z27, Z17, Z17
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z16, Z16
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z17, Z17
-	VPMOVZXBW        80(CX)(DX*2), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     80(SP), Z27, Z27
-	VPMULLD.BCST     84(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
-	VPADDD           Z28, Z18, Z18
-	VPMADDWD         Z23, Z27, Z27
-	VPADDD           Z27, Z19, Z19
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z18, Z18
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z19, Z19
-	VPMOVZXBW        80(CX)(R9*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     112(SP), Z27, Z27
-	VPMULLD.BCST     116(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z22
-	VPADDD           Z22, Z20, Z20
-	VPMADDWD         Z23, Z27, Z22
-	VPADDD           Z22, Z21, Z21
-	VPMADDWD         Z24, Z26, Z22
-	VPADDD           Z22, Z20, Z20
-	VPMADDWD         Z25, Z26, Z22
-	VPADDD           Z22, Z21, Z21
-	VMOVDQU32        768(R12), Z22
-	VMOVDQU32        832(R12), Z23
-	VMOVDQU32        896(R12), Z24
-	VMOVDQU32        960(R12), Z25
-	VPMOVZXBW        112(CX), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     24(SP), Z27, Z27
-	VPMULLD.BCST     28(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
-	VPADDD           Z28, Z14, Z14
-	VPMADDWD         Z23, Z27, Z27
-	VPADDD           Z27, Z15, Z15
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z14, Z14
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z15, Z15
-	VPMOVZXBW        112(CX)(DX*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     56(SP), Z27, Z27
-	VPMULLD.BCST     60(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
-	VPADDD           Z28, Z16, Z16
-	VPMADDWD         Z23, Z27, Z27
-	VPADDD           Z27, Z17, Z17
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z16, Z16
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z17, Z17
-	VPMOVZXBW        112(CX)(DX*2), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     88(SP), Z27, Z27
-	VPMULLD.BCST     92(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z28
-	VPADDD           Z28, Z18, Z18
-	VPMADDWD         Z23, Z27, Z27
-	VPADDD           Z27, Z19, Z19
-	VPMADDWD         Z24, Z26, Z27
-	VPADDD           Z27, Z18, Z18
-	VPMADDWD         Z25, Z26, Z26
-	VPADDD           Z26, Z19, Z19
-	VPMOVZXBW        112(CX)(R9*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     120(SP), Z27, Z27
-	VPMULLD.BCST     124(SP), Z26, Z26
-	VPMADDWD         Z22, Z27, Z22
-	VPADDD           Z22, Z20, Z20
-	VPMADDWD         Z23, Z27, Z22
-	VPADDD           Z22, Z21, Z21
-	VPMADDWD         Z24, Z26, Z22
-	VPADDD           Z22, Z20, Z20
-	VPMADDWD         Z25, Z26, Z22
-	VPADDD           Z22, Z21, Z21
-	VSHUFI64X2       $0x44, Z16, Z14, Z22
-	VSHUFI64X2       $0xee, Z16, Z14, Z14
-	VPADDD           Z14, Z22, Z22
-	VSHUFI64X2       $0x44, Z20, Z18, Z14
-	VSHUFI64X2       $0xee, Z20, Z18, Z16
-	VPADDD           Z16, Z14, Z14
-	VSHUFI64X2       $0x88, Z14, Z22, Z16
-	VSHUFI64X2       $0xdd, Z14, Z22, Z14
-	VPADDD           Z14, Z16, Z16
-	VSHUFI64X2       $0x44, Z17, Z15, Z14
-	VSHUFI64X2       $0xee, Z17, Z15, Z15
-	VPADDD           Z15, Z14, Z14
-	VSHUFI64X2       $0x44, Z21, Z19, Z15
-	VSHUFI64X2       $0xee, Z21, Z19, Z17
-	VPADDD           Z17, Z15, Z15
-	VSHUFI64X2       $0x88, Z15, Z14, Z17
-	VSHUFI64X2       $0xdd, Z15, Z14, Z14
-	VPADDD           Z14, Z17, Z17
-	VCVTDQ2PD        Y16, Z14
-	VCVTDQ2PD        Y17, Z15
-	VFMADD231PD.BCST f64_65536<>+0(SB), Z15, Z14
-	VEXTRACTI64X4    $0x01, Z16, Y16
-	VCVTDQ2PD        Y16, Z15
-	VEXTRACTI64X4    $0x01, Z17, Y16
-	VCVTDQ2PD        Y16, Z16
-	VFMADD231PD.BCST f64_65536<>+0(SB), Z16, Z15
-	VBROADCASTF64X4  (BX)(R10*8), Z16
-	VBROADCASTF64X4  32(BX)(R10*8), Z17
-	VPERMB.Z         Z13, Z6, K1, Z18
-	VCVTDQ2PD        Y18, Z19
-	VEXTRACTI64X4    $0x01, Z18, Y18
-	VCVTDQ2PD        Y18, Z18
-	VMULPD           Z16, Z19, Z19
-	VFMADD231PD      Z17, Z18, Z19
-	VUNPCKLPD        Z19, Z14, Z18
-	VUNPCKHPD        Z19, Z14, Z14
-	VADDPD           Z14, Z18, Z18
-	VPERMB.Z         Z13, Z8, K1, Z13
-	VCVTDQ2PD        Y13, Z14
-	VEXTRACTI64X4    $0x01, Z13, Y13
-	VCVTDQ2PD        Y13, Z13
-	VMULPD           Z16, Z14, Z14
-	VFMADD231PD      Z17, Z13, Z14
-	VUNPCKLPD        Z14, Z15, Z13
-	VUNPCKHPD        Z14, Z15, Z14
-	VADDPD           Z14, Z13, Z13
-	VSHUFF64X2       $0x88, Z13, Z18, Z14
-	VSHUFF64X2       $0xdd, Z13, Z18, Z13
-	VADDPD           Z13, Z14, Z14
-	VPERMD           Z12, Z9, Z13
-	VCVTPH2PS        X13, Y13
-	VCVTPS2PD        Y13, Z13
-	VMULPD           Z13, Z14, Z14
-	VPERMILPD        $0x55, Z14, Z13
-	VSUBPD           Z13, Z14, Z14
-	VMULPD.BCST      (SI)(R10*1), Z14, Z14
-	VADDPD           Z14, Z11, Z11
+	VPMOVZXBW        48(CX)(DX*2), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     72(SP), Z28, Z28
+	VPMULLD.BCST     76(SP), Z27, Z27
+	VPMADDWD         Z15, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z24, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMADDWD         Z25, Z27, Z28
+	VPADDD           Z28, Z20, Z20
+	VPMADDWD         Z26, Z27, Z27
+	VPADDD           Z27, Z21, Z21
+	VPMOVZXBW        48(CX)(R9*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     104(SP), Z28, Z28
+	VPMULLD.BCST     108(SP), Z27, Z27
+	VPMADDWD         Z15, Z28, Z15
+	VPADDD           Z15, Z22, Z22
+	VPMADDWD         Z24, Z28, Z15
+	VPADDD           Z15, Z23, Z23
+	VPMADDWD         Z25, Z27, Z15
+	VPADDD           Z15, Z22, Z22
+	VPMADDWD         Z26, Z27, Z15
+	VPADDD           Z15, Z23, Z23
+	VMOVDQU32        144(CX), X14
+	VINSERTI32X4     $0x01, 144(CX)(DX*1), Z14, Z14
+	VINSERTI32X4     $0x02, 144(CX)(DX*2), Z14, Z14
+	VINSERTI32X4     $0x03, 144(CX)(R9*1), Z14, Z14
+	VPSHUFB          Z0, Z14, Z15
+	VPSRLW           $0x04, Z14, Z24
+	VPSHUFB          Z1, Z24, Z24
+	VPTERNLOGD       $0xa8, Z3, Z24, Z15
+	VPSRLW           $0x02, Z14, Z24
+	VPSHUFB          Z2, Z24, Z24
+	VPTERNLOGD       $0xf8, Z4, Z24, Z15
+	VPERMB.Z         Z15, Z5, K1, Z24
+	VMOVDQU32        Y24, 128(SP)
+	VEXTRACTI64X4    $0x01, Z24, 160(SP)
+	VPERMB.Z         Z15, Z7, K1, Z24
+	VMOVDQU32        Y24, 192(SP)
+	VEXTRACTI64X4    $0x01, Z24, 224(SP)
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     16(SP), Z29, Z29
+	VPMULLD.BCST     20(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     48(SP), Z29, Z29
+	VPMULLD.BCST     52(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     80(SP), Z29, Z29
+	VPMULLD.BCST     84(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     112(SP), Z29, Z29
+	VPMULLD.BCST     116(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     24(SP), Z29, Z29
+	VPMULLD.BCST     28(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     56(SP), Z29, Z29
+	VPMULLD.BCST     60(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     88(SP), Z29, Z29
+	VPMULLD.BCST     92(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     120(SP), Z29, Z29
+	VPMULLD.BCST     124(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z13, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z13, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z12, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
 	ADDQ             $0x00000090, CX
 	ADDQ             $0x00000400, R12
 	ADDQ             $0x000001b0, R11
 	ADDQ             $0x08, R10
-	JNZ              block
 
-store:
-	VCVTPD2PS Z11, Y11
-	VPMOVQD   Y11, (R8)
-	ADDQ      $0x10, R8
-	ADDQ      R9, CX
-	SUBQ      R9, R11
-	DECQ      AX
-	JNZ       group
+half1:
+	CMPQ             R10, $-8
+	JE               last1
+	PREFETCHT0       576(CX)(R11*1)
+	PREFETCHT0       640(CX)(R11*1)
+	PREFETCHT0       704(CX)(R11*1)
+	PREFETCHT0       768(CX)(R11*1)
+	PREFETCHT0       832(CX)(R11*1)
+	PREFETCHT0       896(CX)(R11*1)
+	PREFETCHT0       960(CX)(R11*1)
+	PREFETCHT0       1024(CX)(R11*1)
+	PREFETCHT0       1088(CX)(R11*1)
+	VMOVDQU32        (R12), Z22
+	VMOVDQU32        64(R12), Z23
+	VMOVDQU32        128(R12), Z13
+	VMOVDQU32        192(R12), Z24
+	VPMOVZXBW        16(CX), Z18
+	VPANDD           Z10, Z18, Z17
+	VPSRLW           $0x04, Z18, Z18
+	VPMULLD.BCST     128(SP), Z17, Z17
+	VPMULLD.BCST     132(SP), Z18, Z18
+	VPMADDWD         Z22, Z17, Z16
+	VPMADDWD         Z23, Z17, Z17
+	VPMADDWD         Z13, Z18, Z19
+	VPADDD           Z19, Z16, Z16
+	VPMADDWD         Z24, Z18, Z18
+	VPADDD           Z18, Z17, Z17
+	VPMOVZXBW        16(CX)(DX*1), Z20
+	VPANDD           Z10, Z20, Z19
+	VPSRLW           $0x04, Z20, Z20
+	VPMULLD.BCST     160(SP), Z19, Z19
+	VPMULLD.BCST     164(SP), Z20, Z20
+	VPMADDWD         Z22, Z19, Z18
+	VPMADDWD         Z23, Z19, Z19
+	VPMADDWD         Z13, Z20, Z21
+	VPADDD           Z21, Z18, Z18
+	VPMADDWD         Z24, Z20, Z20
+	VPADDD           Z20, Z19, Z19
+	VPMOVZXBW        16(CX)(DX*2), Z25
+	VPANDD           Z10, Z25, Z21
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     192(SP), Z21, Z21
+	VPMULLD.BCST     196(SP), Z25, Z25
+	VPMADDWD         Z22, Z21, Z20
+	VPMADDWD         Z23, Z21, Z21
+	VPMADDWD         Z13, Z25, Z26
+	VPADDD           Z26, Z20, Z20
+	VPMADDWD         Z24, Z25, Z25
+	VPADDD           Z25, Z21, Z21
+	VPMOVZXBW        16(CX)(R9*1), Z25
+	VPANDD           Z10, Z25, Z26
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     224(SP), Z26, Z26
+	VPMULLD.BCST     228(SP), Z25, Z25
+	VPMADDWD         Z22, Z26, Z22
+	VPMADDWD         Z23, Z26, Z23
+	VPMADDWD         Z13, Z25, Z13
+	VPADDD           Z13, Z22, Z22
+	VPMADDWD         Z24, Z25, Z13
+	VPADDD           Z13, Z23, Z23
+	VMOVDQU32        256(R12), Z13
+	VMOVDQU32        320(R12), Z24
+	VMOVDQU32        384(R12), Z25
+	VMOVDQU32        448(R12), Z26
+	VPMOVZXBW        48(CX), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     136(SP), Z28, Z28
+	VPMULLD.BCST     140(SP), Z27, Z27
+	VPMADDWD         Z13, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z24, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMADDWD         Z25, Z27, Z28
+	VPADDD           Z28, Z16, Z16
+	VPMADDWD         Z26, Z27, Z27
+	VPADDD           Z27, Z17, Z17
+	VPMOVZXBW        48(CX)(DX*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     168(SP), Z28, Z28
+	VPMULLD.BCST     172(SP), Z27, Z27
+	VPMADDWD         Z13, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z24, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMADDWD         Z25, Z27, Z28
+	VPADDD           Z28, Z18, Z18
+	VPMADDWD         Z26, Z27, Z27
+	VPADDD           Z27, Z19, Z19
+	VPMOVZXBW        48(CX)(DX*2), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     200(SP), Z28, Z28
+	VPMULLD.BCST     204(SP), Z27, Z27
+	VPMADDWD         Z13, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z24, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMADDWD         Z25, Z27, Z28
+	VPADDD           Z28, Z20, Z20
+	VPMADDWD         Z26, Z27, Z27
+	VPADDD           Z27, Z21, Z21
+	VPMOVZXBW        48(CX)(R9*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     232(SP), Z28, Z28
+	VPMULLD.BCST     236(SP), Z27, Z27
+	VPMADDWD         Z13, Z28, Z13
+	VPADDD           Z13, Z22, Z22
+	VPMADDWD         Z24, Z28, Z13
+	VPADDD           Z13, Z23, Z23
+	VPMADDWD         Z25, Z27, Z13
+	VPADDD           Z13, Z22, Z22
+	VPMADDWD         Z26, Z27, Z13
+	VPADDD           Z13, Z23, Z23
+	VMOVDQU32        144(CX), X12
+	VINSERTI32X4     $0x01, 144(CX)(DX*1), Z12, Z12
+	VINSERTI32X4     $0x02, 144(CX)(DX*2), Z12, Z12
+	VINSERTI32X4     $0x03, 144(CX)(R9*1), Z12, Z12
+	VPSHUFB          Z0, Z12, Z13
+	VPSRLW           $0x04, Z12, Z24
+	VPSHUFB          Z1, Z24, Z24
+	VPTERNLOGD       $0xa8, Z3, Z24, Z13
+	VPSRLW           $0x02, Z12, Z24
+	VPSHUFB          Z2, Z24, Z24
+	VPTERNLOGD       $0xf8, Z4, Z24, Z13
+	VPERMB.Z         Z13, Z5, K1, Z24
+	VMOVDQU32        Y24, (SP)
+	VEXTRACTI64X4    $0x01, Z24, 32(SP)
+	VPERMB.Z         Z13, Z7, K1, Z24
+	VMOVDQU32        Y24, 64(SP)
+	VEXTRACTI64X4    $0x01, Z24, 96(SP)
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     144(SP), Z29, Z29
+	VPMULLD.BCST     148(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     176(SP), Z29, Z29
+	VPMULLD.BCST     180(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     208(SP), Z29, Z29
+	VPMULLD.BCST     212(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     240(SP), Z29, Z29
+	VPMULLD.BCST     244(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     152(SP), Z29, Z29
+	VPMULLD.BCST     156(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     184(SP), Z29, Z29
+	VPMULLD.BCST     188(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     216(SP), Z29, Z29
+	VPMULLD.BCST     220(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     248(SP), Z29, Z29
+	VPMULLD.BCST     252(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z15, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z15, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z14, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
+	JMP              half0
+
+last0:
+	VMOVDQU32     (R12), Z22
+	VMOVDQU32     64(R12), Z23
+	VMOVDQU32     128(R12), Z24
+	VMOVDQU32     192(R12), Z25
+	VPMOVZXBW     16(CX), Z18
+	VPANDD        Z10, Z18, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPMULLD.BCST  (SP), Z17, Z17
+	VPMULLD.BCST  4(SP), Z18, Z18
+	VPMADDWD      Z22, Z17, Z16
+	VPMADDWD      Z23, Z17, Z17
+	VPMADDWD      Z24, Z18, Z19
+	VPADDD        Z19, Z16, Z16
+	VPMADDWD      Z25, Z18, Z18
+	VPADDD        Z18, Z17, Z17
+	VPMOVZXBW     16(CX)(DX*1), Z20
+	VPANDD        Z10, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPMULLD.BCST  32(SP), Z19, Z19
+	VPMULLD.BCST  36(SP), Z20, Z20
+	VPMADDWD      Z22, Z19, Z18
+	VPMADDWD      Z23, Z19, Z19
+	VPMADDWD      Z24, Z20, Z21
+	VPADDD        Z21, Z18, Z18
+	VPMADDWD      Z25, Z20, Z20
+	VPADDD        Z20, Z19, Z19
+	VPMOVZXBW     16(CX)(DX*2), Z26
+	VPANDD        Z10, Z26, Z21
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  64(SP), Z21, Z21
+	VPMULLD.BCST  68(SP), Z26, Z26
+	VPMADDWD      Z22, Z21, Z20
+	VPMADDWD      Z23, Z21, Z21
+	VPMADDWD      Z24, Z26, Z27
+	VPADDD        Z27, Z20, Z20
+	VPMADDWD      Z25, Z26, Z26
+	VPADDD        Z26, Z21, Z21
+	VPMOVZXBW     16(CX)(R9*1), Z26
+	VPANDD        Z10, Z26, Z27
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  96(SP), Z27, Z27
+	VPMULLD.BCST  100(SP), Z26, Z26
+	VPMADDWD      Z22, Z27, Z22
+	VPMADDWD      Z23, Z27, Z23
+	VPMADDWD      Z24, Z26, Z24
+	VPADDD        Z24, Z22, Z22
+	VPMADDWD      Z25, Z26, Z24
+	VPADDD        Z24, Z23, Z23
+	VMOVDQU32     256(R12), Z24
+	VMOVDQU32     320(R12), Z25
+	VMOVDQU32     384(R12), Z26
+	VMOVDQU32     448(R12), Z27
+	VPMOVZXBW     48(CX), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  8(SP), Z29, Z29
+	VPMULLD.BCST  12(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z30
+	VPADDD        Z30, Z16, Z16
+	VPMADDWD      Z25, Z29, Z29
+	VPADDD        Z29, Z17, Z17
+	VPMADDWD      Z26, Z28, Z29
+	VPADDD        Z29, Z16, Z16
+	VPMADDWD      Z27, Z28, Z28
+	VPADDD        Z28, Z17, Z17
+	VPMOVZXBW     48(CX)(DX*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  40(SP), Z29, Z29
+	VPMULLD.BCST  44(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z30
+	VPADDD        Z30, Z18, Z18
+	VPMADDWD      Z25, Z29, Z29
+	VPADDD        Z29, Z19, Z19
+	VPMADDWD      Z26, Z28, Z29
+	VPADDD        Z29, Z18, Z18
+	VPMADDWD      Z27, Z28, Z28
+	VPADDD        Z28, Z19, Z19
+	VPMOVZXBW     48(CX)(DX*2), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  72(SP), Z29, Z29
+	VPMULLD.BCST  76(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z30
+	VPADDD        Z30, Z20, Z20
+	VPMADDWD      Z25, Z29, Z29
+	VPADDD        Z29, Z21, Z21
+	VPMADDWD      Z26, Z28, Z29
+	VPADDD        Z29, Z20, Z20
+	VPMADDWD      Z27, Z28, Z28
+	VPADDD        Z28, Z21, Z21
+	VPMOVZXBW     48(CX)(R9*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  104(SP), Z29, Z29
+	VPMULLD.BCST  108(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z24
+	VPADDD        Z24, Z22, Z22
+	VPMADDWD      Z25, Z29, Z24
+	VPADDD        Z24, Z23, Z23
+	VPMADDWD      Z26, Z28, Z24
+	VPADDD        Z24, Z22, Z22
+	VPMADDWD      Z27, Z28, Z24
+	VPADDD        Z24, Z23, Z23
+	CMPQ          AX, $0x01
+	JE            alone0
+	PREFETCHT0    576(CX)(R11*1)
+	PREFETCHT0    640(CX)(R11*1)
+	PREFETCHT0    704(CX)(R11*1)
+	PREFETCHT0    768(CX)(R11*1)
+	PREFETCHT0    832(CX)(R11*1)
+	PREFETCHT0    896(CX)(R11*1)
+	PREFETCHT0    960(CX)(R11*1)
+	PREFETCHT0    1024(CX)(R11*1)
+	PREFETCHT0    1088(CX)(R11*1)
+	LEAQ          (CX)(R9*1), R13
+	VMOVDQU32     144(R13), X14
+	VINSERTI32X4  $0x01, 144(R13)(DX*1), Z14, Z14
+	VINSERTI32X4  $0x02, 144(R13)(DX*2), Z14, Z14
+	VINSERTI32X4  $0x03, 144(R13)(R9*1), Z14, Z14
+	VPSHUFB       Z0, Z14, Z15
+	VPSRLW        $0x04, Z14, Z24
+	VPSHUFB       Z1, Z24, Z24
+	VPTERNLOGD    $0xa8, Z3, Z24, Z15
+	VPSRLW        $0x02, Z14, Z24
+	VPSHUFB       Z2, Z24, Z24
+	VPTERNLOGD    $0xf8, Z4, Z24, Z15
+	VPERMB.Z      Z15, Z5, K1, Z24
+	VMOVDQU32     Y24, 128(SP)
+	VEXTRACTI64X4 $0x01, Z24, 160(SP)
+	VPERMB.Z      Z15, Z7, K1, Z24
+	VMOVDQU32     Y24, 192(SP)
+	VEXTRACTI64X4 $0x01, Z24, 224(SP)
+
+alone0:
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     16(SP), Z29, Z29
+	VPMULLD.BCST     20(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     48(SP), Z29, Z29
+	VPMULLD.BCST     52(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     80(SP), Z29, Z29
+	VPMULLD.BCST     84(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     112(SP), Z29, Z29
+	VPMULLD.BCST     116(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     24(SP), Z29, Z29
+	VPMULLD.BCST     28(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     56(SP), Z29, Z29
+	VPMULLD.BCST     60(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     88(SP), Z29, Z29
+	VPMULLD.BCST     92(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     120(SP), Z29, Z29
+	VPMULLD.BCST     124(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z13, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z13, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z12, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
+	VCVTPD2PS        Z11, Y11
+	VPMOVQD          Y11, (R8)
+	ADDQ             $0x10, R8
+	ADDQ             R9, CX
+	SUBQ             R9, R11
+	DECQ             AX
+	JNZ              group1
+	JMP              end
+
+last1:
+	VMOVDQU32     (R12), Z22
+	VMOVDQU32     64(R12), Z23
+	VMOVDQU32     128(R12), Z24
+	VMOVDQU32     192(R12), Z25
+	VPMOVZXBW     16(CX), Z18
+	VPANDD        Z10, Z18, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPMULLD.BCST  128(SP), Z17, Z17
+	VPMULLD.BCST  132(SP), Z18, Z18
+	VPMADDWD      Z22, Z17, Z16
+	VPMADDWD      Z23, Z17, Z17
+	VPMADDWD      Z24, Z18, Z19
+	VPADDD        Z19, Z16, Z16
+	VPMADDWD      Z25, Z18, Z18
+	VPADDD        Z18, Z17, Z17
+	VPMOVZXBW     16(CX)(DX*1), Z20
+	VPANDD        Z10, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPMULLD.BCST  160(SP), Z19, Z19
+	VPMULLD.BCST  164(SP), Z20, Z20
+	VPMADDWD      Z22, Z19, Z18
+	VPMADDWD      Z23, Z19, Z19
+	VPMADDWD      Z24, Z20, Z21
+	VPADDD        Z21, Z18, Z18
+	VPMADDWD      Z25, Z20, Z20
+	VPADDD        Z20, Z19, Z19
+	VPMOVZXBW     16(CX)(DX*2), Z26
+	VPANDD        Z10, Z26, Z21
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  192(SP), Z21, Z21
+	VPMULLD.BCST  196(SP), Z26, Z26
+	VPMADDWD      Z22, Z21, Z20
+	VPMADDWD      Z23, Z21, Z21
+	VPMADDWD      Z24, Z26, Z27
+	VPADDD        Z27, Z20, Z20
+	VPMADDWD      Z25, Z26, Z26
+	VPADDD        Z26, Z21, Z21
+	VPMOVZXBW     16(CX)(R9*1), Z26
+	VPANDD        Z10, Z26, Z27
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  224(SP), Z27, Z27
+	VPMULLD.BCST  228(SP), Z26, Z26
+	VPMADDWD      Z22, Z27, Z22
+	VPMADDWD      Z23, Z27, Z23
+	VPMADDWD      Z24, Z26, Z24
+	VPADDD        Z24, Z22, Z22
+	VPMADDWD      Z25, Z26, Z24
+	VPADDD        Z24, Z23, Z23
+	VMOVDQU32     256(R12), Z24
+	VMOVDQU32     320(R12), Z25
+	VMOVDQU32     384(R12), Z26
+	VMOVDQU32     448(R12), Z27
+	VPMOVZXBW     48(CX), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  136(SP), Z29, Z29
+	VPMULLD.BCST  140(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z30
+	VPADDD        Z30, Z16, Z16
+	VPMADDWD      Z25, Z29, Z29
+	VPADDD        Z29, Z17, Z17
+	VPMADDWD      Z26, Z28, Z29
+	VPADDD        Z29, Z16, Z16
+	VPMADDWD      Z27, Z28, Z28
+	VPADDD        Z28, Z17, Z17
+	VPMOVZXBW     48(CX)(DX*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  168(SP), Z29, Z29
+	VPMULLD.BCST  172(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z30
+	VPADDD        Z30, Z18, Z18
+	VPMADDWD      Z25, Z29, Z29
+	VPADDD        Z29, Z19, Z19
+	VPMADDWD      Z26, Z28, Z29
+	VPADDD        Z29, Z18, Z18
+	VPMADDWD      Z27, Z28, Z28
+	VPADDD        Z28, Z19, Z19
+	VPMOVZXBW     48(CX)(DX*2), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  200(SP), Z29, Z29
+	VPMULLD.BCST  204(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z30
+	VPADDD        Z30, Z20, Z20
+	VPMADDWD      Z25, Z29, Z29
+	VPADDD        Z29, Z21, Z21
+	VPMADDWD      Z26, Z28, Z29
+	VPADDD        Z29, Z20, Z20
+	VPMADDWD      Z27, Z28, Z28
+	VPADDD        Z28, Z21, Z21
+	VPMOVZXBW     48(CX)(R9*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  232(SP), Z29, Z29
+	VPMULLD.BCST  236(SP), Z28, Z28
+	VPMADDWD      Z24, Z29, Z24
+	VPADDD        Z24, Z22, Z22
+	VPMADDWD      Z25, Z29, Z24
+	VPADDD        Z24, Z23, Z23
+	VPMADDWD      Z26, Z28, Z24
+	VPADDD        Z24, Z22, Z22
+	VPMADDWD      Z27, Z28, Z24
+	VPADDD        Z24, Z23, Z23
+	CMPQ          AX, $0x01
+	JE            alone1
+	PREFETCHT0    576(CX)(R11*1)
+	PREFETCHT0    640(CX)(R11*1)
+	PREFETCHT0    704(CX)(R11*1)
+	PREFETCHT0    768(CX)(R11*1)
+	PREFETCHT0    832(CX)(R11*1)
+	PREFETCHT0    896(CX)(R11*1)
+	PREFETCHT0    960(CX)(R11*1)
+	PREFETCHT0    1024(CX)(R11*1)
+	PREFETCHT0    1088(CX)(R11*1)
+	LEAQ          (CX)(R9*1), R13
+	VMOVDQU32     144(R13), X12
+	VINSERTI32X4  $0x01, 144(R13)(DX*1), Z12, Z12
+	VINSERTI32X4  $0x02, 144(R13)(DX*2), Z12, Z12
+	VINSERTI32X4  $0x03, 144(R13)(R9*1), Z12, Z12
+	VPSHUFB       Z0, Z12, Z13
+	VPSRLW        $0x04, Z12, Z24
+	VPSHUFB       Z1, Z24, Z24
+	VPTERNLOGD    $0xa8, Z3, Z24, Z13
+	VPSRLW        $0x02, Z12, Z24
+	VPSHUFB       Z2, Z24, Z24
+	VPTERNLOGD    $0xf8, Z4, Z24, Z13
+	VPERMB.Z      Z13, Z5, K1, Z24
+	VMOVDQU32     Y24, (SP)
+	VEXTRACTI64X4 $0x01, Z24, 32(SP)
+	VPERMB.Z      Z13, Z7, K1, Z24
+	VMOVDQU32     Y24, 64(SP)
+	VEXTRACTI64X4 $0x01, Z24, 96(SP)
+
+alone1:
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     144(SP), Z29, Z29
+	VPMULLD.BCST     148(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     176(SP), Z29, Z29
+	VPMULLD.BCST     180(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     208(SP), Z29, Z29
+	VPMULLD.BCST     212(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     240(SP), Z29, Z29
+	VPMULLD.BCST     244(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     152(SP), Z29, Z29
+	VPMULLD.BCST     156(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z16, Z16
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z17, Z17
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z16, Z16
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z17, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     184(SP), Z29, Z29
+	VPMULLD.BCST     188(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z18, Z18
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z19, Z19
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z18, Z18
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z19, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     216(SP), Z29, Z29
+	VPMULLD.BCST     220(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z30
+	VPADDD           Z30, Z20, Z20
+	VPMADDWD         Z25, Z29, Z29
+	VPADDD           Z29, Z21, Z21
+	VPMADDWD         Z26, Z28, Z29
+	VPADDD           Z29, Z20, Z20
+	VPMADDWD         Z27, Z28, Z28
+	VPADDD           Z28, Z21, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     248(SP), Z29, Z29
+	VPMULLD.BCST     252(SP), Z28, Z28
+	VPMADDWD         Z24, Z29, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z25, Z29, Z24
+	VPADDD           Z24, Z23, Z23
+	VPMADDWD         Z26, Z28, Z24
+	VPADDD           Z24, Z22, Z22
+	VPMADDWD         Z27, Z28, Z24
+	VPADDD           Z24, Z23, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z15, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z15, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z14, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
+	VCVTPD2PS        Z11, Y11
+	VPMOVQD          Y11, (R8)
+	ADDQ             $0x10, R8
+	ADDQ             R9, CX
+	SUBQ             R9, R11
+	DECQ             AX
+	JNZ              group0
+
+end:
 	VZEROUPPER
 
 done:
@@ -14341,30 +22185,30 @@ DATA q4KRows4AVX512_mins<>+0(SB)/1, $0x08
 DATA q4KRows4AVX512_mins<>+1(SB)/1, $0x08
 DATA q4KRows4AVX512_mins<>+2(SB)/1, $0x08
 DATA q4KRows4AVX512_mins<>+3(SB)/1, $0x08
-DATA q4KRows4AVX512_mins<>+4(SB)/1, $0x09
-DATA q4KRows4AVX512_mins<>+5(SB)/1, $0x09
-DATA q4KRows4AVX512_mins<>+6(SB)/1, $0x09
-DATA q4KRows4AVX512_mins<>+7(SB)/1, $0x09
-DATA q4KRows4AVX512_mins<>+8(SB)/1, $0x0a
-DATA q4KRows4AVX512_mins<>+9(SB)/1, $0x0a
-DATA q4KRows4AVX512_mins<>+10(SB)/1, $0x0a
-DATA q4KRows4AVX512_mins<>+11(SB)/1, $0x0a
-DATA q4KRows4AVX512_mins<>+12(SB)/1, $0x0b
-DATA q4KRows4AVX512_mins<>+13(SB)/1, $0x0b
-DATA q4KRows4AVX512_mins<>+14(SB)/1, $0x0b
-DATA q4KRows4AVX512_mins<>+15(SB)/1, $0x0b
-DATA q4KRows4AVX512_mins<>+16(SB)/1, $0x18
-DATA q4KRows4AVX512_mins<>+17(SB)/1, $0x18
-DATA q4KRows4AVX512_mins<>+18(SB)/1, $0x18
-DATA q4KRows4AVX512_mins<>+19(SB)/1, $0x18
-DATA q4KRows4AVX512_mins<>+20(SB)/1, $0x19
-DATA q4KRows4AVX512_mins<>+21(SB)/1, $0x19
-DATA q4KRows4AVX512_mins<>+22(SB)/1, $0x19
-DATA q4KRows4AVX512_mins<>+23(SB)/1, $0x19
-DATA q4KRows4AVX512_mins<>+24(SB)/1, $0x1a
-DATA q4KRows4AVX512_mins<>+25(SB)/1, $0x1a
-DATA q4KRows4AVX512_mins<>+26(SB)/1, $0x1a
-DATA q4KRows4AVX512_mins<>+27(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+4(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+5(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+6(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+7(SB)/1, $0x18
+DATA q4KRows4AVX512_mins<>+8(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+9(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+10(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+11(SB)/1, $0x09
+DATA q4KRows4AVX512_mins<>+12(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+13(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+14(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+15(SB)/1, $0x19
+DATA q4KRows4AVX512_mins<>+16(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+17(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+18(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+19(SB)/1, $0x0a
+DATA q4KRows4AVX512_mins<>+20(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+21(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+22(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+23(SB)/1, $0x1a
+DATA q4KRows4AVX512_mins<>+24(SB)/1, $0x0b
+DATA q4KRows4AVX512_mins<>+25(SB)/1, $0x0b
+DATA q4KRows4AVX512_mins<>+26(SB)/1, $0x0b
+DATA q4KRows4AVX512_mins<>+27(SB)/1, $0x0b
 DATA q4KRows4AVX512_mins<>+28(SB)/1, $0x1b
 DATA q4KRows4AVX512_mins<>+29(SB)/1, $0x1b
 DATA q4KRows4AVX512_mins<>+30(SB)/1, $0x1b
@@ -14373,30 +22217,30 @@ DATA q4KRows4AVX512_mins<>+32(SB)/1, $0x0c
 DATA q4KRows4AVX512_mins<>+33(SB)/1, $0x0c
 DATA q4KRows4AVX512_mins<>+34(SB)/1, $0x0c
 DATA q4KRows4AVX512_mins<>+35(SB)/1, $0x0c
-DATA q4KRows4AVX512_mins<>+36(SB)/1, $0x0d
-DATA q4KRows4AVX512_mins<>+37(SB)/1, $0x0d
-DATA q4KRows4AVX512_mins<>+38(SB)/1, $0x0d
-DATA q4KRows4AVX512_mins<>+39(SB)/1, $0x0d
-DATA q4KRows4AVX512_mins<>+40(SB)/1, $0x0e
-DATA q4KRows4AVX512_mins<>+41(SB)/1, $0x0e
-DATA q4KRows4AVX512_mins<>+42(SB)/1, $0x0e
-DATA q4KRows4AVX512_mins<>+43(SB)/1, $0x0e
-DATA q4KRows4AVX512_mins<>+44(SB)/1, $0x0f
-DATA q4KRows4AVX512_mins<>+45(SB)/1, $0x0f
-DATA q4KRows4AVX512_mins<>+46(SB)/1, $0x0f
-DATA q4KRows4AVX512_mins<>+47(SB)/1, $0x0f
-DATA q4KRows4AVX512_mins<>+48(SB)/1, $0x1c
-DATA q4KRows4AVX512_mins<>+49(SB)/1, $0x1c
-DATA q4KRows4AVX512_mins<>+50(SB)/1, $0x1c
-DATA q4KRows4AVX512_mins<>+51(SB)/1, $0x1c
-DATA q4KRows4AVX512_mins<>+52(SB)/1, $0x1d
-DATA q4KRows4AVX512_mins<>+53(SB)/1, $0x1d
-DATA q4KRows4AVX512_mins<>+54(SB)/1, $0x1d
-DATA q4KRows4AVX512_mins<>+55(SB)/1, $0x1d
-DATA q4KRows4AVX512_mins<>+56(SB)/1, $0x1e
-DATA q4KRows4AVX512_mins<>+57(SB)/1, $0x1e
-DATA q4KRows4AVX512_mins<>+58(SB)/1, $0x1e
-DATA q4KRows4AVX512_mins<>+59(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+36(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+37(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+38(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+39(SB)/1, $0x1c
+DATA q4KRows4AVX512_mins<>+40(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+41(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+42(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+43(SB)/1, $0x0d
+DATA q4KRows4AVX512_mins<>+44(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+45(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+46(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+47(SB)/1, $0x1d
+DATA q4KRows4AVX512_mins<>+48(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+49(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+50(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+51(SB)/1, $0x0e
+DATA q4KRows4AVX512_mins<>+52(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+53(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+54(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+55(SB)/1, $0x1e
+DATA q4KRows4AVX512_mins<>+56(SB)/1, $0x0f
+DATA q4KRows4AVX512_mins<>+57(SB)/1, $0x0f
+DATA q4KRows4AVX512_mins<>+58(SB)/1, $0x0f
+DATA q4KRows4AVX512_mins<>+59(SB)/1, $0x0f
 DATA q4KRows4AVX512_mins<>+60(SB)/1, $0x1f
 DATA q4KRows4AVX512_mins<>+61(SB)/1, $0x1f
 DATA q4KRows4AVX512_mins<>+62(SB)/1, $0x1f
@@ -14405,30 +22249,30 @@ DATA q4KRows4AVX512_mins<>+64(SB)/1, $0x28
 DATA q4KRows4AVX512_mins<>+65(SB)/1, $0x28
 DATA q4KRows4AVX512_mins<>+66(SB)/1, $0x28
 DATA q4KRows4AVX512_mins<>+67(SB)/1, $0x28
-DATA q4KRows4AVX512_mins<>+68(SB)/1, $0x29
-DATA q4KRows4AVX512_mins<>+69(SB)/1, $0x29
-DATA q4KRows4AVX512_mins<>+70(SB)/1, $0x29
-DATA q4KRows4AVX512_mins<>+71(SB)/1, $0x29
-DATA q4KRows4AVX512_mins<>+72(SB)/1, $0x2a
-DATA q4KRows4AVX512_mins<>+73(SB)/1, $0x2a
-DATA q4KRows4AVX512_mins<>+74(SB)/1, $0x2a
-DATA q4KRows4AVX512_mins<>+75(SB)/1, $0x2a
-DATA q4KRows4AVX512_mins<>+76(SB)/1, $0x2b
-DATA q4KRows4AVX512_mins<>+77(SB)/1, $0x2b
-DATA q4KRows4AVX512_mins<>+78(SB)/1, $0x2b
-DATA q4KRows4AVX512_mins<>+79(SB)/1, $0x2b
-DATA q4KRows4AVX512_mins<>+80(SB)/1, $0x38
-DATA q4KRows4AVX512_mins<>+81(SB)/1, $0x38
-DATA q4KRows4AVX512_mins<>+82(SB)/1, $0x38
-DATA q4KRows4AVX512_mins<>+83(SB)/1, $0x38
-DATA q4KRows4AVX512_mins<>+84(SB)/1, $0x39
-DATA q4KRows4AVX512_mins<>+85(SB)/1, $0x39
-DATA q4KRows4AVX512_mins<>+86(SB)/1, $0x39
-DATA q4KRows4AVX512_mins<>+87(SB)/1, $0x39
-DATA q4KRows4AVX512_mins<>+88(SB)/1, $0x3a
-DATA q4KRows4AVX512_mins<>+89(SB)/1, $0x3a
-DATA q4KRows4AVX512_mins<>+90(SB)/1, $0x3a
-DATA q4KRows4AVX512_mins<>+91(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+68(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+69(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+70(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+71(SB)/1, $0x38
+DATA q4KRows4AVX512_mins<>+72(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+73(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+74(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+75(SB)/1, $0x29
+DATA q4KRows4AVX512_mins<>+76(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+77(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+78(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+79(SB)/1, $0x39
+DATA q4KRows4AVX512_mins<>+80(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+81(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+82(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+83(SB)/1, $0x2a
+DATA q4KRows4AVX512_mins<>+84(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+85(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+86(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+87(SB)/1, $0x3a
+DATA q4KRows4AVX512_mins<>+88(SB)/1, $0x2b
+DATA q4KRows4AVX512_mins<>+89(SB)/1, $0x2b
+DATA q4KRows4AVX512_mins<>+90(SB)/1, $0x2b
+DATA q4KRows4AVX512_mins<>+91(SB)/1, $0x2b
 DATA q4KRows4AVX512_mins<>+92(SB)/1, $0x3b
 DATA q4KRows4AVX512_mins<>+93(SB)/1, $0x3b
 DATA q4KRows4AVX512_mins<>+94(SB)/1, $0x3b
@@ -14437,35 +22281,65 @@ DATA q4KRows4AVX512_mins<>+96(SB)/1, $0x2c
 DATA q4KRows4AVX512_mins<>+97(SB)/1, $0x2c
 DATA q4KRows4AVX512_mins<>+98(SB)/1, $0x2c
 DATA q4KRows4AVX512_mins<>+99(SB)/1, $0x2c
-DATA q4KRows4AVX512_mins<>+100(SB)/1, $0x2d
-DATA q4KRows4AVX512_mins<>+101(SB)/1, $0x2d
-DATA q4KRows4AVX512_mins<>+102(SB)/1, $0x2d
-DATA q4KRows4AVX512_mins<>+103(SB)/1, $0x2d
-DATA q4KRows4AVX512_mins<>+104(SB)/1, $0x2e
-DATA q4KRows4AVX512_mins<>+105(SB)/1, $0x2e
-DATA q4KRows4AVX512_mins<>+106(SB)/1, $0x2e
-DATA q4KRows4AVX512_mins<>+107(SB)/1, $0x2e
-DATA q4KRows4AVX512_mins<>+108(SB)/1, $0x2f
-DATA q4KRows4AVX512_mins<>+109(SB)/1, $0x2f
-DATA q4KRows4AVX512_mins<>+110(SB)/1, $0x2f
-DATA q4KRows4AVX512_mins<>+111(SB)/1, $0x2f
-DATA q4KRows4AVX512_mins<>+112(SB)/1, $0x3c
-DATA q4KRows4AVX512_mins<>+113(SB)/1, $0x3c
-DATA q4KRows4AVX512_mins<>+114(SB)/1, $0x3c
-DATA q4KRows4AVX512_mins<>+115(SB)/1, $0x3c
-DATA q4KRows4AVX512_mins<>+116(SB)/1, $0x3d
-DATA q4KRows4AVX512_mins<>+117(SB)/1, $0x3d
-DATA q4KRows4AVX512_mins<>+118(SB)/1, $0x3d
-DATA q4KRows4AVX512_mins<>+119(SB)/1, $0x3d
-DATA q4KRows4AVX512_mins<>+120(SB)/1, $0x3e
-DATA q4KRows4AVX512_mins<>+121(SB)/1, $0x3e
-DATA q4KRows4AVX512_mins<>+122(SB)/1, $0x3e
-DATA q4KRows4AVX512_mins<>+123(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+100(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+101(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+102(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+103(SB)/1, $0x3c
+DATA q4KRows4AVX512_mins<>+104(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+105(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+106(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+107(SB)/1, $0x2d
+DATA q4KRows4AVX512_mins<>+108(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+109(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+110(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+111(SB)/1, $0x3d
+DATA q4KRows4AVX512_mins<>+112(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+113(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+114(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+115(SB)/1, $0x2e
+DATA q4KRows4AVX512_mins<>+116(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+117(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+118(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+119(SB)/1, $0x3e
+DATA q4KRows4AVX512_mins<>+120(SB)/1, $0x2f
+DATA q4KRows4AVX512_mins<>+121(SB)/1, $0x2f
+DATA q4KRows4AVX512_mins<>+122(SB)/1, $0x2f
+DATA q4KRows4AVX512_mins<>+123(SB)/1, $0x2f
 DATA q4KRows4AVX512_mins<>+124(SB)/1, $0x3f
 DATA q4KRows4AVX512_mins<>+125(SB)/1, $0x3f
 DATA q4KRows4AVX512_mins<>+126(SB)/1, $0x3f
 DATA q4KRows4AVX512_mins<>+127(SB)/1, $0x3f
 GLOBL q4KRows4AVX512_mins<>(SB), RODATA|NOPTR, $128
+
+DATA q4KRows4AVX512_bias<>+0(SB)/4, $0x80000000
+GLOBL q4KRows4AVX512_bias<>(SB), RODATA|NOPTR, $4
+
+DATA q4KRows4AVX512_magic<>+0(SB)/4, $0x43300000
+GLOBL q4KRows4AVX512_magic<>(SB), RODATA|NOPTR, $4
+
+DATA q4KRows4AVX512_offset<>+0(SB)/8, $0x4330000080000000
+GLOBL q4KRows4AVX512_offset<>(SB), RODATA|NOPTR, $8
+
+DATA q4KRows4AVX512_two52<>+0(SB)/8, $0x4330000000000000
+GLOBL q4KRows4AVX512_two52<>(SB), RODATA|NOPTR, $8
+
+DATA q4KRows4AVX512_pairs<>+0(SB)/8, $0x0000000000000000
+DATA q4KRows4AVX512_pairs<>+8(SB)/8, $0x0000000000000002
+DATA q4KRows4AVX512_pairs<>+16(SB)/8, $0x0000000000000001
+DATA q4KRows4AVX512_pairs<>+24(SB)/8, $0x0000000000000003
+DATA q4KRows4AVX512_pairs<>+32(SB)/8, $0x0000000000000008
+DATA q4KRows4AVX512_pairs<>+40(SB)/8, $0x000000000000000a
+DATA q4KRows4AVX512_pairs<>+48(SB)/8, $0x0000000000000009
+DATA q4KRows4AVX512_pairs<>+56(SB)/8, $0x000000000000000b
+DATA q4KRows4AVX512_pairs<>+64(SB)/8, $0x0000000000000004
+DATA q4KRows4AVX512_pairs<>+72(SB)/8, $0x0000000000000006
+DATA q4KRows4AVX512_pairs<>+80(SB)/8, $0x0000000000000005
+DATA q4KRows4AVX512_pairs<>+88(SB)/8, $0x0000000000000007
+DATA q4KRows4AVX512_pairs<>+96(SB)/8, $0x000000000000000c
+DATA q4KRows4AVX512_pairs<>+104(SB)/8, $0x000000000000000e
+DATA q4KRows4AVX512_pairs<>+112(SB)/8, $0x000000000000000d
+DATA q4KRows4AVX512_pairs<>+120(SB)/8, $0x000000000000000f
+GLOBL q4KRows4AVX512_pairs<>(SB), RODATA|NOPTR, $128
 
 DATA q4KRows4AVX512_heads<>+0(SB)/4, $0x00000000
 DATA q4KRows4AVX512_heads<>+4(SB)/4, $0x00000004
@@ -14475,7 +22349,7 @@ GLOBL q4KRows4AVX512_heads<>(SB), RODATA|NOPTR, $16
 
 // func q4KRows4AVX512VNNI(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VBMI, AVX512VL, AVX512_VNNI, F16C, MMX+
-TEXT ·q4KRows4AVX512VNNI(SB), NOSPLIT, $128-128
+TEXT ·q4KRows4AVX512VNNI(SB), NOSPLIT, $256-128
 	MOVQ  dst_len+112(FP), AX
 	SHRQ  $0x02, AX
 	JZ    done
@@ -14513,274 +22387,1126 @@ far:
 	VPBROADCASTD    const983055<>+0(SB), Z10
 	MOVQ            $0x1111111111111111, R10
 	KMOVQ           R10, K1
+	TESTQ           DI, DI
+	JNZ             blocks
+	VXORPS          X0, X0, X0
 
-group:
+zeros:
+	VMOVUPS X0, (R8)
+	ADDQ    $0x10, R8
+	DECQ    AX
+	JNZ     zeros
+	JMP     end
+
+blocks:
+	PREFETCHT0    (CX)(R11*1)
+	PREFETCHT0    64(CX)(R11*1)
+	PREFETCHT0    128(CX)(R11*1)
+	PREFETCHT0    192(CX)(R11*1)
+	PREFETCHT0    256(CX)(R11*1)
+	PREFETCHT0    320(CX)(R11*1)
+	PREFETCHT0    384(CX)(R11*1)
+	PREFETCHT0    448(CX)(R11*1)
+	PREFETCHT0    512(CX)(R11*1)
+	VMOVDQU32     (CX), X12
+	VINSERTI32X4  $0x01, (CX)(DX*1), Z12, Z12
+	VINSERTI32X4  $0x02, (CX)(DX*2), Z12, Z12
+	VINSERTI32X4  $0x03, (CX)(R9*1), Z12, Z12
+	VPSHUFB       Z0, Z12, Z13
+	VPSRLW        $0x04, Z12, Z11
+	VPSHUFB       Z1, Z11, Z11
+	VPTERNLOGD    $0xa8, Z3, Z11, Z13
+	VPSRLW        $0x02, Z12, Z11
+	VPSHUFB       Z2, Z11, Z11
+	VPTERNLOGD    $0xf8, Z4, Z11, Z13
+	VPERMB.Z      Z13, Z5, K1, Z11
+	VMOVDQU32     Y11, (SP)
+	VEXTRACTI64X4 $0x01, Z11, 32(SP)
+	VPERMB.Z      Z13, Z7, K1, Z11
+	VMOVDQU32     Y11, 64(SP)
+	VEXTRACTI64X4 $0x01, Z11, 96(SP)
+
+group0:
 	VXORPD Z11, Z11, Z11
 	MOVQ   digits_base+32(FP), R12
 	MOVQ   DI, R10
 	NEGQ   R10
-	JZ     store
+	JMP    half0
 
-block:
-	PREFETCHT0       (CX)(R11*1)
-	PREFETCHT0       64(CX)(R11*1)
-	PREFETCHT0       128(CX)(R11*1)
-	PREFETCHT0       192(CX)(R11*1)
-	PREFETCHT0       256(CX)(R11*1)
-	PREFETCHT0       320(CX)(R11*1)
-	PREFETCHT0       384(CX)(R11*1)
-	PREFETCHT0       448(CX)(R11*1)
-	PREFETCHT0       512(CX)(R11*1)
-	VMOVDQU32        (CX), X12
-	VINSERTI32X4     $0x01, (CX)(DX*1), Z12, Z12
-	VINSERTI32X4     $0x02, (CX)(DX*2), Z12, Z12
-	VINSERTI32X4     $0x03, (CX)(R9*1), Z12, Z12
-	VPSHUFB          Z0, Z12, Z13
-	VPSRLW           $0x04, Z12, Z14
-	VPSHUFB          Z1, Z14, Z14
-	VPTERNLOGD       $0xa8, Z3, Z14, Z13
-	VPSRLW           $0x02, Z12, Z14
-	VPSHUFB          Z2, Z14, Z14
-	VPTERNLOGD       $0xf8, Z4, Z14, Z13
-	VPERMB.Z         Z13, Z5, K1, Z14
-	VMOVDQU32        Y14, (SP)
-	VEXTRACTI64X4    $0x01, Z14, Y14
-	VMOVDQU32        Y14, 32(SP)
-	VPERMB.Z         Z13, Z7, K1, Z14
-	VMOVDQU32        Y14, 64(SP)
-	VEXTRACTI64X4    $0x01, Z14, Y14
-	VMOVDQU32        Y14, 96(SP)
-	VMOVDQU32        (R12), Z20
-	VMOVDQU32        64(R12), Z21
-	VMOVDQU32        128(R12), Z22
-	VMOVDQU32        192(R12), Z23
-	VPMOVZXBW        16(CX), Z16
-	VPANDD           Z10, Z16, Z15
-	VPSRLW           $0x04, Z16, Z16
-	VPMULLD.BCST     (SP), Z15, Z15
-	VPMULLD.BCST     4(SP), Z16, Z16
-	VPMADDWD         Z20, Z15, Z14
-	VPMADDWD         Z21, Z15, Z15
-	VPDPWSSD         Z22, Z16, Z14
-	VPDPWSSD         Z23, Z16, Z15
-	VPMOVZXBW        16(CX)(DX*1), Z18
+group1:
+	VXORPD Z11, Z11, Z11
+	MOVQ   digits_base+32(FP), R12
+	MOVQ   DI, R10
+	NEGQ   R10
+	JMP    half1
+
+half0:
+	CMPQ             R10, $-8
+	JE               last0
+	PREFETCHT0       576(CX)(R11*1)
+	PREFETCHT0       640(CX)(R11*1)
+	PREFETCHT0       704(CX)(R11*1)
+	PREFETCHT0       768(CX)(R11*1)
+	PREFETCHT0       832(CX)(R11*1)
+	PREFETCHT0       896(CX)(R11*1)
+	PREFETCHT0       960(CX)(R11*1)
+	PREFETCHT0       1024(CX)(R11*1)
+	PREFETCHT0       1088(CX)(R11*1)
+	VMOVDQU32        (R12), Z22
+	VMOVDQU32        64(R12), Z23
+	VMOVDQU32        128(R12), Z15
+	VMOVDQU32        192(R12), Z24
+	VPMOVZXBW        16(CX), Z18
 	VPANDD           Z10, Z18, Z17
 	VPSRLW           $0x04, Z18, Z18
-	VPMULLD.BCST     32(SP), Z17, Z17
-	VPMULLD.BCST     36(SP), Z18, Z18
-	VPMADDWD         Z20, Z17, Z16
-	VPMADDWD         Z21, Z17, Z17
-	VPDPWSSD         Z22, Z18, Z16
-	VPDPWSSD         Z23, Z18, Z17
-	VPMOVZXBW        16(CX)(DX*2), Z24
-	VPANDD           Z10, Z24, Z19
-	VPSRLW           $0x04, Z24, Z24
-	VPMULLD.BCST     64(SP), Z19, Z19
-	VPMULLD.BCST     68(SP), Z24, Z24
-	VPMADDWD         Z20, Z19, Z18
-	VPMADDWD         Z21, Z19, Z19
-	VPDPWSSD         Z22, Z24, Z18
-	VPDPWSSD         Z23, Z24, Z19
-	VPMOVZXBW        16(CX)(R9*1), Z24
-	VPANDD           Z10, Z24, Z25
-	VPSRLW           $0x04, Z24, Z24
-	VPMULLD.BCST     96(SP), Z25, Z25
-	VPMULLD.BCST     100(SP), Z24, Z24
-	VPMADDWD         Z20, Z25, Z20
-	VPMADDWD         Z21, Z25, Z21
-	VPDPWSSD         Z22, Z24, Z20
-	VPDPWSSD         Z23, Z24, Z21
-	VMOVDQU32        256(R12), Z22
-	VMOVDQU32        320(R12), Z23
-	VMOVDQU32        384(R12), Z24
-	VMOVDQU32        448(R12), Z25
-	VPMOVZXBW        48(CX), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     8(SP), Z27, Z27
-	VPMULLD.BCST     12(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z14
-	VPDPWSSD         Z23, Z27, Z15
-	VPDPWSSD         Z24, Z26, Z14
-	VPDPWSSD         Z25, Z26, Z15
-	VPMOVZXBW        48(CX)(DX*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     40(SP), Z27, Z27
-	VPMULLD.BCST     44(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z16
-	VPDPWSSD         Z23, Z27, Z17
-	VPDPWSSD         Z24, Z26, Z16
-	VPDPWSSD         Z25, Z26, Z17
-	VPMOVZXBW        48(CX)(DX*2), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     72(SP), Z27, Z27
-	VPMULLD.BCST     76(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z18
-	VPDPWSSD         Z23, Z27, Z19
-	VPDPWSSD         Z24, Z26, Z18
-	VPDPWSSD         Z25, Z26, Z19
-	VPMOVZXBW        48(CX)(R9*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     104(SP), Z27, Z27
-	VPMULLD.BCST     108(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z20
-	VPDPWSSD         Z23, Z27, Z21
-	VPDPWSSD         Z24, Z26, Z20
-	VPDPWSSD         Z25, Z26, Z21
-	VMOVDQU32        512(R12), Z22
-	VMOVDQU32        576(R12), Z23
-	VMOVDQU32        640(R12), Z24
-	VMOVDQU32        704(R12), Z25
-	VPMOVZXBW        80(CX), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     16(SP), Z27, Z27
-	VPMULLD.BCST     20(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z14
-	VPDPWSSD         Z23, Z27, Z15
-	VPDPWSSD         Z24, Z26, Z14
-	VPDPWSSD         Z25, Z26, Z15
-	VPMOVZXBW        80(CX)(DX*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     48(SP), Z27, Z27
-	VPMULLD.BCST     52(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z16
-	VPDPWSSD         Z23, Z27, Z17
-	VPDPWSSD         Z24, Z26, Z16
-	VPDPWSSD         Z25, Z26, Z17
-	VPMOVZXBW        80(CX)(DX*2), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     80(SP), Z27, Z27
-	VPMULLD.BCST     84(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z18
-	VPDPWSSD         Z23, Z27, Z19
-	VPDPWSSD         Z24, Z26, Z18
-	VPDPWSSD         Z25, Z26, Z19
-	VPMOVZXBW        80(CX)(R9*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     112(SP), Z27, Z27
-	VPMULLD.BCST     116(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z20
-	VPDPWSSD         Z23, Z27, Z21
-	VPDPWSSD         Z24, Z26, Z20
-	VPDPWSSD         Z25, Z26, Z21
-	VMOVDQU32        768(R12), Z22
-	VMOVDQU32        832(R12), Z23
-	VMOVDQU32        896(R12), Z24
-	VMOVDQU32        960(R12), Z25
-	VPMOVZXBW        112(CX), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     24(SP), Z27, Z27
-	VPMULLD.BCST     28(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z14
-	VPDPWSSD         Z23, Z27, Z15
-	VPDPWSSD         Z24, Z26, Z14
-	VPDPWSSD         Z25, Z26, Z15
-	VPMOVZXBW        112(CX)(DX*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     56(SP), Z27, Z27
-	VPMULLD.BCST     60(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z16
-	VPDPWSSD         Z23, Z27, Z17
-	VPDPWSSD         Z24, Z26, Z16
-	VPDPWSSD         Z25, Z26, Z17
-	VPMOVZXBW        112(CX)(DX*2), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     88(SP), Z27, Z27
-	VPMULLD.BCST     92(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z18
-	VPDPWSSD         Z23, Z27, Z19
-	VPDPWSSD         Z24, Z26, Z18
-	VPDPWSSD         Z25, Z26, Z19
-	VPMOVZXBW        112(CX)(R9*1), Z26
-	VPANDD           Z10, Z26, Z27
-	VPSRLW           $0x04, Z26, Z26
-	VPMULLD.BCST     120(SP), Z27, Z27
-	VPMULLD.BCST     124(SP), Z26, Z26
-	VPDPWSSD         Z22, Z27, Z20
-	VPDPWSSD         Z23, Z27, Z21
-	VPDPWSSD         Z24, Z26, Z20
-	VPDPWSSD         Z25, Z26, Z21
-	VSHUFI64X2       $0x44, Z16, Z14, Z22
-	VSHUFI64X2       $0xee, Z16, Z14, Z14
-	VPADDD           Z14, Z22, Z22
-	VSHUFI64X2       $0x44, Z20, Z18, Z14
-	VSHUFI64X2       $0xee, Z20, Z18, Z16
-	VPADDD           Z16, Z14, Z14
-	VSHUFI64X2       $0x88, Z14, Z22, Z16
-	VSHUFI64X2       $0xdd, Z14, Z22, Z14
-	VPADDD           Z14, Z16, Z16
-	VSHUFI64X2       $0x44, Z17, Z15, Z14
-	VSHUFI64X2       $0xee, Z17, Z15, Z15
-	VPADDD           Z15, Z14, Z14
-	VSHUFI64X2       $0x44, Z21, Z19, Z15
-	VSHUFI64X2       $0xee, Z21, Z19, Z17
-	VPADDD           Z17, Z15, Z15
-	VSHUFI64X2       $0x88, Z15, Z14, Z17
-	VSHUFI64X2       $0xdd, Z15, Z14, Z14
-	VPADDD           Z14, Z17, Z17
-	VCVTDQ2PD        Y16, Z14
-	VCVTDQ2PD        Y17, Z15
-	VFMADD231PD.BCST f64_65536<>+0(SB), Z15, Z14
-	VEXTRACTI64X4    $0x01, Z16, Y16
-	VCVTDQ2PD        Y16, Z15
-	VEXTRACTI64X4    $0x01, Z17, Y16
-	VCVTDQ2PD        Y16, Z16
-	VFMADD231PD.BCST f64_65536<>+0(SB), Z16, Z15
-	VBROADCASTF64X4  (BX)(R10*8), Z16
-	VBROADCASTF64X4  32(BX)(R10*8), Z17
-	VPERMB.Z         Z13, Z6, K1, Z18
-	VCVTDQ2PD        Y18, Z19
-	VEXTRACTI64X4    $0x01, Z18, Y18
-	VCVTDQ2PD        Y18, Z18
-	VMULPD           Z16, Z19, Z19
-	VFMADD231PD      Z17, Z18, Z19
-	VUNPCKLPD        Z19, Z14, Z18
-	VUNPCKHPD        Z19, Z14, Z14
-	VADDPD           Z14, Z18, Z18
-	VPERMB.Z         Z13, Z8, K1, Z13
-	VCVTDQ2PD        Y13, Z14
-	VEXTRACTI64X4    $0x01, Z13, Y13
-	VCVTDQ2PD        Y13, Z13
-	VMULPD           Z16, Z14, Z14
-	VFMADD231PD      Z17, Z13, Z14
-	VUNPCKLPD        Z14, Z15, Z13
-	VUNPCKHPD        Z14, Z15, Z14
-	VADDPD           Z14, Z13, Z13
-	VSHUFF64X2       $0x88, Z13, Z18, Z14
-	VSHUFF64X2       $0xdd, Z13, Z18, Z13
-	VADDPD           Z13, Z14, Z14
-	VPERMD           Z12, Z9, Z13
-	VCVTPH2PS        X13, Y13
-	VCVTPS2PD        Y13, Z13
-	VMULPD           Z13, Z14, Z14
-	VPERMILPD        $0x55, Z14, Z13
-	VSUBPD           Z13, Z14, Z14
-	VMULPD.BCST      (SI)(R10*1), Z14, Z14
-	VADDPD           Z14, Z11, Z11
+	VPMULLD.BCST     (SP), Z17, Z17
+	VPMULLD.BCST     4(SP), Z18, Z18
+	VPMADDWD         Z22, Z17, Z16
+	VPMADDWD         Z23, Z17, Z17
+	VPDPWSSD         Z15, Z18, Z16
+	VPDPWSSD         Z24, Z18, Z17
+	VPMOVZXBW        16(CX)(DX*1), Z20
+	VPANDD           Z10, Z20, Z19
+	VPSRLW           $0x04, Z20, Z20
+	VPMULLD.BCST     32(SP), Z19, Z19
+	VPMULLD.BCST     36(SP), Z20, Z20
+	VPMADDWD         Z22, Z19, Z18
+	VPMADDWD         Z23, Z19, Z19
+	VPDPWSSD         Z15, Z20, Z18
+	VPDPWSSD         Z24, Z20, Z19
+	VPMOVZXBW        16(CX)(DX*2), Z25
+	VPANDD           Z10, Z25, Z21
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     64(SP), Z21, Z21
+	VPMULLD.BCST     68(SP), Z25, Z25
+	VPMADDWD         Z22, Z21, Z20
+	VPMADDWD         Z23, Z21, Z21
+	VPDPWSSD         Z15, Z25, Z20
+	VPDPWSSD         Z24, Z25, Z21
+	VPMOVZXBW        16(CX)(R9*1), Z25
+	VPANDD           Z10, Z25, Z26
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     96(SP), Z26, Z26
+	VPMULLD.BCST     100(SP), Z25, Z25
+	VPMADDWD         Z22, Z26, Z22
+	VPMADDWD         Z23, Z26, Z23
+	VPDPWSSD         Z15, Z25, Z22
+	VPDPWSSD         Z24, Z25, Z23
+	VMOVDQU32        256(R12), Z15
+	VMOVDQU32        320(R12), Z24
+	VMOVDQU32        384(R12), Z25
+	VMOVDQU32        448(R12), Z26
+	VPMOVZXBW        48(CX), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     8(SP), Z28, Z28
+	VPMULLD.BCST     12(SP), Z27, Z27
+	VPDPWSSD         Z15, Z28, Z16
+	VPDPWSSD         Z24, Z28, Z17
+	VPDPWSSD         Z25, Z27, Z16
+	VPDPWSSD         Z26, Z27, Z17
+	VPMOVZXBW        48(CX)(DX*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     40(SP), Z28, Z28
+	VPMULLD.BCST     44(SP), Z27, Z27
+	VPDPWSSD         Z15, Z28, Z18
+	VPDPWSSD         Z24, Z28, Z19
+	VPDPWSSD         Z25, Z27, Z18
+	VPDPWSSD         Z26, Z27, Z19
+	VPMOVZXBW        48(CX)(DX*2), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     72(SP), Z28, Z28
+	VPMULLD.BCST     76(SP), Z27, Z27
+	VPDPWSSD         Z15, Z28, Z20
+	VPDPWSSD         Z24, Z28, Z21
+	VPDPWSSD         Z25, Z27, Z20
+	VPDPWSSD         Z26, Z27, Z21
+	VPMOVZXBW        48(CX)(R9*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     104(SP), Z28, Z28
+	VPMULLD.BCST     108(SP), Z27, Z27
+	VPDPWSSD         Z15, Z28, Z22
+	VPDPWSSD         Z24, Z28, Z23
+	VPDPWSSD         Z25, Z27, Z22
+	VPDPWSSD         Z26, Z27, Z23
+	VMOVDQU32        144(CX), X14
+	VINSERTI32X4     $0x01, 144(CX)(DX*1), Z14, Z14
+	VINSERTI32X4     $0x02, 144(CX)(DX*2), Z14, Z14
+	VINSERTI32X4     $0x03, 144(CX)(R9*1), Z14, Z14
+	VPSHUFB          Z0, Z14, Z15
+	VPSRLW           $0x04, Z14, Z24
+	VPSHUFB          Z1, Z24, Z24
+	VPTERNLOGD       $0xa8, Z3, Z24, Z15
+	VPSRLW           $0x02, Z14, Z24
+	VPSHUFB          Z2, Z24, Z24
+	VPTERNLOGD       $0xf8, Z4, Z24, Z15
+	VPERMB.Z         Z15, Z5, K1, Z24
+	VMOVDQU32        Y24, 128(SP)
+	VEXTRACTI64X4    $0x01, Z24, 160(SP)
+	VPERMB.Z         Z15, Z7, K1, Z24
+	VMOVDQU32        Y24, 192(SP)
+	VEXTRACTI64X4    $0x01, Z24, 224(SP)
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     16(SP), Z29, Z29
+	VPMULLD.BCST     20(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     48(SP), Z29, Z29
+	VPMULLD.BCST     52(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     80(SP), Z29, Z29
+	VPMULLD.BCST     84(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     112(SP), Z29, Z29
+	VPMULLD.BCST     116(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     24(SP), Z29, Z29
+	VPMULLD.BCST     28(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     56(SP), Z29, Z29
+	VPMULLD.BCST     60(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     88(SP), Z29, Z29
+	VPMULLD.BCST     92(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     120(SP), Z29, Z29
+	VPMULLD.BCST     124(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z13, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z13, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z12, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
 	ADDQ             $0x00000090, CX
 	ADDQ             $0x00000400, R12
 	ADDQ             $0x000001b0, R11
 	ADDQ             $0x08, R10
-	JNZ              block
 
-store:
-	VCVTPD2PS Z11, Y11
-	VPMOVQD   Y11, (R8)
-	ADDQ      $0x10, R8
-	ADDQ      R9, CX
-	SUBQ      R9, R11
-	DECQ      AX
-	JNZ       group
+half1:
+	CMPQ             R10, $-8
+	JE               last1
+	PREFETCHT0       576(CX)(R11*1)
+	PREFETCHT0       640(CX)(R11*1)
+	PREFETCHT0       704(CX)(R11*1)
+	PREFETCHT0       768(CX)(R11*1)
+	PREFETCHT0       832(CX)(R11*1)
+	PREFETCHT0       896(CX)(R11*1)
+	PREFETCHT0       960(CX)(R11*1)
+	PREFETCHT0       1024(CX)(R11*1)
+	PREFETCHT0       1088(CX)(R11*1)
+	VMOVDQU32        (R12), Z22
+	VMOVDQU32        64(R12), Z23
+	VMOVDQU32        128(R12), Z13
+	VMOVDQU32        192(R12), Z24
+	VPMOVZXBW        16(CX), Z18
+	VPANDD           Z10, Z18, Z17
+	VPSRLW           $0x04, Z18, Z18
+	VPMULLD.BCST     128(SP), Z17, Z17
+	VPMULLD.BCST     132(SP), Z18, Z18
+	VPMADDWD         Z22, Z17, Z16
+	VPMADDWD         Z23, Z17, Z17
+	VPDPWSSD         Z13, Z18, Z16
+	VPDPWSSD         Z24, Z18, Z17
+	VPMOVZXBW        16(CX)(DX*1), Z20
+	VPANDD           Z10, Z20, Z19
+	VPSRLW           $0x04, Z20, Z20
+	VPMULLD.BCST     160(SP), Z19, Z19
+	VPMULLD.BCST     164(SP), Z20, Z20
+	VPMADDWD         Z22, Z19, Z18
+	VPMADDWD         Z23, Z19, Z19
+	VPDPWSSD         Z13, Z20, Z18
+	VPDPWSSD         Z24, Z20, Z19
+	VPMOVZXBW        16(CX)(DX*2), Z25
+	VPANDD           Z10, Z25, Z21
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     192(SP), Z21, Z21
+	VPMULLD.BCST     196(SP), Z25, Z25
+	VPMADDWD         Z22, Z21, Z20
+	VPMADDWD         Z23, Z21, Z21
+	VPDPWSSD         Z13, Z25, Z20
+	VPDPWSSD         Z24, Z25, Z21
+	VPMOVZXBW        16(CX)(R9*1), Z25
+	VPANDD           Z10, Z25, Z26
+	VPSRLW           $0x04, Z25, Z25
+	VPMULLD.BCST     224(SP), Z26, Z26
+	VPMULLD.BCST     228(SP), Z25, Z25
+	VPMADDWD         Z22, Z26, Z22
+	VPMADDWD         Z23, Z26, Z23
+	VPDPWSSD         Z13, Z25, Z22
+	VPDPWSSD         Z24, Z25, Z23
+	VMOVDQU32        256(R12), Z13
+	VMOVDQU32        320(R12), Z24
+	VMOVDQU32        384(R12), Z25
+	VMOVDQU32        448(R12), Z26
+	VPMOVZXBW        48(CX), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     136(SP), Z28, Z28
+	VPMULLD.BCST     140(SP), Z27, Z27
+	VPDPWSSD         Z13, Z28, Z16
+	VPDPWSSD         Z24, Z28, Z17
+	VPDPWSSD         Z25, Z27, Z16
+	VPDPWSSD         Z26, Z27, Z17
+	VPMOVZXBW        48(CX)(DX*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     168(SP), Z28, Z28
+	VPMULLD.BCST     172(SP), Z27, Z27
+	VPDPWSSD         Z13, Z28, Z18
+	VPDPWSSD         Z24, Z28, Z19
+	VPDPWSSD         Z25, Z27, Z18
+	VPDPWSSD         Z26, Z27, Z19
+	VPMOVZXBW        48(CX)(DX*2), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     200(SP), Z28, Z28
+	VPMULLD.BCST     204(SP), Z27, Z27
+	VPDPWSSD         Z13, Z28, Z20
+	VPDPWSSD         Z24, Z28, Z21
+	VPDPWSSD         Z25, Z27, Z20
+	VPDPWSSD         Z26, Z27, Z21
+	VPMOVZXBW        48(CX)(R9*1), Z27
+	VPANDD           Z10, Z27, Z28
+	VPSRLW           $0x04, Z27, Z27
+	VPMULLD.BCST     232(SP), Z28, Z28
+	VPMULLD.BCST     236(SP), Z27, Z27
+	VPDPWSSD         Z13, Z28, Z22
+	VPDPWSSD         Z24, Z28, Z23
+	VPDPWSSD         Z25, Z27, Z22
+	VPDPWSSD         Z26, Z27, Z23
+	VMOVDQU32        144(CX), X12
+	VINSERTI32X4     $0x01, 144(CX)(DX*1), Z12, Z12
+	VINSERTI32X4     $0x02, 144(CX)(DX*2), Z12, Z12
+	VINSERTI32X4     $0x03, 144(CX)(R9*1), Z12, Z12
+	VPSHUFB          Z0, Z12, Z13
+	VPSRLW           $0x04, Z12, Z24
+	VPSHUFB          Z1, Z24, Z24
+	VPTERNLOGD       $0xa8, Z3, Z24, Z13
+	VPSRLW           $0x02, Z12, Z24
+	VPSHUFB          Z2, Z24, Z24
+	VPTERNLOGD       $0xf8, Z4, Z24, Z13
+	VPERMB.Z         Z13, Z5, K1, Z24
+	VMOVDQU32        Y24, (SP)
+	VEXTRACTI64X4    $0x01, Z24, 32(SP)
+	VPERMB.Z         Z13, Z7, K1, Z24
+	VMOVDQU32        Y24, 64(SP)
+	VEXTRACTI64X4    $0x01, Z24, 96(SP)
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     144(SP), Z29, Z29
+	VPMULLD.BCST     148(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     176(SP), Z29, Z29
+	VPMULLD.BCST     180(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     208(SP), Z29, Z29
+	VPMULLD.BCST     212(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     240(SP), Z29, Z29
+	VPMULLD.BCST     244(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     152(SP), Z29, Z29
+	VPMULLD.BCST     156(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     184(SP), Z29, Z29
+	VPMULLD.BCST     188(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     216(SP), Z29, Z29
+	VPMULLD.BCST     220(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     248(SP), Z29, Z29
+	VPMULLD.BCST     252(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z15, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z15, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z14, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
+	JMP              half0
+
+last0:
+	VMOVDQU32     (R12), Z22
+	VMOVDQU32     64(R12), Z23
+	VMOVDQU32     128(R12), Z24
+	VMOVDQU32     192(R12), Z25
+	VPMOVZXBW     16(CX), Z18
+	VPANDD        Z10, Z18, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPMULLD.BCST  (SP), Z17, Z17
+	VPMULLD.BCST  4(SP), Z18, Z18
+	VPMADDWD      Z22, Z17, Z16
+	VPMADDWD      Z23, Z17, Z17
+	VPDPWSSD      Z24, Z18, Z16
+	VPDPWSSD      Z25, Z18, Z17
+	VPMOVZXBW     16(CX)(DX*1), Z20
+	VPANDD        Z10, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPMULLD.BCST  32(SP), Z19, Z19
+	VPMULLD.BCST  36(SP), Z20, Z20
+	VPMADDWD      Z22, Z19, Z18
+	VPMADDWD      Z23, Z19, Z19
+	VPDPWSSD      Z24, Z20, Z18
+	VPDPWSSD      Z25, Z20, Z19
+	VPMOVZXBW     16(CX)(DX*2), Z26
+	VPANDD        Z10, Z26, Z21
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  64(SP), Z21, Z21
+	VPMULLD.BCST  68(SP), Z26, Z26
+	VPMADDWD      Z22, Z21, Z20
+	VPMADDWD      Z23, Z21, Z21
+	VPDPWSSD      Z24, Z26, Z20
+	VPDPWSSD      Z25, Z26, Z21
+	VPMOVZXBW     16(CX)(R9*1), Z26
+	VPANDD        Z10, Z26, Z27
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  96(SP), Z27, Z27
+	VPMULLD.BCST  100(SP), Z26, Z26
+	VPMADDWD      Z22, Z27, Z22
+	VPMADDWD      Z23, Z27, Z23
+	VPDPWSSD      Z24, Z26, Z22
+	VPDPWSSD      Z25, Z26, Z23
+	VMOVDQU32     256(R12), Z24
+	VMOVDQU32     320(R12), Z25
+	VMOVDQU32     384(R12), Z26
+	VMOVDQU32     448(R12), Z27
+	VPMOVZXBW     48(CX), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  8(SP), Z29, Z29
+	VPMULLD.BCST  12(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z16
+	VPDPWSSD      Z25, Z29, Z17
+	VPDPWSSD      Z26, Z28, Z16
+	VPDPWSSD      Z27, Z28, Z17
+	VPMOVZXBW     48(CX)(DX*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  40(SP), Z29, Z29
+	VPMULLD.BCST  44(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z18
+	VPDPWSSD      Z25, Z29, Z19
+	VPDPWSSD      Z26, Z28, Z18
+	VPDPWSSD      Z27, Z28, Z19
+	VPMOVZXBW     48(CX)(DX*2), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  72(SP), Z29, Z29
+	VPMULLD.BCST  76(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z20
+	VPDPWSSD      Z25, Z29, Z21
+	VPDPWSSD      Z26, Z28, Z20
+	VPDPWSSD      Z27, Z28, Z21
+	VPMOVZXBW     48(CX)(R9*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  104(SP), Z29, Z29
+	VPMULLD.BCST  108(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z22
+	VPDPWSSD      Z25, Z29, Z23
+	VPDPWSSD      Z26, Z28, Z22
+	VPDPWSSD      Z27, Z28, Z23
+	CMPQ          AX, $0x01
+	JE            alone0
+	PREFETCHT0    576(CX)(R11*1)
+	PREFETCHT0    640(CX)(R11*1)
+	PREFETCHT0    704(CX)(R11*1)
+	PREFETCHT0    768(CX)(R11*1)
+	PREFETCHT0    832(CX)(R11*1)
+	PREFETCHT0    896(CX)(R11*1)
+	PREFETCHT0    960(CX)(R11*1)
+	PREFETCHT0    1024(CX)(R11*1)
+	PREFETCHT0    1088(CX)(R11*1)
+	LEAQ          (CX)(R9*1), R13
+	VMOVDQU32     144(R13), X14
+	VINSERTI32X4  $0x01, 144(R13)(DX*1), Z14, Z14
+	VINSERTI32X4  $0x02, 144(R13)(DX*2), Z14, Z14
+	VINSERTI32X4  $0x03, 144(R13)(R9*1), Z14, Z14
+	VPSHUFB       Z0, Z14, Z15
+	VPSRLW        $0x04, Z14, Z24
+	VPSHUFB       Z1, Z24, Z24
+	VPTERNLOGD    $0xa8, Z3, Z24, Z15
+	VPSRLW        $0x02, Z14, Z24
+	VPSHUFB       Z2, Z24, Z24
+	VPTERNLOGD    $0xf8, Z4, Z24, Z15
+	VPERMB.Z      Z15, Z5, K1, Z24
+	VMOVDQU32     Y24, 128(SP)
+	VEXTRACTI64X4 $0x01, Z24, 160(SP)
+	VPERMB.Z      Z15, Z7, K1, Z24
+	VMOVDQU32     Y24, 192(SP)
+	VEXTRACTI64X4 $0x01, Z24, 224(SP)
+
+alone0:
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     16(SP), Z29, Z29
+	VPMULLD.BCST     20(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     48(SP), Z29, Z29
+	VPMULLD.BCST     52(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     80(SP), Z29, Z29
+	VPMULLD.BCST     84(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     112(SP), Z29, Z29
+	VPMULLD.BCST     116(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     24(SP), Z29, Z29
+	VPMULLD.BCST     28(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     56(SP), Z29, Z29
+	VPMULLD.BCST     60(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     88(SP), Z29, Z29
+	VPMULLD.BCST     92(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     120(SP), Z29, Z29
+	VPMULLD.BCST     124(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z13, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z13, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z12, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
+	VCVTPD2PS        Z11, Y11
+	VPMOVQD          Y11, (R8)
+	ADDQ             $0x10, R8
+	ADDQ             R9, CX
+	SUBQ             R9, R11
+	DECQ             AX
+	JNZ              group1
+	JMP              end
+
+last1:
+	VMOVDQU32     (R12), Z22
+	VMOVDQU32     64(R12), Z23
+	VMOVDQU32     128(R12), Z24
+	VMOVDQU32     192(R12), Z25
+	VPMOVZXBW     16(CX), Z18
+	VPANDD        Z10, Z18, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPMULLD.BCST  128(SP), Z17, Z17
+	VPMULLD.BCST  132(SP), Z18, Z18
+	VPMADDWD      Z22, Z17, Z16
+	VPMADDWD      Z23, Z17, Z17
+	VPDPWSSD      Z24, Z18, Z16
+	VPDPWSSD      Z25, Z18, Z17
+	VPMOVZXBW     16(CX)(DX*1), Z20
+	VPANDD        Z10, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPMULLD.BCST  160(SP), Z19, Z19
+	VPMULLD.BCST  164(SP), Z20, Z20
+	VPMADDWD      Z22, Z19, Z18
+	VPMADDWD      Z23, Z19, Z19
+	VPDPWSSD      Z24, Z20, Z18
+	VPDPWSSD      Z25, Z20, Z19
+	VPMOVZXBW     16(CX)(DX*2), Z26
+	VPANDD        Z10, Z26, Z21
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  192(SP), Z21, Z21
+	VPMULLD.BCST  196(SP), Z26, Z26
+	VPMADDWD      Z22, Z21, Z20
+	VPMADDWD      Z23, Z21, Z21
+	VPDPWSSD      Z24, Z26, Z20
+	VPDPWSSD      Z25, Z26, Z21
+	VPMOVZXBW     16(CX)(R9*1), Z26
+	VPANDD        Z10, Z26, Z27
+	VPSRLW        $0x04, Z26, Z26
+	VPMULLD.BCST  224(SP), Z27, Z27
+	VPMULLD.BCST  228(SP), Z26, Z26
+	VPMADDWD      Z22, Z27, Z22
+	VPMADDWD      Z23, Z27, Z23
+	VPDPWSSD      Z24, Z26, Z22
+	VPDPWSSD      Z25, Z26, Z23
+	VMOVDQU32     256(R12), Z24
+	VMOVDQU32     320(R12), Z25
+	VMOVDQU32     384(R12), Z26
+	VMOVDQU32     448(R12), Z27
+	VPMOVZXBW     48(CX), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  136(SP), Z29, Z29
+	VPMULLD.BCST  140(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z16
+	VPDPWSSD      Z25, Z29, Z17
+	VPDPWSSD      Z26, Z28, Z16
+	VPDPWSSD      Z27, Z28, Z17
+	VPMOVZXBW     48(CX)(DX*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  168(SP), Z29, Z29
+	VPMULLD.BCST  172(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z18
+	VPDPWSSD      Z25, Z29, Z19
+	VPDPWSSD      Z26, Z28, Z18
+	VPDPWSSD      Z27, Z28, Z19
+	VPMOVZXBW     48(CX)(DX*2), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  200(SP), Z29, Z29
+	VPMULLD.BCST  204(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z20
+	VPDPWSSD      Z25, Z29, Z21
+	VPDPWSSD      Z26, Z28, Z20
+	VPDPWSSD      Z27, Z28, Z21
+	VPMOVZXBW     48(CX)(R9*1), Z28
+	VPANDD        Z10, Z28, Z29
+	VPSRLW        $0x04, Z28, Z28
+	VPMULLD.BCST  232(SP), Z29, Z29
+	VPMULLD.BCST  236(SP), Z28, Z28
+	VPDPWSSD      Z24, Z29, Z22
+	VPDPWSSD      Z25, Z29, Z23
+	VPDPWSSD      Z26, Z28, Z22
+	VPDPWSSD      Z27, Z28, Z23
+	CMPQ          AX, $0x01
+	JE            alone1
+	PREFETCHT0    576(CX)(R11*1)
+	PREFETCHT0    640(CX)(R11*1)
+	PREFETCHT0    704(CX)(R11*1)
+	PREFETCHT0    768(CX)(R11*1)
+	PREFETCHT0    832(CX)(R11*1)
+	PREFETCHT0    896(CX)(R11*1)
+	PREFETCHT0    960(CX)(R11*1)
+	PREFETCHT0    1024(CX)(R11*1)
+	PREFETCHT0    1088(CX)(R11*1)
+	LEAQ          (CX)(R9*1), R13
+	VMOVDQU32     144(R13), X12
+	VINSERTI32X4  $0x01, 144(R13)(DX*1), Z12, Z12
+	VINSERTI32X4  $0x02, 144(R13)(DX*2), Z12, Z12
+	VINSERTI32X4  $0x03, 144(R13)(R9*1), Z12, Z12
+	VPSHUFB       Z0, Z12, Z13
+	VPSRLW        $0x04, Z12, Z24
+	VPSHUFB       Z1, Z24, Z24
+	VPTERNLOGD    $0xa8, Z3, Z24, Z13
+	VPSRLW        $0x02, Z12, Z24
+	VPSHUFB       Z2, Z24, Z24
+	VPTERNLOGD    $0xf8, Z4, Z24, Z13
+	VPERMB.Z      Z13, Z5, K1, Z24
+	VMOVDQU32     Y24, (SP)
+	VEXTRACTI64X4 $0x01, Z24, 32(SP)
+	VPERMB.Z      Z13, Z7, K1, Z24
+	VMOVDQU32     Y24, 64(SP)
+	VEXTRACTI64X4 $0x01, Z24, 96(SP)
+
+alone1:
+	VMOVDQU32        512(R12), Z24
+	VMOVDQU32        576(R12), Z25
+	VMOVDQU32        640(R12), Z26
+	VMOVDQU32        704(R12), Z27
+	VPMOVZXBW        80(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     144(SP), Z29, Z29
+	VPMULLD.BCST     148(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        80(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     176(SP), Z29, Z29
+	VPMULLD.BCST     180(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        80(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     208(SP), Z29, Z29
+	VPMULLD.BCST     212(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        80(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     240(SP), Z29, Z29
+	VPMULLD.BCST     244(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VMOVDQU32        768(R12), Z24
+	VMOVDQU32        832(R12), Z25
+	VMOVDQU32        896(R12), Z26
+	VMOVDQU32        960(R12), Z27
+	VPMOVZXBW        112(CX), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     152(SP), Z29, Z29
+	VPMULLD.BCST     156(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z16
+	VPDPWSSD         Z25, Z29, Z17
+	VPDPWSSD         Z26, Z28, Z16
+	VPDPWSSD         Z27, Z28, Z17
+	VPMOVZXBW        112(CX)(DX*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     184(SP), Z29, Z29
+	VPMULLD.BCST     188(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z18
+	VPDPWSSD         Z25, Z29, Z19
+	VPDPWSSD         Z26, Z28, Z18
+	VPDPWSSD         Z27, Z28, Z19
+	VPMOVZXBW        112(CX)(DX*2), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     216(SP), Z29, Z29
+	VPMULLD.BCST     220(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z20
+	VPDPWSSD         Z25, Z29, Z21
+	VPDPWSSD         Z26, Z28, Z20
+	VPDPWSSD         Z27, Z28, Z21
+	VPMOVZXBW        112(CX)(R9*1), Z28
+	VPANDD           Z10, Z28, Z29
+	VPSRLW           $0x04, Z28, Z28
+	VPMULLD.BCST     248(SP), Z29, Z29
+	VPMULLD.BCST     252(SP), Z28, Z28
+	VPDPWSSD         Z24, Z29, Z22
+	VPDPWSSD         Z25, Z29, Z23
+	VPDPWSSD         Z26, Z28, Z22
+	VPDPWSSD         Z27, Z28, Z23
+	VPUNPCKLDQ       Z18, Z16, Z24
+	VPUNPCKHDQ       Z18, Z16, Z16
+	VPADDD           Z16, Z24, Z24
+	VPUNPCKLDQ       Z22, Z20, Z16
+	VPUNPCKHDQ       Z22, Z20, Z18
+	VPADDD           Z18, Z16, Z16
+	VPUNPCKLQDQ      Z16, Z24, Z18
+	VPUNPCKHQDQ      Z16, Z24, Z16
+	VPADDD           Z16, Z18, Z18
+	VPUNPCKLDQ       Z19, Z17, Z16
+	VPUNPCKHDQ       Z19, Z17, Z17
+	VPADDD           Z17, Z16, Z16
+	VPUNPCKLDQ       Z23, Z21, Z17
+	VPUNPCKHDQ       Z23, Z21, Z19
+	VPADDD           Z19, Z17, Z17
+	VPUNPCKLQDQ      Z17, Z16, Z19
+	VPUNPCKHQDQ      Z17, Z16, Z16
+	VPADDD           Z16, Z19, Z19
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z18, Z18
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z16
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z18, Z17
+	VPXORD.BCST      q4KRows4AVX512VNNI_bias<>+0(SB), Z19, Z19
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z18
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z19, Z19
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z16, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z18, Z18
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z18, Z16
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z17, Z17
+	VSUBPD.BCST      q4KRows4AVX512VNNI_offset<>+0(SB), Z19, Z19
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z19, Z17
+	VMOVDDUP         (BX)(R10*8), Z18
+	VPERMILPD        $0xff, (BX)(R10*8), Z19
+	VPERMB.Z         Z15, Z6, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z21
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z21, Z21
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z21, Z21
+	VFMADD231PD      Z19, Z20, Z21
+	VPERMB.Z         Z15, Z8, K1, Z20
+	VPUNPCKLDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z22
+	VPUNPCKHDQ.BCST  q4KRows4AVX512VNNI_magic<>+0(SB), Z20, Z20
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z22, Z22
+	VSUBPD.BCST      q4KRows4AVX512VNNI_two52<>+0(SB), Z20, Z20
+	VMULPD           Z18, Z22, Z22
+	VFMADD231PD      Z19, Z20, Z22
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z18
+	VPERMI2PD        Z17, Z16, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z19
+	VPERMI2PD        Z17, Z16, Z19
+	VADDPD           Z19, Z18, Z18
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+0(SB), Z16
+	VPERMI2PD        Z22, Z21, Z16
+	VMOVDQU64        q4KRows4AVX512VNNI_pairs<>+64(SB), Z17
+	VPERMI2PD        Z22, Z21, Z17
+	VADDPD           Z17, Z16, Z16
+	VUNPCKLPD        Z16, Z18, Z17
+	VUNPCKHPD        Z16, Z18, Z16
+	VADDPD           Z16, Z17, Z17
+	VPERMD           Z14, Z9, Z16
+	VCVTPH2PS        X16, Y16
+	VCVTPS2PD        Y16, Z16
+	VMULPD           Z16, Z17, Z17
+	VPERMILPD        $0x55, Z17, Z16
+	VSUBPD           Z16, Z17, Z17
+	VMULPD.BCST      (SI)(R10*1), Z17, Z17
+	VADDPD           Z17, Z11, Z11
+	ADDQ             $0x00000090, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x000001b0, R11
+	ADDQ             $0x08, R10
+	VCVTPD2PS        Z11, Y11
+	VPMOVQD          Y11, (R8)
+	ADDQ             $0x10, R8
+	ADDQ             R9, CX
+	SUBQ             R9, R11
+	DECQ             AX
+	JNZ              group0
+
+end:
 	VZEROUPPER
 
 done:
@@ -15090,30 +23816,30 @@ DATA q4KRows4AVX512VNNI_mins<>+0(SB)/1, $0x08
 DATA q4KRows4AVX512VNNI_mins<>+1(SB)/1, $0x08
 DATA q4KRows4AVX512VNNI_mins<>+2(SB)/1, $0x08
 DATA q4KRows4AVX512VNNI_mins<>+3(SB)/1, $0x08
-DATA q4KRows4AVX512VNNI_mins<>+4(SB)/1, $0x09
-DATA q4KRows4AVX512VNNI_mins<>+5(SB)/1, $0x09
-DATA q4KRows4AVX512VNNI_mins<>+6(SB)/1, $0x09
-DATA q4KRows4AVX512VNNI_mins<>+7(SB)/1, $0x09
-DATA q4KRows4AVX512VNNI_mins<>+8(SB)/1, $0x0a
-DATA q4KRows4AVX512VNNI_mins<>+9(SB)/1, $0x0a
-DATA q4KRows4AVX512VNNI_mins<>+10(SB)/1, $0x0a
-DATA q4KRows4AVX512VNNI_mins<>+11(SB)/1, $0x0a
-DATA q4KRows4AVX512VNNI_mins<>+12(SB)/1, $0x0b
-DATA q4KRows4AVX512VNNI_mins<>+13(SB)/1, $0x0b
-DATA q4KRows4AVX512VNNI_mins<>+14(SB)/1, $0x0b
-DATA q4KRows4AVX512VNNI_mins<>+15(SB)/1, $0x0b
-DATA q4KRows4AVX512VNNI_mins<>+16(SB)/1, $0x18
-DATA q4KRows4AVX512VNNI_mins<>+17(SB)/1, $0x18
-DATA q4KRows4AVX512VNNI_mins<>+18(SB)/1, $0x18
-DATA q4KRows4AVX512VNNI_mins<>+19(SB)/1, $0x18
-DATA q4KRows4AVX512VNNI_mins<>+20(SB)/1, $0x19
-DATA q4KRows4AVX512VNNI_mins<>+21(SB)/1, $0x19
-DATA q4KRows4AVX512VNNI_mins<>+22(SB)/1, $0x19
-DATA q4KRows4AVX512VNNI_mins<>+23(SB)/1, $0x19
-DATA q4KRows4AVX512VNNI_mins<>+24(SB)/1, $0x1a
-DATA q4KRows4AVX512VNNI_mins<>+25(SB)/1, $0x1a
-DATA q4KRows4AVX512VNNI_mins<>+26(SB)/1, $0x1a
-DATA q4KRows4AVX512VNNI_mins<>+27(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+4(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+5(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+6(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+7(SB)/1, $0x18
+DATA q4KRows4AVX512VNNI_mins<>+8(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+9(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+10(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+11(SB)/1, $0x09
+DATA q4KRows4AVX512VNNI_mins<>+12(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+13(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+14(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+15(SB)/1, $0x19
+DATA q4KRows4AVX512VNNI_mins<>+16(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+17(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+18(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+19(SB)/1, $0x0a
+DATA q4KRows4AVX512VNNI_mins<>+20(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+21(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+22(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+23(SB)/1, $0x1a
+DATA q4KRows4AVX512VNNI_mins<>+24(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_mins<>+25(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_mins<>+26(SB)/1, $0x0b
+DATA q4KRows4AVX512VNNI_mins<>+27(SB)/1, $0x0b
 DATA q4KRows4AVX512VNNI_mins<>+28(SB)/1, $0x1b
 DATA q4KRows4AVX512VNNI_mins<>+29(SB)/1, $0x1b
 DATA q4KRows4AVX512VNNI_mins<>+30(SB)/1, $0x1b
@@ -15122,30 +23848,30 @@ DATA q4KRows4AVX512VNNI_mins<>+32(SB)/1, $0x0c
 DATA q4KRows4AVX512VNNI_mins<>+33(SB)/1, $0x0c
 DATA q4KRows4AVX512VNNI_mins<>+34(SB)/1, $0x0c
 DATA q4KRows4AVX512VNNI_mins<>+35(SB)/1, $0x0c
-DATA q4KRows4AVX512VNNI_mins<>+36(SB)/1, $0x0d
-DATA q4KRows4AVX512VNNI_mins<>+37(SB)/1, $0x0d
-DATA q4KRows4AVX512VNNI_mins<>+38(SB)/1, $0x0d
-DATA q4KRows4AVX512VNNI_mins<>+39(SB)/1, $0x0d
-DATA q4KRows4AVX512VNNI_mins<>+40(SB)/1, $0x0e
-DATA q4KRows4AVX512VNNI_mins<>+41(SB)/1, $0x0e
-DATA q4KRows4AVX512VNNI_mins<>+42(SB)/1, $0x0e
-DATA q4KRows4AVX512VNNI_mins<>+43(SB)/1, $0x0e
-DATA q4KRows4AVX512VNNI_mins<>+44(SB)/1, $0x0f
-DATA q4KRows4AVX512VNNI_mins<>+45(SB)/1, $0x0f
-DATA q4KRows4AVX512VNNI_mins<>+46(SB)/1, $0x0f
-DATA q4KRows4AVX512VNNI_mins<>+47(SB)/1, $0x0f
-DATA q4KRows4AVX512VNNI_mins<>+48(SB)/1, $0x1c
-DATA q4KRows4AVX512VNNI_mins<>+49(SB)/1, $0x1c
-DATA q4KRows4AVX512VNNI_mins<>+50(SB)/1, $0x1c
-DATA q4KRows4AVX512VNNI_mins<>+51(SB)/1, $0x1c
-DATA q4KRows4AVX512VNNI_mins<>+52(SB)/1, $0x1d
-DATA q4KRows4AVX512VNNI_mins<>+53(SB)/1, $0x1d
-DATA q4KRows4AVX512VNNI_mins<>+54(SB)/1, $0x1d
-DATA q4KRows4AVX512VNNI_mins<>+55(SB)/1, $0x1d
-DATA q4KRows4AVX512VNNI_mins<>+56(SB)/1, $0x1e
-DATA q4KRows4AVX512VNNI_mins<>+57(SB)/1, $0x1e
-DATA q4KRows4AVX512VNNI_mins<>+58(SB)/1, $0x1e
-DATA q4KRows4AVX512VNNI_mins<>+59(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+36(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+37(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+38(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+39(SB)/1, $0x1c
+DATA q4KRows4AVX512VNNI_mins<>+40(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+41(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+42(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+43(SB)/1, $0x0d
+DATA q4KRows4AVX512VNNI_mins<>+44(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+45(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+46(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+47(SB)/1, $0x1d
+DATA q4KRows4AVX512VNNI_mins<>+48(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+49(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+50(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+51(SB)/1, $0x0e
+DATA q4KRows4AVX512VNNI_mins<>+52(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+53(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+54(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+55(SB)/1, $0x1e
+DATA q4KRows4AVX512VNNI_mins<>+56(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_mins<>+57(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_mins<>+58(SB)/1, $0x0f
+DATA q4KRows4AVX512VNNI_mins<>+59(SB)/1, $0x0f
 DATA q4KRows4AVX512VNNI_mins<>+60(SB)/1, $0x1f
 DATA q4KRows4AVX512VNNI_mins<>+61(SB)/1, $0x1f
 DATA q4KRows4AVX512VNNI_mins<>+62(SB)/1, $0x1f
@@ -15154,30 +23880,30 @@ DATA q4KRows4AVX512VNNI_mins<>+64(SB)/1, $0x28
 DATA q4KRows4AVX512VNNI_mins<>+65(SB)/1, $0x28
 DATA q4KRows4AVX512VNNI_mins<>+66(SB)/1, $0x28
 DATA q4KRows4AVX512VNNI_mins<>+67(SB)/1, $0x28
-DATA q4KRows4AVX512VNNI_mins<>+68(SB)/1, $0x29
-DATA q4KRows4AVX512VNNI_mins<>+69(SB)/1, $0x29
-DATA q4KRows4AVX512VNNI_mins<>+70(SB)/1, $0x29
-DATA q4KRows4AVX512VNNI_mins<>+71(SB)/1, $0x29
-DATA q4KRows4AVX512VNNI_mins<>+72(SB)/1, $0x2a
-DATA q4KRows4AVX512VNNI_mins<>+73(SB)/1, $0x2a
-DATA q4KRows4AVX512VNNI_mins<>+74(SB)/1, $0x2a
-DATA q4KRows4AVX512VNNI_mins<>+75(SB)/1, $0x2a
-DATA q4KRows4AVX512VNNI_mins<>+76(SB)/1, $0x2b
-DATA q4KRows4AVX512VNNI_mins<>+77(SB)/1, $0x2b
-DATA q4KRows4AVX512VNNI_mins<>+78(SB)/1, $0x2b
-DATA q4KRows4AVX512VNNI_mins<>+79(SB)/1, $0x2b
-DATA q4KRows4AVX512VNNI_mins<>+80(SB)/1, $0x38
-DATA q4KRows4AVX512VNNI_mins<>+81(SB)/1, $0x38
-DATA q4KRows4AVX512VNNI_mins<>+82(SB)/1, $0x38
-DATA q4KRows4AVX512VNNI_mins<>+83(SB)/1, $0x38
-DATA q4KRows4AVX512VNNI_mins<>+84(SB)/1, $0x39
-DATA q4KRows4AVX512VNNI_mins<>+85(SB)/1, $0x39
-DATA q4KRows4AVX512VNNI_mins<>+86(SB)/1, $0x39
-DATA q4KRows4AVX512VNNI_mins<>+87(SB)/1, $0x39
-DATA q4KRows4AVX512VNNI_mins<>+88(SB)/1, $0x3a
-DATA q4KRows4AVX512VNNI_mins<>+89(SB)/1, $0x3a
-DATA q4KRows4AVX512VNNI_mins<>+90(SB)/1, $0x3a
-DATA q4KRows4AVX512VNNI_mins<>+91(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+68(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+69(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+70(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+71(SB)/1, $0x38
+DATA q4KRows4AVX512VNNI_mins<>+72(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+73(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+74(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+75(SB)/1, $0x29
+DATA q4KRows4AVX512VNNI_mins<>+76(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+77(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+78(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+79(SB)/1, $0x39
+DATA q4KRows4AVX512VNNI_mins<>+80(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+81(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+82(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+83(SB)/1, $0x2a
+DATA q4KRows4AVX512VNNI_mins<>+84(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+85(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+86(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+87(SB)/1, $0x3a
+DATA q4KRows4AVX512VNNI_mins<>+88(SB)/1, $0x2b
+DATA q4KRows4AVX512VNNI_mins<>+89(SB)/1, $0x2b
+DATA q4KRows4AVX512VNNI_mins<>+90(SB)/1, $0x2b
+DATA q4KRows4AVX512VNNI_mins<>+91(SB)/1, $0x2b
 DATA q4KRows4AVX512VNNI_mins<>+92(SB)/1, $0x3b
 DATA q4KRows4AVX512VNNI_mins<>+93(SB)/1, $0x3b
 DATA q4KRows4AVX512VNNI_mins<>+94(SB)/1, $0x3b
@@ -15186,41 +23912,2403 @@ DATA q4KRows4AVX512VNNI_mins<>+96(SB)/1, $0x2c
 DATA q4KRows4AVX512VNNI_mins<>+97(SB)/1, $0x2c
 DATA q4KRows4AVX512VNNI_mins<>+98(SB)/1, $0x2c
 DATA q4KRows4AVX512VNNI_mins<>+99(SB)/1, $0x2c
-DATA q4KRows4AVX512VNNI_mins<>+100(SB)/1, $0x2d
-DATA q4KRows4AVX512VNNI_mins<>+101(SB)/1, $0x2d
-DATA q4KRows4AVX512VNNI_mins<>+102(SB)/1, $0x2d
-DATA q4KRows4AVX512VNNI_mins<>+103(SB)/1, $0x2d
-DATA q4KRows4AVX512VNNI_mins<>+104(SB)/1, $0x2e
-DATA q4KRows4AVX512VNNI_mins<>+105(SB)/1, $0x2e
-DATA q4KRows4AVX512VNNI_mins<>+106(SB)/1, $0x2e
-DATA q4KRows4AVX512VNNI_mins<>+107(SB)/1, $0x2e
-DATA q4KRows4AVX512VNNI_mins<>+108(SB)/1, $0x2f
-DATA q4KRows4AVX512VNNI_mins<>+109(SB)/1, $0x2f
-DATA q4KRows4AVX512VNNI_mins<>+110(SB)/1, $0x2f
-DATA q4KRows4AVX512VNNI_mins<>+111(SB)/1, $0x2f
-DATA q4KRows4AVX512VNNI_mins<>+112(SB)/1, $0x3c
-DATA q4KRows4AVX512VNNI_mins<>+113(SB)/1, $0x3c
-DATA q4KRows4AVX512VNNI_mins<>+114(SB)/1, $0x3c
-DATA q4KRows4AVX512VNNI_mins<>+115(SB)/1, $0x3c
-DATA q4KRows4AVX512VNNI_mins<>+116(SB)/1, $0x3d
-DATA q4KRows4AVX512VNNI_mins<>+117(SB)/1, $0x3d
-DATA q4KRows4AVX512VNNI_mins<>+118(SB)/1, $0x3d
-DATA q4KRows4AVX512VNNI_mins<>+119(SB)/1, $0x3d
-DATA q4KRows4AVX512VNNI_mins<>+120(SB)/1, $0x3e
-DATA q4KRows4AVX512VNNI_mins<>+121(SB)/1, $0x3e
-DATA q4KRows4AVX512VNNI_mins<>+122(SB)/1, $0x3e
-DATA q4KRows4AVX512VNNI_mins<>+123(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+100(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+101(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+102(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+103(SB)/1, $0x3c
+DATA q4KRows4AVX512VNNI_mins<>+104(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+105(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+106(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+107(SB)/1, $0x2d
+DATA q4KRows4AVX512VNNI_mins<>+108(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+109(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+110(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+111(SB)/1, $0x3d
+DATA q4KRows4AVX512VNNI_mins<>+112(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+113(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+114(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+115(SB)/1, $0x2e
+DATA q4KRows4AVX512VNNI_mins<>+116(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+117(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+118(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+119(SB)/1, $0x3e
+DATA q4KRows4AVX512VNNI_mins<>+120(SB)/1, $0x2f
+DATA q4KRows4AVX512VNNI_mins<>+121(SB)/1, $0x2f
+DATA q4KRows4AVX512VNNI_mins<>+122(SB)/1, $0x2f
+DATA q4KRows4AVX512VNNI_mins<>+123(SB)/1, $0x2f
 DATA q4KRows4AVX512VNNI_mins<>+124(SB)/1, $0x3f
 DATA q4KRows4AVX512VNNI_mins<>+125(SB)/1, $0x3f
 DATA q4KRows4AVX512VNNI_mins<>+126(SB)/1, $0x3f
 DATA q4KRows4AVX512VNNI_mins<>+127(SB)/1, $0x3f
 GLOBL q4KRows4AVX512VNNI_mins<>(SB), RODATA|NOPTR, $128
 
+DATA q4KRows4AVX512VNNI_bias<>+0(SB)/4, $0x80000000
+GLOBL q4KRows4AVX512VNNI_bias<>(SB), RODATA|NOPTR, $4
+
+DATA q4KRows4AVX512VNNI_magic<>+0(SB)/4, $0x43300000
+GLOBL q4KRows4AVX512VNNI_magic<>(SB), RODATA|NOPTR, $4
+
+DATA q4KRows4AVX512VNNI_offset<>+0(SB)/8, $0x4330000080000000
+GLOBL q4KRows4AVX512VNNI_offset<>(SB), RODATA|NOPTR, $8
+
+DATA q4KRows4AVX512VNNI_two52<>+0(SB)/8, $0x4330000000000000
+GLOBL q4KRows4AVX512VNNI_two52<>(SB), RODATA|NOPTR, $8
+
+DATA q4KRows4AVX512VNNI_pairs<>+0(SB)/8, $0x0000000000000000
+DATA q4KRows4AVX512VNNI_pairs<>+8(SB)/8, $0x0000000000000002
+DATA q4KRows4AVX512VNNI_pairs<>+16(SB)/8, $0x0000000000000001
+DATA q4KRows4AVX512VNNI_pairs<>+24(SB)/8, $0x0000000000000003
+DATA q4KRows4AVX512VNNI_pairs<>+32(SB)/8, $0x0000000000000008
+DATA q4KRows4AVX512VNNI_pairs<>+40(SB)/8, $0x000000000000000a
+DATA q4KRows4AVX512VNNI_pairs<>+48(SB)/8, $0x0000000000000009
+DATA q4KRows4AVX512VNNI_pairs<>+56(SB)/8, $0x000000000000000b
+DATA q4KRows4AVX512VNNI_pairs<>+64(SB)/8, $0x0000000000000004
+DATA q4KRows4AVX512VNNI_pairs<>+72(SB)/8, $0x0000000000000006
+DATA q4KRows4AVX512VNNI_pairs<>+80(SB)/8, $0x0000000000000005
+DATA q4KRows4AVX512VNNI_pairs<>+88(SB)/8, $0x0000000000000007
+DATA q4KRows4AVX512VNNI_pairs<>+96(SB)/8, $0x000000000000000c
+DATA q4KRows4AVX512VNNI_pairs<>+104(SB)/8, $0x000000000000000e
+DATA q4KRows4AVX512VNNI_pairs<>+112(SB)/8, $0x000000000000000d
+DATA q4KRows4AVX512VNNI_pairs<>+120(SB)/8, $0x000000000000000f
+GLOBL q4KRows4AVX512VNNI_pairs<>(SB), RODATA|NOPTR, $128
+
 DATA q4KRows4AVX512VNNI_heads<>+0(SB)/4, $0x00000000
 DATA q4KRows4AVX512VNNI_heads<>+4(SB)/4, $0x00000004
 DATA q4KRows4AVX512VNNI_heads<>+8(SB)/4, $0x00000008
 DATA q4KRows4AVX512VNNI_heads<>+12(SB)/4, $0x0000000c
 GLOBL q4KRows4AVX512VNNI_heads<>(SB), RODATA|NOPTR, $16
+
+DATA q6KInt_qlOrder<>+0(SB)/8, $0x0000000000000000
+DATA q6KInt_qlOrder<>+8(SB)/8, $0x0000000000000004
+DATA q6KInt_qlOrder<>+16(SB)/8, $0x0000000000000001
+DATA q6KInt_qlOrder<>+24(SB)/8, $0x0000000000000005
+DATA q6KInt_qlOrder<>+32(SB)/8, $0x0000000000000002
+DATA q6KInt_qlOrder<>+40(SB)/8, $0x0000000000000006
+DATA q6KInt_qlOrder<>+48(SB)/8, $0x0000000000000003
+DATA q6KInt_qlOrder<>+56(SB)/8, $0x0000000000000007
+GLOBL q6KInt_qlOrder<>(SB), RODATA|NOPTR, $64
+
+DATA q6KInt_qhOrder0<>+0(SB)/8, $0x0000000000000000
+DATA q6KInt_qhOrder0<>+8(SB)/8, $0x0000000000000000
+DATA q6KInt_qhOrder0<>+16(SB)/8, $0x0000000000000001
+DATA q6KInt_qhOrder0<>+24(SB)/8, $0x0000000000000001
+DATA q6KInt_qhOrder0<>+32(SB)/8, $0x0000000000000002
+DATA q6KInt_qhOrder0<>+40(SB)/8, $0x0000000000000002
+DATA q6KInt_qhOrder0<>+48(SB)/8, $0x0000000000000003
+DATA q6KInt_qhOrder0<>+56(SB)/8, $0x0000000000000003
+GLOBL q6KInt_qhOrder0<>(SB), RODATA|NOPTR, $64
+
+DATA q6KInt_qhOrder1<>+0(SB)/8, $0x0000000000000004
+DATA q6KInt_qhOrder1<>+8(SB)/8, $0x0000000000000004
+DATA q6KInt_qhOrder1<>+16(SB)/8, $0x0000000000000005
+DATA q6KInt_qhOrder1<>+24(SB)/8, $0x0000000000000005
+DATA q6KInt_qhOrder1<>+32(SB)/8, $0x0000000000000006
+DATA q6KInt_qhOrder1<>+40(SB)/8, $0x0000000000000006
+DATA q6KInt_qhOrder1<>+48(SB)/8, $0x0000000000000007
+DATA q6KInt_qhOrder1<>+56(SB)/8, $0x0000000000000007
+GLOBL q6KInt_qhOrder1<>(SB), RODATA|NOPTR, $64
+
+DATA q6KInt_shifts<>+0(SB)/2, $0x0006
+DATA q6KInt_shifts<>+2(SB)/2, $0x0006
+DATA q6KInt_shifts<>+4(SB)/2, $0x0006
+DATA q6KInt_shifts<>+6(SB)/2, $0x0006
+DATA q6KInt_shifts<>+8(SB)/2, $0x0004
+DATA q6KInt_shifts<>+10(SB)/2, $0x0004
+DATA q6KInt_shifts<>+12(SB)/2, $0x0004
+DATA q6KInt_shifts<>+14(SB)/2, $0x0004
+DATA q6KInt_shifts<>+16(SB)/2, $0x0006
+DATA q6KInt_shifts<>+18(SB)/2, $0x0006
+DATA q6KInt_shifts<>+20(SB)/2, $0x0006
+DATA q6KInt_shifts<>+22(SB)/2, $0x0006
+DATA q6KInt_shifts<>+24(SB)/2, $0x0004
+DATA q6KInt_shifts<>+26(SB)/2, $0x0004
+DATA q6KInt_shifts<>+28(SB)/2, $0x0004
+DATA q6KInt_shifts<>+30(SB)/2, $0x0004
+DATA q6KInt_shifts<>+32(SB)/2, $0x0006
+DATA q6KInt_shifts<>+34(SB)/2, $0x0006
+DATA q6KInt_shifts<>+36(SB)/2, $0x0006
+DATA q6KInt_shifts<>+38(SB)/2, $0x0006
+DATA q6KInt_shifts<>+40(SB)/2, $0x0004
+DATA q6KInt_shifts<>+42(SB)/2, $0x0004
+DATA q6KInt_shifts<>+44(SB)/2, $0x0004
+DATA q6KInt_shifts<>+46(SB)/2, $0x0004
+DATA q6KInt_shifts<>+48(SB)/2, $0x0006
+DATA q6KInt_shifts<>+50(SB)/2, $0x0006
+DATA q6KInt_shifts<>+52(SB)/2, $0x0006
+DATA q6KInt_shifts<>+54(SB)/2, $0x0006
+DATA q6KInt_shifts<>+56(SB)/2, $0x0004
+DATA q6KInt_shifts<>+58(SB)/2, $0x0004
+DATA q6KInt_shifts<>+60(SB)/2, $0x0004
+DATA q6KInt_shifts<>+62(SB)/2, $0x0004
+DATA q6KInt_shifts<>+64(SB)/2, $0x0002
+DATA q6KInt_shifts<>+66(SB)/2, $0x0002
+DATA q6KInt_shifts<>+68(SB)/2, $0x0002
+DATA q6KInt_shifts<>+70(SB)/2, $0x0002
+DATA q6KInt_shifts<>+72(SB)/2, $0x0000
+DATA q6KInt_shifts<>+74(SB)/2, $0x0000
+DATA q6KInt_shifts<>+76(SB)/2, $0x0000
+DATA q6KInt_shifts<>+78(SB)/2, $0x0000
+DATA q6KInt_shifts<>+80(SB)/2, $0x0002
+DATA q6KInt_shifts<>+82(SB)/2, $0x0002
+DATA q6KInt_shifts<>+84(SB)/2, $0x0002
+DATA q6KInt_shifts<>+86(SB)/2, $0x0002
+DATA q6KInt_shifts<>+88(SB)/2, $0x0000
+DATA q6KInt_shifts<>+90(SB)/2, $0x0000
+DATA q6KInt_shifts<>+92(SB)/2, $0x0000
+DATA q6KInt_shifts<>+94(SB)/2, $0x0000
+DATA q6KInt_shifts<>+96(SB)/2, $0x0002
+DATA q6KInt_shifts<>+98(SB)/2, $0x0002
+DATA q6KInt_shifts<>+100(SB)/2, $0x0002
+DATA q6KInt_shifts<>+102(SB)/2, $0x0002
+DATA q6KInt_shifts<>+104(SB)/2, $0x0000
+DATA q6KInt_shifts<>+106(SB)/2, $0x0000
+DATA q6KInt_shifts<>+108(SB)/2, $0x0000
+DATA q6KInt_shifts<>+110(SB)/2, $0x0000
+DATA q6KInt_shifts<>+112(SB)/2, $0x0002
+DATA q6KInt_shifts<>+114(SB)/2, $0x0002
+DATA q6KInt_shifts<>+116(SB)/2, $0x0002
+DATA q6KInt_shifts<>+118(SB)/2, $0x0002
+DATA q6KInt_shifts<>+120(SB)/2, $0x0000
+DATA q6KInt_shifts<>+122(SB)/2, $0x0000
+DATA q6KInt_shifts<>+124(SB)/2, $0x0000
+DATA q6KInt_shifts<>+126(SB)/2, $0x0000
+GLOBL q6KInt_shifts<>(SB), RODATA|NOPTR, $128
+
+DATA q6KInt_scales0<>+0(SB)/2, $0x0000
+DATA q6KInt_scales0<>+2(SB)/2, $0x0000
+DATA q6KInt_scales0<>+4(SB)/2, $0x0002
+DATA q6KInt_scales0<>+6(SB)/2, $0x0002
+DATA q6KInt_scales0<>+8(SB)/2, $0x0004
+DATA q6KInt_scales0<>+10(SB)/2, $0x0004
+DATA q6KInt_scales0<>+12(SB)/2, $0x0006
+DATA q6KInt_scales0<>+14(SB)/2, $0x0006
+DATA q6KInt_scales0<>+16(SB)/2, $0x0000
+DATA q6KInt_scales0<>+18(SB)/2, $0x0000
+DATA q6KInt_scales0<>+20(SB)/2, $0x0002
+DATA q6KInt_scales0<>+22(SB)/2, $0x0002
+DATA q6KInt_scales0<>+24(SB)/2, $0x0004
+DATA q6KInt_scales0<>+26(SB)/2, $0x0004
+DATA q6KInt_scales0<>+28(SB)/2, $0x0006
+DATA q6KInt_scales0<>+30(SB)/2, $0x0006
+DATA q6KInt_scales0<>+32(SB)/2, $0x0001
+DATA q6KInt_scales0<>+34(SB)/2, $0x0001
+DATA q6KInt_scales0<>+36(SB)/2, $0x0003
+DATA q6KInt_scales0<>+38(SB)/2, $0x0003
+DATA q6KInt_scales0<>+40(SB)/2, $0x0005
+DATA q6KInt_scales0<>+42(SB)/2, $0x0005
+DATA q6KInt_scales0<>+44(SB)/2, $0x0007
+DATA q6KInt_scales0<>+46(SB)/2, $0x0007
+DATA q6KInt_scales0<>+48(SB)/2, $0x0001
+DATA q6KInt_scales0<>+50(SB)/2, $0x0001
+DATA q6KInt_scales0<>+52(SB)/2, $0x0003
+DATA q6KInt_scales0<>+54(SB)/2, $0x0003
+DATA q6KInt_scales0<>+56(SB)/2, $0x0005
+DATA q6KInt_scales0<>+58(SB)/2, $0x0005
+DATA q6KInt_scales0<>+60(SB)/2, $0x0007
+DATA q6KInt_scales0<>+62(SB)/2, $0x0007
+GLOBL q6KInt_scales0<>(SB), RODATA|NOPTR, $64
+
+DATA q6KInt_scales1<>+0(SB)/2, $0x0008
+DATA q6KInt_scales1<>+2(SB)/2, $0x0008
+DATA q6KInt_scales1<>+4(SB)/2, $0x000a
+DATA q6KInt_scales1<>+6(SB)/2, $0x000a
+DATA q6KInt_scales1<>+8(SB)/2, $0x000c
+DATA q6KInt_scales1<>+10(SB)/2, $0x000c
+DATA q6KInt_scales1<>+12(SB)/2, $0x000e
+DATA q6KInt_scales1<>+14(SB)/2, $0x000e
+DATA q6KInt_scales1<>+16(SB)/2, $0x0008
+DATA q6KInt_scales1<>+18(SB)/2, $0x0008
+DATA q6KInt_scales1<>+20(SB)/2, $0x000a
+DATA q6KInt_scales1<>+22(SB)/2, $0x000a
+DATA q6KInt_scales1<>+24(SB)/2, $0x000c
+DATA q6KInt_scales1<>+26(SB)/2, $0x000c
+DATA q6KInt_scales1<>+28(SB)/2, $0x000e
+DATA q6KInt_scales1<>+30(SB)/2, $0x000e
+DATA q6KInt_scales1<>+32(SB)/2, $0x0009
+DATA q6KInt_scales1<>+34(SB)/2, $0x0009
+DATA q6KInt_scales1<>+36(SB)/2, $0x000b
+DATA q6KInt_scales1<>+38(SB)/2, $0x000b
+DATA q6KInt_scales1<>+40(SB)/2, $0x000d
+DATA q6KInt_scales1<>+42(SB)/2, $0x000d
+DATA q6KInt_scales1<>+44(SB)/2, $0x000f
+DATA q6KInt_scales1<>+46(SB)/2, $0x000f
+DATA q6KInt_scales1<>+48(SB)/2, $0x0009
+DATA q6KInt_scales1<>+50(SB)/2, $0x0009
+DATA q6KInt_scales1<>+52(SB)/2, $0x000b
+DATA q6KInt_scales1<>+54(SB)/2, $0x000b
+DATA q6KInt_scales1<>+56(SB)/2, $0x000d
+DATA q6KInt_scales1<>+58(SB)/2, $0x000d
+DATA q6KInt_scales1<>+60(SB)/2, $0x000f
+DATA q6KInt_scales1<>+62(SB)/2, $0x000f
+GLOBL q6KInt_scales1<>(SB), RODATA|NOPTR, $64
+
+DATA q6KInt_lanes<>+0(SB)/2, $0x0000
+DATA q6KInt_lanes<>+2(SB)/2, $0x0000
+DATA q6KInt_lanes<>+4(SB)/2, $0x0004
+DATA q6KInt_lanes<>+6(SB)/2, $0x0004
+DATA q6KInt_lanes<>+8(SB)/2, $0x0008
+DATA q6KInt_lanes<>+10(SB)/2, $0x0008
+DATA q6KInt_lanes<>+12(SB)/2, $0x000c
+DATA q6KInt_lanes<>+14(SB)/2, $0x000c
+DATA q6KInt_lanes<>+16(SB)/2, $0x0001
+DATA q6KInt_lanes<>+18(SB)/2, $0x0001
+DATA q6KInt_lanes<>+20(SB)/2, $0x0005
+DATA q6KInt_lanes<>+22(SB)/2, $0x0005
+DATA q6KInt_lanes<>+24(SB)/2, $0x0009
+DATA q6KInt_lanes<>+26(SB)/2, $0x0009
+DATA q6KInt_lanes<>+28(SB)/2, $0x000d
+DATA q6KInt_lanes<>+30(SB)/2, $0x000d
+DATA q6KInt_lanes<>+32(SB)/2, $0x0002
+DATA q6KInt_lanes<>+34(SB)/2, $0x0002
+DATA q6KInt_lanes<>+36(SB)/2, $0x0006
+DATA q6KInt_lanes<>+38(SB)/2, $0x0006
+DATA q6KInt_lanes<>+40(SB)/2, $0x000a
+DATA q6KInt_lanes<>+42(SB)/2, $0x000a
+DATA q6KInt_lanes<>+44(SB)/2, $0x000e
+DATA q6KInt_lanes<>+46(SB)/2, $0x000e
+DATA q6KInt_lanes<>+48(SB)/2, $0x0003
+DATA q6KInt_lanes<>+50(SB)/2, $0x0003
+DATA q6KInt_lanes<>+52(SB)/2, $0x0007
+DATA q6KInt_lanes<>+54(SB)/2, $0x0007
+DATA q6KInt_lanes<>+56(SB)/2, $0x000b
+DATA q6KInt_lanes<>+58(SB)/2, $0x000b
+DATA q6KInt_lanes<>+60(SB)/2, $0x000f
+DATA q6KInt_lanes<>+62(SB)/2, $0x000f
+GLOBL q6KInt_lanes<>(SB), RODATA|NOPTR, $64
+
+DATA q6KInt_nibble<>+0(SB)/4, $0x3c3c3c3c
+GLOBL q6KInt_nibble<>(SB), RODATA|NOPTR, $4
+
+DATA q6KInt_sign<>+0(SB)/4, $0x80808080
+GLOBL q6KInt_sign<>(SB), RODATA|NOPTR, $4
+
+// func q6KPairAVX512(w0 []byte, w1 []byte, digits []int16, scale []float64) [2]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·q6KPairAVX512(SB), NOSPLIT, $0-104
+	MOVQ         w0_base+0(FP), AX
+	MOVQ         w1_base+24(FP), CX
+	MOVQ         digits_base+48(FP), DX
+	MOVQ         scale_base+72(FP), BX
+	MOVQ         scale_len+80(FP), SI
+	VMOVDQU64    q6KInt_qlOrder<>+0(SB), Z0
+	VMOVDQU64    q6KInt_qhOrder0<>+0(SB), Z1
+	VMOVDQU64    q6KInt_scales0<>+0(SB), Z2
+	VMOVDQU64    q6KInt_qhOrder1<>+0(SB), Z3
+	VMOVDQU64    q6KInt_scales1<>+0(SB), Z4
+	VPBROADCASTD q6KHighPair<>+0(SB), Z5
+	VPXORD       Z6, Z6, Z6
+	VXORPD       Z7, Z7, Z7
+	TESTQ        SI, SI
+	JZ           done
+
+block:
+	PREFETCHT0       4096(AX)
+	PREFETCHT0       4160(AX)
+	PREFETCHT0       4224(AX)
+	PREFETCHT0       4288(AX)
+	PREFETCHT0       4096(CX)
+	PREFETCHT0       4160(CX)
+	PREFETCHT0       4224(CX)
+	PREFETCHT0       4288(CX)
+	VPMOVSXBW        192(AX), Y10
+	VPSLLW           $0x06, Y10, Y10
+	VPMOVSXBW        192(CX), Y13
+	VPSLLW           $0x06, Y13, Y13
+	VPERMW           Z10, Z2, Z11
+	VPERMQ           (AX), Z0, Z12
+	VPERMQ           128(AX), Z1, Z14
+	VPSLLW           $0x02, Z12, Z8
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z14, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z15
+	VPUNPCKLBW       Z15, Z6, Z9
+	VPSHUFD          $0x00, Z11, Z8
+	VPMULHW          Z8, Z9, Z9
+	VPMADDWD         (DX), Z9, Z8
+	VPMADDWD         64(DX), Z9, Z9
+	VPUNPCKHBW       Z15, Z6, Z15
+	VPSHUFD          $0x55, Z11, Z16
+	VPMULHW          Z16, Z15, Z15
+	VPMADDWD         128(DX), Z15, Z16
+	VPADDD           Z16, Z8, Z8
+	VPMADDWD         192(DX), Z15, Z15
+	VPADDD           Z15, Z9, Z9
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z14, Z14
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z14
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z14
+	VPUNPCKLBW       Z14, Z6, Z12
+	VPSHUFD          $0xaa, Z11, Z15
+	VPMULHW          Z15, Z12, Z12
+	VPMADDWD         256(DX), Z12, Z15
+	VPADDD           Z15, Z8, Z8
+	VPMADDWD         320(DX), Z12, Z12
+	VPADDD           Z12, Z9, Z9
+	VPUNPCKHBW       Z14, Z6, Z12
+	VPSHUFD          $0xff, Z11, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         384(DX), Z12, Z11
+	VPADDD           Z11, Z8, Z8
+	VPMADDWD         448(DX), Z12, Z11
+	VPADDD           Z11, Z9, Z9
+	VPERMW           Z13, Z2, Z14
+	VPERMQ           (CX), Z0, Z15
+	VPERMQ           128(CX), Z1, Z16
+	VPSLLW           $0x02, Z15, Z11
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z16, Z17
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z17
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z11, Z17
+	VPUNPCKLBW       Z17, Z6, Z12
+	VPSHUFD          $0x00, Z14, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         (DX), Z12, Z11
+	VPMADDWD         64(DX), Z12, Z12
+	VPUNPCKHBW       Z17, Z6, Z17
+	VPSHUFD          $0x55, Z14, Z18
+	VPMULHW          Z18, Z17, Z17
+	VPMADDWD         128(DX), Z17, Z18
+	VPADDD           Z18, Z11, Z11
+	VPMADDWD         192(DX), Z17, Z17
+	VPADDD           Z17, Z12, Z12
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z16, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z16
+	VPUNPCKLBW       Z16, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPMADDWD         256(DX), Z15, Z17
+	VPADDD           Z17, Z11, Z11
+	VPMADDWD         320(DX), Z15, Z15
+	VPADDD           Z15, Z12, Z12
+	VPUNPCKHBW       Z16, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         384(DX), Z15, Z14
+	VPADDD           Z14, Z11, Z11
+	VPMADDWD         448(DX), Z15, Z14
+	VPADDD           Z14, Z12, Z12
+	VPERMW           Z10, Z4, Z14
+	VPERMQ           64(AX), Z0, Z15
+	VPERMQ           128(AX), Z3, Z16
+	VPSLLW           $0x02, Z15, Z17
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z16, Z18
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z18
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z17, Z18
+	VPUNPCKLBW       Z18, Z6, Z17
+	VPSHUFD          $0x00, Z14, Z19
+	VPMULHW          Z19, Z17, Z17
+	VPMADDWD         512(DX), Z17, Z19
+	VPADDD           Z19, Z8, Z8
+	VPMADDWD         576(DX), Z17, Z17
+	VPADDD           Z17, Z9, Z9
+	VPUNPCKHBW       Z18, Z6, Z17
+	VPSHUFD          $0x55, Z14, Z18
+	VPMULHW          Z18, Z17, Z17
+	VPMADDWD         640(DX), Z17, Z18
+	VPADDD           Z18, Z8, Z8
+	VPMADDWD         704(DX), Z17, Z17
+	VPADDD           Z17, Z9, Z9
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z16, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z16
+	VPUNPCKLBW       Z16, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPMADDWD         768(DX), Z15, Z17
+	VPADDD           Z17, Z8, Z8
+	VPMADDWD         832(DX), Z15, Z15
+	VPADDD           Z15, Z9, Z9
+	VPUNPCKHBW       Z16, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         896(DX), Z15, Z14
+	VPADDD           Z14, Z8, Z8
+	VPMADDWD         960(DX), Z15, Z14
+	VPADDD           Z14, Z9, Z9
+	VPERMW           Z13, Z4, Z14
+	VPERMQ           64(CX), Z0, Z15
+	VPERMQ           128(CX), Z3, Z16
+	VPSLLW           $0x02, Z15, Z17
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z16, Z18
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z18
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z17, Z18
+	VPUNPCKLBW       Z18, Z6, Z17
+	VPSHUFD          $0x00, Z14, Z19
+	VPMULHW          Z19, Z17, Z17
+	VPMADDWD         512(DX), Z17, Z19
+	VPADDD           Z19, Z11, Z11
+	VPMADDWD         576(DX), Z17, Z17
+	VPADDD           Z17, Z12, Z12
+	VPUNPCKHBW       Z18, Z6, Z17
+	VPSHUFD          $0x55, Z14, Z18
+	VPMULHW          Z18, Z17, Z17
+	VPMADDWD         640(DX), Z17, Z18
+	VPADDD           Z18, Z11, Z11
+	VPMADDWD         704(DX), Z17, Z17
+	VPADDD           Z17, Z12, Z12
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z16, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z16
+	VPUNPCKLBW       Z16, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPMADDWD         768(DX), Z15, Z17
+	VPADDD           Z17, Z11, Z11
+	VPMADDWD         832(DX), Z15, Z15
+	VPADDD           Z15, Z12, Z12
+	VPUNPCKHBW       Z16, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         896(DX), Z15, Z14
+	VPADDD           Z14, Z11, Z11
+	VPMADDWD         960(DX), Z15, Z14
+	VPADDD           Z14, Z12, Z12
+	VCVTDQ2PD        Y8, Z14
+	VEXTRACTI64X4    $0x01, Z8, Y8
+	VCVTDQ2PD        Y8, Z8
+	VADDPD           Z8, Z14, Z14
+	VCVTDQ2PD        Y9, Z8
+	VEXTRACTI64X4    $0x01, Z9, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z14
+	VCVTDQ2PD        Y11, Z8
+	VEXTRACTI64X4    $0x01, Z11, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y12, Z9
+	VEXTRACTI64X4    $0x01, Z12, Y10
+	VCVTDQ2PD        Y10, Z11
+	VADDPD           Z11, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VSHUFF64X2       $0x44, Z8, Z14, Z9
+	VSHUFF64X2       $0xee, Z8, Z14, Z8
+	VADDPD           Z8, Z9, Z9
+	VSHUFF64X2       $0xb1, Z9, Z9, Z8
+	VADDPD           Z8, Z9, Z9
+	VPERMILPD        $0x55, Z9, Z8
+	VADDPD           Z8, Z9, Z9
+	VPBROADCASTW     208(AX), X8
+	VPBROADCASTW     208(CX), X10
+	VPUNPCKLQDQ      X10, X8, X8
+	VCVTPH2PS        X8, Y8
+	VCVTPS2PD        Y8, Z8
+	VMULPD           Z8, Z9, Z9
+	VMULPD.BCST      (BX), Z9, Z9
+	VADDPD           Z9, Z7, Z7
+	ADDQ             $0x000000d2, AX
+	ADDQ             $0x000000d2, CX
+	ADDQ             $0x00000400, DX
+	ADDQ             $0x08, BX
+	DECQ             SI
+	JNZ              block
+
+done:
+	LEAQ          ret_0+96(FP), AX
+	VEXTRACTF32X4 $0x02, Z7, X0
+	VCVTSD2SS     X7, X7, X7
+	VMOVSS        X7, (AX)
+	VCVTSD2SS     X0, X0, X0
+	VMOVSS        X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q6KRows4AVX512(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·q6KRows4AVX512(SB), $16448-104
+	MOVQ  dst_len+88(FP), AX
+	SHRQ  $0x02, AX
+	JZ    done
+	MOVQ  w_base+0(FP), CX
+	MOVQ  rowBytes+24(FP), DX
+	MOVQ  scale_base+56(FP), BX
+	MOVQ  scale_len+64(FP), SI
+	MOVQ  dst_base+80(FP), DI
+	LEAQ  (DX)(DX*2), R8
+	SHLQ  $0x03, SI
+	ADDQ  SI, BX
+	MOVQ  $0x00001000, R10
+	TESTQ DX, DX
+	JZ    far
+	XORQ  R10, R10
+
+ahead:
+	LEAQ (R10)(DX*4), R10
+	CMPQ R10, $0x00001000
+	JB   ahead
+
+far:
+	CMPQ SI, $0x00000080
+	JA   memory
+	LEAQ 63(SP), R11
+	ANDQ $-64, R11
+	MOVQ digits_base+32(FP), R9
+	MOVQ R11, R12
+	MOVQ SI, R13
+	SHLQ $0x07, R13
+	ADDQ R11, R13
+	JMP  fillcheck
+
+fill:
+	VMOVDQU64  (R9), Z0
+	VSHUFI64X2 $0x88, 128(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 128(R9), Z0, Z0
+	VMOVDQA64  Z1, (R12)
+	VMOVDQA64  Z0, 64(R12)
+	VMOVDQU64  64(R9), Z0
+	VSHUFI64X2 $0x88, 192(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 192(R9), Z0, Z0
+	VMOVDQA64  Z1, 128(R12)
+	VMOVDQA64  Z0, 192(R12)
+	VMOVDQU64  256(R9), Z0
+	VSHUFI64X2 $0x88, 384(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 384(R9), Z0, Z0
+	VMOVDQA64  Z1, 256(R12)
+	VMOVDQA64  Z0, 320(R12)
+	VMOVDQU64  320(R9), Z0
+	VSHUFI64X2 $0x88, 448(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 448(R9), Z0, Z0
+	VMOVDQA64  Z1, 384(R12)
+	VMOVDQA64  Z0, 448(R12)
+	VMOVDQU64  512(R9), Z0
+	VSHUFI64X2 $0x88, 640(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 640(R9), Z0, Z0
+	VMOVDQA64  Z1, 512(R12)
+	VMOVDQA64  Z0, 576(R12)
+	VMOVDQU64  576(R9), Z0
+	VSHUFI64X2 $0x88, 704(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 704(R9), Z0, Z0
+	VMOVDQA64  Z1, 640(R12)
+	VMOVDQA64  Z0, 704(R12)
+	VMOVDQU64  768(R9), Z0
+	VSHUFI64X2 $0x88, 896(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 896(R9), Z0, Z0
+	VMOVDQA64  Z1, 768(R12)
+	VMOVDQA64  Z0, 832(R12)
+	VMOVDQU64  832(R9), Z0
+	VSHUFI64X2 $0x88, 960(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 960(R9), Z0, Z0
+	VMOVDQA64  Z1, 896(R12)
+	VMOVDQA64  Z0, 960(R12)
+	ADDQ       $0x00000400, R9
+	ADDQ       $0x00000400, R12
+
+fillcheck:
+	CMPQ         R12, R13
+	JB           fill
+	VMOVDQU64    q6KInt_lanes<>+0(SB), Z0
+	VPBROADCASTD q6KHighPair<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VXORPD       Z4, Z4, Z4
+
+lanesgroup:
+	VXORPD Z4, Z4, Z4
+	MOVQ   R11, R12
+	MOVQ   SI, R9
+	NEGQ   R9
+	JZ     lanesstore
+
+lanesblock:
+	PREFETCHT0       (CX)(R10*1)
+	PREFETCHT0       64(CX)(R10*1)
+	PREFETCHT0       128(CX)(R10*1)
+	PREFETCHT0       192(CX)(R10*1)
+	PREFETCHT0       256(CX)(R10*1)
+	PREFETCHT0       320(CX)(R10*1)
+	PREFETCHT0       384(CX)(R10*1)
+	PREFETCHT0       448(CX)(R10*1)
+	PREFETCHT0       512(CX)(R10*1)
+	PREFETCHT0       576(CX)(R10*1)
+	PREFETCHT0       640(CX)(R10*1)
+	PREFETCHT0       704(CX)(R10*1)
+	PREFETCHT0       768(CX)(R10*1)
+	PREFETCHT0       832(CX)(R10*1)
+	VPMOVSXBW        192(CX), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z7
+	VMOVDQU64        (CX), Z8
+	VBROADCASTI64X4  128(CX), Z9
+	VPSLLW           $0x02, Z8, Z5
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z9, Z10
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z10
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z5, Z10
+	VPSHUFD          $0x00, Z7, Z11
+	VPUNPCKLBW       Z10, Z2, Z6
+	VPMULHW          Z11, Z6, Z6
+	VPMADDWD         (R12), Z6, Z5
+	VPMADDWD         128(R12), Z6, Z6
+	VPUNPCKHBW       Z10, Z2, Z10
+	VPMULHW          Z11, Z10, Z10
+	VPMADDWD         64(R12), Z10, Z11
+	VPADDD           Z11, Z5, Z5
+	VPMADDWD         192(R12), Z10, Z10
+	VPADDD           Z10, Z6, Z6
+	VPSRLW           $0x02, Z8, Z8
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z9
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z9
+	VPSHUFD          $0x55, Z7, Z8
+	VPUNPCKLBW       Z9, Z2, Z10
+	VPMULHW          Z8, Z10, Z10
+	VPMADDWD         256(R12), Z10, Z11
+	VPADDD           Z11, Z5, Z5
+	VPMADDWD         384(R12), Z10, Z10
+	VPADDD           Z10, Z6, Z6
+	VPUNPCKHBW       Z9, Z2, Z9
+	VPMULHW          Z8, Z9, Z9
+	VPMADDWD         320(R12), Z9, Z8
+	VPADDD           Z8, Z5, Z5
+	VPMADDWD         448(R12), Z9, Z8
+	VPADDD           Z8, Z6, Z6
+	VMOVDQU64        64(CX), Z8
+	VBROADCASTI64X4  160(CX), Z9
+	VPSLLW           $0x02, Z8, Z10
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z9, Z11
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z11
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z10, Z11
+	VPSHUFD          $0xaa, Z7, Z10
+	VPUNPCKLBW       Z11, Z2, Z12
+	VPMULHW          Z10, Z12, Z12
+	VPMADDWD         512(R12), Z12, Z13
+	VPADDD           Z13, Z5, Z5
+	VPMADDWD         640(R12), Z12, Z12
+	VPADDD           Z12, Z6, Z6
+	VPUNPCKHBW       Z11, Z2, Z11
+	VPMULHW          Z10, Z11, Z11
+	VPMADDWD         576(R12), Z11, Z10
+	VPADDD           Z10, Z5, Z5
+	VPMADDWD         704(R12), Z11, Z10
+	VPADDD           Z10, Z6, Z6
+	VPSRLW           $0x02, Z8, Z8
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z9
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z9
+	VPSHUFD          $0xff, Z7, Z7
+	VPUNPCKLBW       Z9, Z2, Z8
+	VPMULHW          Z7, Z8, Z8
+	VPMADDWD         768(R12), Z8, Z10
+	VPADDD           Z10, Z5, Z5
+	VPMADDWD         896(R12), Z8, Z8
+	VPADDD           Z8, Z6, Z6
+	VPUNPCKHBW       Z9, Z2, Z8
+	VPMULHW          Z7, Z8, Z8
+	VPMADDWD         832(R12), Z8, Z7
+	VPADDD           Z7, Z5, Z5
+	VPMADDWD         960(R12), Z8, Z7
+	VPADDD           Z7, Z6, Z6
+	VPMOVSXBW        192(CX)(DX*1), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z9
+	VMOVDQU64        (CX)(DX*1), Z10
+	VBROADCASTI64X4  128(CX)(DX*1), Z11
+	VPSLLW           $0x02, Z10, Z7
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z11, Z12
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z12
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z7, Z12
+	VPSHUFD          $0x00, Z9, Z13
+	VPUNPCKLBW       Z12, Z2, Z8
+	VPMULHW          Z13, Z8, Z8
+	VPMADDWD         (R12), Z8, Z7
+	VPMADDWD         128(R12), Z8, Z8
+	VPUNPCKHBW       Z12, Z2, Z12
+	VPMULHW          Z13, Z12, Z12
+	VPMADDWD         64(R12), Z12, Z13
+	VPADDD           Z13, Z7, Z7
+	VPMADDWD         192(R12), Z12, Z12
+	VPADDD           Z12, Z8, Z8
+	VPSRLW           $0x02, Z10, Z10
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z11
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z10, Z11
+	VPSHUFD          $0x55, Z9, Z10
+	VPUNPCKLBW       Z11, Z2, Z12
+	VPMULHW          Z10, Z12, Z12
+	VPMADDWD         256(R12), Z12, Z13
+	VPADDD           Z13, Z7, Z7
+	VPMADDWD         384(R12), Z12, Z12
+	VPADDD           Z12, Z8, Z8
+	VPUNPCKHBW       Z11, Z2, Z11
+	VPMULHW          Z10, Z11, Z11
+	VPMADDWD         320(R12), Z11, Z10
+	VPADDD           Z10, Z7, Z7
+	VPMADDWD         448(R12), Z11, Z10
+	VPADDD           Z10, Z8, Z8
+	VMOVDQU64        64(CX)(DX*1), Z10
+	VBROADCASTI64X4  160(CX)(DX*1), Z11
+	VPSLLW           $0x02, Z10, Z12
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z11, Z13
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z13
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z13
+	VPSHUFD          $0xaa, Z9, Z12
+	VPUNPCKLBW       Z13, Z2, Z14
+	VPMULHW          Z12, Z14, Z14
+	VPMADDWD         512(R12), Z14, Z15
+	VPADDD           Z15, Z7, Z7
+	VPMADDWD         640(R12), Z14, Z14
+	VPADDD           Z14, Z8, Z8
+	VPUNPCKHBW       Z13, Z2, Z13
+	VPMULHW          Z12, Z13, Z13
+	VPMADDWD         576(R12), Z13, Z12
+	VPADDD           Z12, Z7, Z7
+	VPMADDWD         704(R12), Z13, Z12
+	VPADDD           Z12, Z8, Z8
+	VPSRLW           $0x02, Z10, Z10
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z11
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z10, Z11
+	VPSHUFD          $0xff, Z9, Z9
+	VPUNPCKLBW       Z11, Z2, Z10
+	VPMULHW          Z9, Z10, Z10
+	VPMADDWD         768(R12), Z10, Z12
+	VPADDD           Z12, Z7, Z7
+	VPMADDWD         896(R12), Z10, Z10
+	VPADDD           Z10, Z8, Z8
+	VPUNPCKHBW       Z11, Z2, Z10
+	VPMULHW          Z9, Z10, Z10
+	VPMADDWD         832(R12), Z10, Z9
+	VPADDD           Z9, Z7, Z7
+	VPMADDWD         960(R12), Z10, Z9
+	VPADDD           Z9, Z8, Z8
+	VPMOVSXBW        192(CX)(DX*2), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z11
+	VMOVDQU64        (CX)(DX*2), Z12
+	VBROADCASTI64X4  128(CX)(DX*2), Z13
+	VPSLLW           $0x02, Z12, Z9
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z13, Z14
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z14
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z9, Z14
+	VPSHUFD          $0x00, Z11, Z15
+	VPUNPCKLBW       Z14, Z2, Z10
+	VPMULHW          Z15, Z10, Z10
+	VPMADDWD         (R12), Z10, Z9
+	VPMADDWD         128(R12), Z10, Z10
+	VPUNPCKHBW       Z14, Z2, Z14
+	VPMULHW          Z15, Z14, Z14
+	VPMADDWD         64(R12), Z14, Z15
+	VPADDD           Z15, Z9, Z9
+	VPMADDWD         192(R12), Z14, Z14
+	VPADDD           Z14, Z10, Z10
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z13
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z13
+	VPSHUFD          $0x55, Z11, Z12
+	VPUNPCKLBW       Z13, Z2, Z14
+	VPMULHW          Z12, Z14, Z14
+	VPMADDWD         256(R12), Z14, Z15
+	VPADDD           Z15, Z9, Z9
+	VPMADDWD         384(R12), Z14, Z14
+	VPADDD           Z14, Z10, Z10
+	VPUNPCKHBW       Z13, Z2, Z13
+	VPMULHW          Z12, Z13, Z13
+	VPMADDWD         320(R12), Z13, Z12
+	VPADDD           Z12, Z9, Z9
+	VPMADDWD         448(R12), Z13, Z12
+	VPADDD           Z12, Z10, Z10
+	VMOVDQU64        64(CX)(DX*2), Z12
+	VBROADCASTI64X4  160(CX)(DX*2), Z13
+	VPSLLW           $0x02, Z12, Z14
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z13, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z15
+	VPSHUFD          $0xaa, Z11, Z14
+	VPUNPCKLBW       Z15, Z2, Z16
+	VPMULHW          Z14, Z16, Z16
+	VPMADDWD         512(R12), Z16, Z17
+	VPADDD           Z17, Z9, Z9
+	VPMADDWD         640(R12), Z16, Z16
+	VPADDD           Z16, Z10, Z10
+	VPUNPCKHBW       Z15, Z2, Z15
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         576(R12), Z15, Z14
+	VPADDD           Z14, Z9, Z9
+	VPMADDWD         704(R12), Z15, Z14
+	VPADDD           Z14, Z10, Z10
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z13
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z13
+	VPSHUFD          $0xff, Z11, Z11
+	VPUNPCKLBW       Z13, Z2, Z12
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         768(R12), Z12, Z14
+	VPADDD           Z14, Z9, Z9
+	VPMADDWD         896(R12), Z12, Z12
+	VPADDD           Z12, Z10, Z10
+	VPUNPCKHBW       Z13, Z2, Z12
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         832(R12), Z12, Z11
+	VPADDD           Z11, Z9, Z9
+	VPMADDWD         960(R12), Z12, Z11
+	VPADDD           Z11, Z10, Z10
+	VPMOVSXBW        192(CX)(R8*1), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z13
+	VMOVDQU64        (CX)(R8*1), Z14
+	VBROADCASTI64X4  128(CX)(R8*1), Z15
+	VPSLLW           $0x02, Z14, Z11
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z15, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z11, Z16
+	VPSHUFD          $0x00, Z13, Z17
+	VPUNPCKLBW       Z16, Z2, Z12
+	VPMULHW          Z17, Z12, Z12
+	VPMADDWD         (R12), Z12, Z11
+	VPMADDWD         128(R12), Z12, Z12
+	VPUNPCKHBW       Z16, Z2, Z16
+	VPMULHW          Z17, Z16, Z16
+	VPMADDWD         64(R12), Z16, Z17
+	VPADDD           Z17, Z11, Z11
+	VPMADDWD         192(R12), Z16, Z16
+	VPADDD           Z16, Z12, Z12
+	VPSRLW           $0x02, Z14, Z14
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z15
+	VPSHUFD          $0x55, Z13, Z14
+	VPUNPCKLBW       Z15, Z2, Z16
+	VPMULHW          Z14, Z16, Z16
+	VPMADDWD         256(R12), Z16, Z17
+	VPADDD           Z17, Z11, Z11
+	VPMADDWD         384(R12), Z16, Z16
+	VPADDD           Z16, Z12, Z12
+	VPUNPCKHBW       Z15, Z2, Z15
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         320(R12), Z15, Z14
+	VPADDD           Z14, Z11, Z11
+	VPMADDWD         448(R12), Z15, Z14
+	VPADDD           Z14, Z12, Z12
+	VMOVDQU64        64(CX)(R8*1), Z14
+	VBROADCASTI64X4  160(CX)(R8*1), Z15
+	VPSLLW           $0x02, Z14, Z16
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z15, Z17
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z17
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z16, Z17
+	VPSHUFD          $0xaa, Z13, Z16
+	VPUNPCKLBW       Z17, Z2, Z18
+	VPMULHW          Z16, Z18, Z18
+	VPMADDWD         512(R12), Z18, Z19
+	VPADDD           Z19, Z11, Z11
+	VPMADDWD         640(R12), Z18, Z18
+	VPADDD           Z18, Z12, Z12
+	VPUNPCKHBW       Z17, Z2, Z17
+	VPMULHW          Z16, Z17, Z17
+	VPMADDWD         576(R12), Z17, Z16
+	VPADDD           Z16, Z11, Z11
+	VPMADDWD         704(R12), Z17, Z16
+	VPADDD           Z16, Z12, Z12
+	VPSRLW           $0x02, Z14, Z14
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z15
+	VPSHUFD          $0xff, Z13, Z13
+	VPUNPCKLBW       Z15, Z2, Z14
+	VPMULHW          Z13, Z14, Z14
+	VPMADDWD         768(R12), Z14, Z16
+	VPADDD           Z16, Z11, Z11
+	VPMADDWD         896(R12), Z14, Z14
+	VPADDD           Z14, Z12, Z12
+	VPUNPCKHBW       Z15, Z2, Z14
+	VPMULHW          Z13, Z14, Z14
+	VPMADDWD         832(R12), Z14, Z13
+	VPADDD           Z13, Z11, Z11
+	VPMADDWD         960(R12), Z14, Z13
+	VPADDD           Z13, Z12, Z12
+	VCVTDQ2PD        Y5, Z13
+	VEXTRACTI64X4    $0x01, Z5, Y3
+	VCVTDQ2PD        Y3, Z5
+	VADDPD           Z5, Z13, Z13
+	VCVTDQ2PD        Y6, Z5
+	VEXTRACTI64X4    $0x01, Z6, Y3
+	VCVTDQ2PD        Y3, Z6
+	VADDPD           Z6, Z5, Z5
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z5, Z13
+	VCVTDQ2PD        Y7, Z5
+	VEXTRACTI64X4    $0x01, Z7, Y3
+	VCVTDQ2PD        Y3, Z6
+	VADDPD           Z6, Z5, Z5
+	VCVTDQ2PD        Y8, Z6
+	VEXTRACTI64X4    $0x01, Z8, Y3
+	VCVTDQ2PD        Y3, Z7
+	VADDPD           Z7, Z6, Z6
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z6, Z5
+	VCVTDQ2PD        Y9, Z6
+	VEXTRACTI64X4    $0x01, Z9, Y3
+	VCVTDQ2PD        Y3, Z7
+	VADDPD           Z7, Z6, Z6
+	VCVTDQ2PD        Y10, Z7
+	VEXTRACTI64X4    $0x01, Z10, Y3
+	VCVTDQ2PD        Y3, Z8
+	VADDPD           Z8, Z7, Z7
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z7, Z6
+	VCVTDQ2PD        Y11, Z7
+	VEXTRACTI64X4    $0x01, Z11, Y3
+	VCVTDQ2PD        Y3, Z8
+	VADDPD           Z8, Z7, Z7
+	VCVTDQ2PD        Y12, Z8
+	VEXTRACTI64X4    $0x01, Z12, Y3
+	VCVTDQ2PD        Y3, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z7
+	VSHUFF64X2       $0x44, Z5, Z13, Z8
+	VSHUFF64X2       $0xee, Z5, Z13, Z5
+	VADDPD           Z5, Z8, Z8
+	VSHUFF64X2       $0x44, Z7, Z6, Z5
+	VSHUFF64X2       $0xee, Z7, Z6, Z6
+	VADDPD           Z6, Z5, Z5
+	VSHUFF64X2       $0x88, Z5, Z8, Z6
+	VSHUFF64X2       $0xdd, Z5, Z8, Z5
+	VADDPD           Z5, Z6, Z6
+	VPERMILPD        $0x55, Z6, Z5
+	VADDPD           Z5, Z6, Z6
+	VPBROADCASTW     208(CX), X3
+	VPBROADCASTW     208(CX)(DX*1), X5
+	VPBROADCASTW     208(CX)(DX*2), X7
+	VPBROADCASTW     208(CX)(R8*1), X8
+	VPUNPCKLDQ       X5, X3, X3
+	VPUNPCKLDQ       X8, X7, X7
+	VPUNPCKLQDQ      X7, X3, X3
+	VCVTPH2PS        X3, Y3
+	VCVTPS2PD        Y3, Z5
+	VMULPD           Z5, Z6, Z6
+	VMULPD.BCST      (BX)(R9*1), Z6, Z6
+	VADDPD           Z6, Z4, Z4
+	ADDQ             $0x000000d2, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x00000276, R10
+	ADDQ             $0x08, R9
+	JNZ              lanesblock
+
+lanesstore:
+	VCVTPD2PS Z4, Y3
+	VPMOVQD   Y3, (DI)
+	ADDQ      $0x10, DI
+	ADDQ      R8, CX
+	SUBQ      R8, R10
+	DECQ      AX
+	JNZ       lanesgroup
+	VZEROUPPER
+	JMP       done
+
+memory:
+	VMOVDQU64    q6KInt_qlOrder<>+0(SB), Z0
+	VMOVDQU64    q6KInt_qhOrder0<>+0(SB), Z1
+	VMOVDQU64    q6KInt_scales0<>+0(SB), Z2
+	VMOVDQU64    q6KInt_qhOrder1<>+0(SB), Z3
+	VMOVDQU64    q6KInt_scales1<>+0(SB), Z4
+	VPBROADCASTD q6KHighPair<>+0(SB), Z5
+	VPXORD       Z6, Z6, Z6
+	VXORPD       Z7, Z7, Z7
+
+memorygroup:
+	VXORPD Z7, Z7, Z7
+	MOVQ   digits_base+32(FP), R11
+	MOVQ   SI, R9
+	NEGQ   R9
+	JZ     memorystore
+
+memoryblock:
+	PREFETCHT0       (CX)(R10*1)
+	PREFETCHT0       64(CX)(R10*1)
+	PREFETCHT0       128(CX)(R10*1)
+	PREFETCHT0       192(CX)(R10*1)
+	PREFETCHT0       256(CX)(R10*1)
+	PREFETCHT0       320(CX)(R10*1)
+	PREFETCHT0       384(CX)(R10*1)
+	PREFETCHT0       448(CX)(R10*1)
+	PREFETCHT0       512(CX)(R10*1)
+	PREFETCHT0       576(CX)(R10*1)
+	PREFETCHT0       640(CX)(R10*1)
+	PREFETCHT0       704(CX)(R10*1)
+	PREFETCHT0       768(CX)(R10*1)
+	PREFETCHT0       832(CX)(R10*1)
+	VPMOVSXBW        192(CX), Y10
+	VPSLLW           $0x06, Y10, Y10
+	VPMOVSXBW        192(CX)(DX*1), Y13
+	VPSLLW           $0x06, Y13, Y13
+	VPMOVSXBW        192(CX)(DX*2), Y16
+	VPSLLW           $0x06, Y16, Y16
+	VPMOVSXBW        192(CX)(R8*1), Y19
+	VPSLLW           $0x06, Y19, Y19
+	VPERMW           Z10, Z2, Z11
+	VPERMQ           (CX), Z0, Z12
+	VPERMQ           128(CX), Z1, Z14
+	VPSLLW           $0x02, Z12, Z8
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z14, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z15
+	VPUNPCKLBW       Z15, Z6, Z9
+	VPSHUFD          $0x00, Z11, Z8
+	VPMULHW          Z8, Z9, Z9
+	VPMADDWD         (R11), Z9, Z8
+	VPMADDWD         64(R11), Z9, Z9
+	VPUNPCKHBW       Z15, Z6, Z15
+	VPSHUFD          $0x55, Z11, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPMADDWD         128(R11), Z15, Z17
+	VPADDD           Z17, Z8, Z8
+	VPMADDWD         192(R11), Z15, Z15
+	VPADDD           Z15, Z9, Z9
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z14, Z14
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z14
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z14
+	VPUNPCKLBW       Z14, Z6, Z12
+	VPSHUFD          $0xaa, Z11, Z15
+	VPMULHW          Z15, Z12, Z12
+	VPMADDWD         256(R11), Z12, Z15
+	VPADDD           Z15, Z8, Z8
+	VPMADDWD         320(R11), Z12, Z12
+	VPADDD           Z12, Z9, Z9
+	VPUNPCKHBW       Z14, Z6, Z12
+	VPSHUFD          $0xff, Z11, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         384(R11), Z12, Z11
+	VPADDD           Z11, Z8, Z8
+	VPMADDWD         448(R11), Z12, Z11
+	VPADDD           Z11, Z9, Z9
+	VPERMW           Z13, Z2, Z14
+	VPERMQ           (CX)(DX*1), Z0, Z15
+	VPERMQ           128(CX)(DX*1), Z1, Z17
+	VPSLLW           $0x02, Z15, Z11
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z17, Z18
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z18
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z11, Z18
+	VPUNPCKLBW       Z18, Z6, Z12
+	VPSHUFD          $0x00, Z14, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         (R11), Z12, Z11
+	VPMADDWD         64(R11), Z12, Z12
+	VPUNPCKHBW       Z18, Z6, Z18
+	VPSHUFD          $0x55, Z14, Z20
+	VPMULHW          Z20, Z18, Z18
+	VPMADDWD         128(R11), Z18, Z20
+	VPADDD           Z20, Z11, Z11
+	VPMADDWD         192(R11), Z18, Z18
+	VPADDD           Z18, Z12, Z12
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z17, Z17
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z17
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z17
+	VPUNPCKLBW       Z17, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z18
+	VPMULHW          Z18, Z15, Z15
+	VPMADDWD         256(R11), Z15, Z18
+	VPADDD           Z18, Z11, Z11
+	VPMADDWD         320(R11), Z15, Z15
+	VPADDD           Z15, Z12, Z12
+	VPUNPCKHBW       Z17, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         384(R11), Z15, Z14
+	VPADDD           Z14, Z11, Z11
+	VPMADDWD         448(R11), Z15, Z14
+	VPADDD           Z14, Z12, Z12
+	VPERMW           Z16, Z2, Z17
+	VPERMQ           (CX)(DX*2), Z0, Z18
+	VPERMQ           128(CX)(DX*2), Z1, Z20
+	VPSLLW           $0x02, Z18, Z14
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z20, Z21
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z21
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z21
+	VPUNPCKLBW       Z21, Z6, Z15
+	VPSHUFD          $0x00, Z17, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         (R11), Z15, Z14
+	VPMADDWD         64(R11), Z15, Z15
+	VPUNPCKHBW       Z21, Z6, Z21
+	VPSHUFD          $0x55, Z17, Z22
+	VPMULHW          Z22, Z21, Z21
+	VPMADDWD         128(R11), Z21, Z22
+	VPADDD           Z22, Z14, Z14
+	VPMADDWD         192(R11), Z21, Z21
+	VPADDD           Z21, Z15, Z15
+	VPSRLW           $0x02, Z18, Z18
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z20, Z20
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z20
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z18, Z20
+	VPUNPCKLBW       Z20, Z6, Z18
+	VPSHUFD          $0xaa, Z17, Z21
+	VPMULHW          Z21, Z18, Z18
+	VPMADDWD         256(R11), Z18, Z21
+	VPADDD           Z21, Z14, Z14
+	VPMADDWD         320(R11), Z18, Z18
+	VPADDD           Z18, Z15, Z15
+	VPUNPCKHBW       Z20, Z6, Z18
+	VPSHUFD          $0xff, Z17, Z17
+	VPMULHW          Z17, Z18, Z18
+	VPMADDWD         384(R11), Z18, Z17
+	VPADDD           Z17, Z14, Z14
+	VPMADDWD         448(R11), Z18, Z17
+	VPADDD           Z17, Z15, Z15
+	VPERMW           Z19, Z2, Z20
+	VPERMQ           (CX)(R8*1), Z0, Z21
+	VPERMQ           128(CX)(R8*1), Z1, Z22
+	VPSLLW           $0x02, Z21, Z17
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z23
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z23
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z17, Z23
+	VPUNPCKLBW       Z23, Z6, Z18
+	VPSHUFD          $0x00, Z20, Z17
+	VPMULHW          Z17, Z18, Z18
+	VPMADDWD         (R11), Z18, Z17
+	VPMADDWD         64(R11), Z18, Z18
+	VPUNPCKHBW       Z23, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPMADDWD         128(R11), Z23, Z24
+	VPADDD           Z24, Z17, Z17
+	VPMADDWD         192(R11), Z23, Z23
+	VPADDD           Z23, Z18, Z18
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPMADDWD         256(R11), Z21, Z23
+	VPADDD           Z23, Z17, Z17
+	VPMADDWD         320(R11), Z21, Z21
+	VPADDD           Z21, Z18, Z18
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPMADDWD         384(R11), Z21, Z20
+	VPADDD           Z20, Z17, Z17
+	VPMADDWD         448(R11), Z21, Z20
+	VPADDD           Z20, Z18, Z18
+	VPERMW           Z10, Z4, Z20
+	VPERMQ           64(CX), Z0, Z21
+	VPERMQ           128(CX), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPMADDWD         512(R11), Z23, Z25
+	VPADDD           Z25, Z8, Z8
+	VPMADDWD         576(R11), Z23, Z23
+	VPADDD           Z23, Z9, Z9
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPMADDWD         640(R11), Z23, Z24
+	VPADDD           Z24, Z8, Z8
+	VPMADDWD         704(R11), Z23, Z23
+	VPADDD           Z23, Z9, Z9
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPMADDWD         768(R11), Z21, Z23
+	VPADDD           Z23, Z8, Z8
+	VPMADDWD         832(R11), Z21, Z21
+	VPADDD           Z21, Z9, Z9
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPMADDWD         896(R11), Z21, Z20
+	VPADDD           Z20, Z8, Z8
+	VPMADDWD         960(R11), Z21, Z20
+	VPADDD           Z20, Z9, Z9
+	VPERMW           Z13, Z4, Z20
+	VPERMQ           64(CX)(DX*1), Z0, Z21
+	VPERMQ           128(CX)(DX*1), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPMADDWD         512(R11), Z23, Z25
+	VPADDD           Z25, Z11, Z11
+	VPMADDWD         576(R11), Z23, Z23
+	VPADDD           Z23, Z12, Z12
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPMADDWD         640(R11), Z23, Z24
+	VPADDD           Z24, Z11, Z11
+	VPMADDWD         704(R11), Z23, Z23
+	VPADDD           Z23, Z12, Z12
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPMADDWD         768(R11), Z21, Z23
+	VPADDD           Z23, Z11, Z11
+	VPMADDWD         832(R11), Z21, Z21
+	VPADDD           Z21, Z12, Z12
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPMADDWD         896(R11), Z21, Z20
+	VPADDD           Z20, Z11, Z11
+	VPMADDWD         960(R11), Z21, Z20
+	VPADDD           Z20, Z12, Z12
+	VPERMW           Z16, Z4, Z20
+	VPERMQ           64(CX)(DX*2), Z0, Z21
+	VPERMQ           128(CX)(DX*2), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPMADDWD         512(R11), Z23, Z25
+	VPADDD           Z25, Z14, Z14
+	VPMADDWD         576(R11), Z23, Z23
+	VPADDD           Z23, Z15, Z15
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPMADDWD         640(R11), Z23, Z24
+	VPADDD           Z24, Z14, Z14
+	VPMADDWD         704(R11), Z23, Z23
+	VPADDD           Z23, Z15, Z15
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPMADDWD         768(R11), Z21, Z23
+	VPADDD           Z23, Z14, Z14
+	VPMADDWD         832(R11), Z21, Z21
+	VPADDD           Z21, Z15, Z15
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPMADDWD         896(R11), Z21, Z20
+	VPADDD           Z20, Z14, Z14
+	VPMADDWD         960(R11), Z21, Z20
+	VPADDD           Z20, Z15, Z15
+	VPERMW           Z19, Z4, Z20
+	VPERMQ           64(CX)(R8*1), Z0, Z21
+	VPERMQ           128(CX)(R8*1), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPMADDWD         512(R11), Z23, Z25
+	VPADDD           Z25, Z17, Z17
+	VPMADDWD         576(R11), Z23, Z23
+	VPADDD           Z23, Z18, Z18
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPMADDWD         640(R11), Z23, Z24
+	VPADDD           Z24, Z17, Z17
+	VPMADDWD         704(R11), Z23, Z23
+	VPADDD           Z23, Z18, Z18
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPMADDWD         768(R11), Z21, Z23
+	VPADDD           Z23, Z17, Z17
+	VPMADDWD         832(R11), Z21, Z21
+	VPADDD           Z21, Z18, Z18
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPMADDWD         896(R11), Z21, Z20
+	VPADDD           Z20, Z17, Z17
+	VPMADDWD         960(R11), Z21, Z20
+	VPADDD           Z20, Z18, Z18
+	VCVTDQ2PD        Y8, Z20
+	VEXTRACTI64X4    $0x01, Z8, Y8
+	VCVTDQ2PD        Y8, Z8
+	VADDPD           Z8, Z20, Z20
+	VCVTDQ2PD        Y9, Z8
+	VEXTRACTI64X4    $0x01, Z9, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z20
+	VCVTDQ2PD        Y11, Z8
+	VEXTRACTI64X4    $0x01, Z11, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y12, Z9
+	VEXTRACTI64X4    $0x01, Z12, Y10
+	VCVTDQ2PD        Y10, Z11
+	VADDPD           Z11, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VCVTDQ2PD        Y14, Z9
+	VEXTRACTI64X4    $0x01, Z14, Y10
+	VCVTDQ2PD        Y10, Z11
+	VADDPD           Z11, Z9, Z9
+	VCVTDQ2PD        Y15, Z11
+	VEXTRACTI64X4    $0x01, Z15, Y10
+	VCVTDQ2PD        Y10, Z12
+	VADDPD           Z12, Z11, Z11
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z11, Z9
+	VCVTDQ2PD        Y17, Z11
+	VEXTRACTI64X4    $0x01, Z17, Y10
+	VCVTDQ2PD        Y10, Z12
+	VADDPD           Z12, Z11, Z11
+	VCVTDQ2PD        Y18, Z12
+	VEXTRACTI64X4    $0x01, Z18, Y10
+	VCVTDQ2PD        Y10, Z14
+	VADDPD           Z14, Z12, Z12
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z12, Z11
+	VSHUFF64X2       $0x44, Z8, Z20, Z12
+	VSHUFF64X2       $0xee, Z8, Z20, Z8
+	VADDPD           Z8, Z12, Z12
+	VSHUFF64X2       $0x44, Z11, Z9, Z8
+	VSHUFF64X2       $0xee, Z11, Z9, Z9
+	VADDPD           Z9, Z8, Z8
+	VSHUFF64X2       $0x88, Z8, Z12, Z9
+	VSHUFF64X2       $0xdd, Z8, Z12, Z8
+	VADDPD           Z8, Z9, Z9
+	VPERMILPD        $0x55, Z9, Z8
+	VADDPD           Z8, Z9, Z9
+	VPBROADCASTW     208(CX), X8
+	VPBROADCASTW     208(CX)(DX*1), X10
+	VPBROADCASTW     208(CX)(DX*2), X11
+	VPBROADCASTW     208(CX)(R8*1), X12
+	VPUNPCKLDQ       X10, X8, X8
+	VPUNPCKLDQ       X12, X11, X11
+	VPUNPCKLQDQ      X11, X8, X8
+	VCVTPH2PS        X8, Y8
+	VCVTPS2PD        Y8, Z8
+	VMULPD           Z8, Z9, Z9
+	VMULPD.BCST      (BX)(R9*1), Z9, Z9
+	VADDPD           Z9, Z7, Z7
+	ADDQ             $0x000000d2, CX
+	ADDQ             $0x00000400, R11
+	ADDQ             $0x00000276, R10
+	ADDQ             $0x08, R9
+	JNZ              memoryblock
+
+memorystore:
+	VCVTPD2PS Z7, Y7
+	VPMOVQD   Y7, (DI)
+	ADDQ      $0x10, DI
+	ADDQ      R8, CX
+	SUBQ      R8, R10
+	DECQ      AX
+	JNZ       memorygroup
+	VZEROUPPER
+
+done:
+	RET
+
+// func q6KPairAVX512VNNI(w0 []byte, w1 []byte, digits []int16, scale []float64) [2]float32
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512_VNNI, F16C, MMX+
+TEXT ·q6KPairAVX512VNNI(SB), NOSPLIT, $0-104
+	MOVQ         w0_base+0(FP), AX
+	MOVQ         w1_base+24(FP), CX
+	MOVQ         digits_base+48(FP), DX
+	MOVQ         scale_base+72(FP), BX
+	MOVQ         scale_len+80(FP), SI
+	VMOVDQU64    q6KInt_qlOrder<>+0(SB), Z0
+	VMOVDQU64    q6KInt_qhOrder0<>+0(SB), Z1
+	VMOVDQU64    q6KInt_scales0<>+0(SB), Z2
+	VMOVDQU64    q6KInt_qhOrder1<>+0(SB), Z3
+	VMOVDQU64    q6KInt_scales1<>+0(SB), Z4
+	VPBROADCASTD q6KHighPair<>+0(SB), Z5
+	VPXORD       Z6, Z6, Z6
+	VXORPD       Z7, Z7, Z7
+	TESTQ        SI, SI
+	JZ           done
+
+block:
+	PREFETCHT0       4096(AX)
+	PREFETCHT0       4160(AX)
+	PREFETCHT0       4224(AX)
+	PREFETCHT0       4288(AX)
+	PREFETCHT0       4096(CX)
+	PREFETCHT0       4160(CX)
+	PREFETCHT0       4224(CX)
+	PREFETCHT0       4288(CX)
+	VPMOVSXBW        192(AX), Y10
+	VPSLLW           $0x06, Y10, Y10
+	VPMOVSXBW        192(CX), Y13
+	VPSLLW           $0x06, Y13, Y13
+	VPERMW           Z10, Z2, Z11
+	VPERMQ           (AX), Z0, Z12
+	VPERMQ           128(AX), Z1, Z14
+	VPSLLW           $0x02, Z12, Z8
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z14, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z15
+	VPUNPCKLBW       Z15, Z6, Z9
+	VPSHUFD          $0x00, Z11, Z8
+	VPMULHW          Z8, Z9, Z9
+	VPMADDWD         (DX), Z9, Z8
+	VPMADDWD         64(DX), Z9, Z9
+	VPUNPCKHBW       Z15, Z6, Z15
+	VPSHUFD          $0x55, Z11, Z16
+	VPMULHW          Z16, Z15, Z15
+	VPDPWSSD         128(DX), Z15, Z8
+	VPDPWSSD         192(DX), Z15, Z9
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z14, Z14
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z14
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z14
+	VPUNPCKLBW       Z14, Z6, Z12
+	VPSHUFD          $0xaa, Z11, Z15
+	VPMULHW          Z15, Z12, Z12
+	VPDPWSSD         256(DX), Z12, Z8
+	VPDPWSSD         320(DX), Z12, Z9
+	VPUNPCKHBW       Z14, Z6, Z12
+	VPSHUFD          $0xff, Z11, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPDPWSSD         384(DX), Z12, Z8
+	VPDPWSSD         448(DX), Z12, Z9
+	VPERMW           Z13, Z2, Z14
+	VPERMQ           (CX), Z0, Z15
+	VPERMQ           128(CX), Z1, Z16
+	VPSLLW           $0x02, Z15, Z11
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z16, Z17
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z17
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z11, Z17
+	VPUNPCKLBW       Z17, Z6, Z12
+	VPSHUFD          $0x00, Z14, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         (DX), Z12, Z11
+	VPMADDWD         64(DX), Z12, Z12
+	VPUNPCKHBW       Z17, Z6, Z17
+	VPSHUFD          $0x55, Z14, Z18
+	VPMULHW          Z18, Z17, Z17
+	VPDPWSSD         128(DX), Z17, Z11
+	VPDPWSSD         192(DX), Z17, Z12
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z16, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z16
+	VPUNPCKLBW       Z16, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPDPWSSD         256(DX), Z15, Z11
+	VPDPWSSD         320(DX), Z15, Z12
+	VPUNPCKHBW       Z16, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPDPWSSD         384(DX), Z15, Z11
+	VPDPWSSD         448(DX), Z15, Z12
+	VPERMW           Z10, Z4, Z14
+	VPERMQ           64(AX), Z0, Z15
+	VPERMQ           128(AX), Z3, Z16
+	VPSLLW           $0x02, Z15, Z17
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z16, Z18
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z18
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z17, Z18
+	VPUNPCKLBW       Z18, Z6, Z17
+	VPSHUFD          $0x00, Z14, Z19
+	VPMULHW          Z19, Z17, Z17
+	VPDPWSSD         512(DX), Z17, Z8
+	VPDPWSSD         576(DX), Z17, Z9
+	VPUNPCKHBW       Z18, Z6, Z17
+	VPSHUFD          $0x55, Z14, Z18
+	VPMULHW          Z18, Z17, Z17
+	VPDPWSSD         640(DX), Z17, Z8
+	VPDPWSSD         704(DX), Z17, Z9
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z16, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z16
+	VPUNPCKLBW       Z16, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPDPWSSD         768(DX), Z15, Z8
+	VPDPWSSD         832(DX), Z15, Z9
+	VPUNPCKHBW       Z16, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPDPWSSD         896(DX), Z15, Z8
+	VPDPWSSD         960(DX), Z15, Z9
+	VPERMW           Z13, Z4, Z14
+	VPERMQ           64(CX), Z0, Z15
+	VPERMQ           128(CX), Z3, Z16
+	VPSLLW           $0x02, Z15, Z17
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z16, Z18
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z18
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z17, Z18
+	VPUNPCKLBW       Z18, Z6, Z17
+	VPSHUFD          $0x00, Z14, Z19
+	VPMULHW          Z19, Z17, Z17
+	VPDPWSSD         512(DX), Z17, Z11
+	VPDPWSSD         576(DX), Z17, Z12
+	VPUNPCKHBW       Z18, Z6, Z17
+	VPSHUFD          $0x55, Z14, Z18
+	VPMULHW          Z18, Z17, Z17
+	VPDPWSSD         640(DX), Z17, Z11
+	VPDPWSSD         704(DX), Z17, Z12
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z16, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z16
+	VPUNPCKLBW       Z16, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPDPWSSD         768(DX), Z15, Z11
+	VPDPWSSD         832(DX), Z15, Z12
+	VPUNPCKHBW       Z16, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPDPWSSD         896(DX), Z15, Z11
+	VPDPWSSD         960(DX), Z15, Z12
+	VCVTDQ2PD        Y8, Z14
+	VEXTRACTI64X4    $0x01, Z8, Y8
+	VCVTDQ2PD        Y8, Z8
+	VADDPD           Z8, Z14, Z14
+	VCVTDQ2PD        Y9, Z8
+	VEXTRACTI64X4    $0x01, Z9, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z14
+	VCVTDQ2PD        Y11, Z8
+	VEXTRACTI64X4    $0x01, Z11, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y12, Z9
+	VEXTRACTI64X4    $0x01, Z12, Y10
+	VCVTDQ2PD        Y10, Z11
+	VADDPD           Z11, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VSHUFF64X2       $0x44, Z8, Z14, Z9
+	VSHUFF64X2       $0xee, Z8, Z14, Z8
+	VADDPD           Z8, Z9, Z9
+	VSHUFF64X2       $0xb1, Z9, Z9, Z8
+	VADDPD           Z8, Z9, Z9
+	VPERMILPD        $0x55, Z9, Z8
+	VADDPD           Z8, Z9, Z9
+	VPBROADCASTW     208(AX), X8
+	VPBROADCASTW     208(CX), X10
+	VPUNPCKLQDQ      X10, X8, X8
+	VCVTPH2PS        X8, Y8
+	VCVTPS2PD        Y8, Z8
+	VMULPD           Z8, Z9, Z9
+	VMULPD.BCST      (BX), Z9, Z9
+	VADDPD           Z9, Z7, Z7
+	ADDQ             $0x000000d2, AX
+	ADDQ             $0x000000d2, CX
+	ADDQ             $0x00000400, DX
+	ADDQ             $0x08, BX
+	DECQ             SI
+	JNZ              block
+
+done:
+	LEAQ          ret_0+96(FP), AX
+	VEXTRACTF32X4 $0x02, Z7, X0
+	VCVTSD2SS     X7, X7, X7
+	VMOVSS        X7, (AX)
+	VCVTSD2SS     X0, X0, X0
+	VMOVSS        X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q6KRows4AVX512VNNI(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q6KRows4AVX512VNNI(SB), $16448-104
+	MOVQ  dst_len+88(FP), AX
+	SHRQ  $0x02, AX
+	JZ    done
+	MOVQ  w_base+0(FP), CX
+	MOVQ  rowBytes+24(FP), DX
+	MOVQ  scale_base+56(FP), BX
+	MOVQ  scale_len+64(FP), SI
+	MOVQ  dst_base+80(FP), DI
+	LEAQ  (DX)(DX*2), R8
+	SHLQ  $0x03, SI
+	ADDQ  SI, BX
+	MOVQ  $0x00001000, R10
+	TESTQ DX, DX
+	JZ    far
+	XORQ  R10, R10
+
+ahead:
+	LEAQ (R10)(DX*4), R10
+	CMPQ R10, $0x00001000
+	JB   ahead
+
+far:
+	CMPQ SI, $0x00000080
+	JA   memory
+	LEAQ 63(SP), R11
+	ANDQ $-64, R11
+	MOVQ digits_base+32(FP), R9
+	MOVQ R11, R12
+	MOVQ SI, R13
+	SHLQ $0x07, R13
+	ADDQ R11, R13
+	JMP  fillcheck
+
+fill:
+	VMOVDQU64  (R9), Z0
+	VSHUFI64X2 $0x88, 128(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 128(R9), Z0, Z0
+	VMOVDQA64  Z1, (R12)
+	VMOVDQA64  Z0, 64(R12)
+	VMOVDQU64  64(R9), Z0
+	VSHUFI64X2 $0x88, 192(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 192(R9), Z0, Z0
+	VMOVDQA64  Z1, 128(R12)
+	VMOVDQA64  Z0, 192(R12)
+	VMOVDQU64  256(R9), Z0
+	VSHUFI64X2 $0x88, 384(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 384(R9), Z0, Z0
+	VMOVDQA64  Z1, 256(R12)
+	VMOVDQA64  Z0, 320(R12)
+	VMOVDQU64  320(R9), Z0
+	VSHUFI64X2 $0x88, 448(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 448(R9), Z0, Z0
+	VMOVDQA64  Z1, 384(R12)
+	VMOVDQA64  Z0, 448(R12)
+	VMOVDQU64  512(R9), Z0
+	VSHUFI64X2 $0x88, 640(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 640(R9), Z0, Z0
+	VMOVDQA64  Z1, 512(R12)
+	VMOVDQA64  Z0, 576(R12)
+	VMOVDQU64  576(R9), Z0
+	VSHUFI64X2 $0x88, 704(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 704(R9), Z0, Z0
+	VMOVDQA64  Z1, 640(R12)
+	VMOVDQA64  Z0, 704(R12)
+	VMOVDQU64  768(R9), Z0
+	VSHUFI64X2 $0x88, 896(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 896(R9), Z0, Z0
+	VMOVDQA64  Z1, 768(R12)
+	VMOVDQA64  Z0, 832(R12)
+	VMOVDQU64  832(R9), Z0
+	VSHUFI64X2 $0x88, 960(R9), Z0, Z1
+	VSHUFI64X2 $0xdd, 960(R9), Z0, Z0
+	VMOVDQA64  Z1, 896(R12)
+	VMOVDQA64  Z0, 960(R12)
+	ADDQ       $0x00000400, R9
+	ADDQ       $0x00000400, R12
+
+fillcheck:
+	CMPQ         R12, R13
+	JB           fill
+	VMOVDQU64    q6KInt_lanes<>+0(SB), Z0
+	VPBROADCASTD q6KHighPair<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VXORPD       Z4, Z4, Z4
+
+lanesgroup:
+	VXORPD Z4, Z4, Z4
+	MOVQ   R11, R12
+	MOVQ   SI, R9
+	NEGQ   R9
+	JZ     lanesstore
+
+lanesblock:
+	PREFETCHT0       (CX)(R10*1)
+	PREFETCHT0       64(CX)(R10*1)
+	PREFETCHT0       128(CX)(R10*1)
+	PREFETCHT0       192(CX)(R10*1)
+	PREFETCHT0       256(CX)(R10*1)
+	PREFETCHT0       320(CX)(R10*1)
+	PREFETCHT0       384(CX)(R10*1)
+	PREFETCHT0       448(CX)(R10*1)
+	PREFETCHT0       512(CX)(R10*1)
+	PREFETCHT0       576(CX)(R10*1)
+	PREFETCHT0       640(CX)(R10*1)
+	PREFETCHT0       704(CX)(R10*1)
+	PREFETCHT0       768(CX)(R10*1)
+	PREFETCHT0       832(CX)(R10*1)
+	VPMOVSXBW        192(CX), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z7
+	VMOVDQU64        (CX), Z8
+	VBROADCASTI64X4  128(CX), Z9
+	VPSLLW           $0x02, Z8, Z5
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z9, Z10
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z10
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z5, Z10
+	VPSHUFD          $0x00, Z7, Z11
+	VPUNPCKLBW       Z10, Z2, Z6
+	VPMULHW          Z11, Z6, Z6
+	VPMADDWD         (R12), Z6, Z5
+	VPMADDWD         128(R12), Z6, Z6
+	VPUNPCKHBW       Z10, Z2, Z10
+	VPMULHW          Z11, Z10, Z10
+	VPDPWSSD         64(R12), Z10, Z5
+	VPDPWSSD         192(R12), Z10, Z6
+	VPSRLW           $0x02, Z8, Z8
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z9
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z9
+	VPSHUFD          $0x55, Z7, Z8
+	VPUNPCKLBW       Z9, Z2, Z10
+	VPMULHW          Z8, Z10, Z10
+	VPDPWSSD         256(R12), Z10, Z5
+	VPDPWSSD         384(R12), Z10, Z6
+	VPUNPCKHBW       Z9, Z2, Z9
+	VPMULHW          Z8, Z9, Z9
+	VPDPWSSD         320(R12), Z9, Z5
+	VPDPWSSD         448(R12), Z9, Z6
+	VMOVDQU64        64(CX), Z8
+	VBROADCASTI64X4  160(CX), Z9
+	VPSLLW           $0x02, Z8, Z10
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z9, Z11
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z11
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z10, Z11
+	VPSHUFD          $0xaa, Z7, Z10
+	VPUNPCKLBW       Z11, Z2, Z12
+	VPMULHW          Z10, Z12, Z12
+	VPDPWSSD         512(R12), Z12, Z5
+	VPDPWSSD         640(R12), Z12, Z6
+	VPUNPCKHBW       Z11, Z2, Z11
+	VPMULHW          Z10, Z11, Z11
+	VPDPWSSD         576(R12), Z11, Z5
+	VPDPWSSD         704(R12), Z11, Z6
+	VPSRLW           $0x02, Z8, Z8
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z9, Z9
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z9
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z9
+	VPSHUFD          $0xff, Z7, Z7
+	VPUNPCKLBW       Z9, Z2, Z8
+	VPMULHW          Z7, Z8, Z8
+	VPDPWSSD         768(R12), Z8, Z5
+	VPDPWSSD         896(R12), Z8, Z6
+	VPUNPCKHBW       Z9, Z2, Z8
+	VPMULHW          Z7, Z8, Z8
+	VPDPWSSD         832(R12), Z8, Z5
+	VPDPWSSD         960(R12), Z8, Z6
+	VPMOVSXBW        192(CX)(DX*1), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z9
+	VMOVDQU64        (CX)(DX*1), Z10
+	VBROADCASTI64X4  128(CX)(DX*1), Z11
+	VPSLLW           $0x02, Z10, Z7
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z11, Z12
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z12
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z7, Z12
+	VPSHUFD          $0x00, Z9, Z13
+	VPUNPCKLBW       Z12, Z2, Z8
+	VPMULHW          Z13, Z8, Z8
+	VPMADDWD         (R12), Z8, Z7
+	VPMADDWD         128(R12), Z8, Z8
+	VPUNPCKHBW       Z12, Z2, Z12
+	VPMULHW          Z13, Z12, Z12
+	VPDPWSSD         64(R12), Z12, Z7
+	VPDPWSSD         192(R12), Z12, Z8
+	VPSRLW           $0x02, Z10, Z10
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z11
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z10, Z11
+	VPSHUFD          $0x55, Z9, Z10
+	VPUNPCKLBW       Z11, Z2, Z12
+	VPMULHW          Z10, Z12, Z12
+	VPDPWSSD         256(R12), Z12, Z7
+	VPDPWSSD         384(R12), Z12, Z8
+	VPUNPCKHBW       Z11, Z2, Z11
+	VPMULHW          Z10, Z11, Z11
+	VPDPWSSD         320(R12), Z11, Z7
+	VPDPWSSD         448(R12), Z11, Z8
+	VMOVDQU64        64(CX)(DX*1), Z10
+	VBROADCASTI64X4  160(CX)(DX*1), Z11
+	VPSLLW           $0x02, Z10, Z12
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z11, Z13
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z13
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z13
+	VPSHUFD          $0xaa, Z9, Z12
+	VPUNPCKLBW       Z13, Z2, Z14
+	VPMULHW          Z12, Z14, Z14
+	VPDPWSSD         512(R12), Z14, Z7
+	VPDPWSSD         640(R12), Z14, Z8
+	VPUNPCKHBW       Z13, Z2, Z13
+	VPMULHW          Z12, Z13, Z13
+	VPDPWSSD         576(R12), Z13, Z7
+	VPDPWSSD         704(R12), Z13, Z8
+	VPSRLW           $0x02, Z10, Z10
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z11, Z11
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z11
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z10, Z11
+	VPSHUFD          $0xff, Z9, Z9
+	VPUNPCKLBW       Z11, Z2, Z10
+	VPMULHW          Z9, Z10, Z10
+	VPDPWSSD         768(R12), Z10, Z7
+	VPDPWSSD         896(R12), Z10, Z8
+	VPUNPCKHBW       Z11, Z2, Z10
+	VPMULHW          Z9, Z10, Z10
+	VPDPWSSD         832(R12), Z10, Z7
+	VPDPWSSD         960(R12), Z10, Z8
+	VPMOVSXBW        192(CX)(DX*2), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z11
+	VMOVDQU64        (CX)(DX*2), Z12
+	VBROADCASTI64X4  128(CX)(DX*2), Z13
+	VPSLLW           $0x02, Z12, Z9
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z13, Z14
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z14
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z9, Z14
+	VPSHUFD          $0x00, Z11, Z15
+	VPUNPCKLBW       Z14, Z2, Z10
+	VPMULHW          Z15, Z10, Z10
+	VPMADDWD         (R12), Z10, Z9
+	VPMADDWD         128(R12), Z10, Z10
+	VPUNPCKHBW       Z14, Z2, Z14
+	VPMULHW          Z15, Z14, Z14
+	VPDPWSSD         64(R12), Z14, Z9
+	VPDPWSSD         192(R12), Z14, Z10
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z13
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z13
+	VPSHUFD          $0x55, Z11, Z12
+	VPUNPCKLBW       Z13, Z2, Z14
+	VPMULHW          Z12, Z14, Z14
+	VPDPWSSD         256(R12), Z14, Z9
+	VPDPWSSD         384(R12), Z14, Z10
+	VPUNPCKHBW       Z13, Z2, Z13
+	VPMULHW          Z12, Z13, Z13
+	VPDPWSSD         320(R12), Z13, Z9
+	VPDPWSSD         448(R12), Z13, Z10
+	VMOVDQU64        64(CX)(DX*2), Z12
+	VBROADCASTI64X4  160(CX)(DX*2), Z13
+	VPSLLW           $0x02, Z12, Z14
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z13, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z15
+	VPSHUFD          $0xaa, Z11, Z14
+	VPUNPCKLBW       Z15, Z2, Z16
+	VPMULHW          Z14, Z16, Z16
+	VPDPWSSD         512(R12), Z16, Z9
+	VPDPWSSD         640(R12), Z16, Z10
+	VPUNPCKHBW       Z15, Z2, Z15
+	VPMULHW          Z14, Z15, Z15
+	VPDPWSSD         576(R12), Z15, Z9
+	VPDPWSSD         704(R12), Z15, Z10
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z13, Z13
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z13
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z13
+	VPSHUFD          $0xff, Z11, Z11
+	VPUNPCKLBW       Z13, Z2, Z12
+	VPMULHW          Z11, Z12, Z12
+	VPDPWSSD         768(R12), Z12, Z9
+	VPDPWSSD         896(R12), Z12, Z10
+	VPUNPCKHBW       Z13, Z2, Z12
+	VPMULHW          Z11, Z12, Z12
+	VPDPWSSD         832(R12), Z12, Z9
+	VPDPWSSD         960(R12), Z12, Z10
+	VPMOVSXBW        192(CX)(R8*1), Y3
+	VPSLLW           $0x06, Y3, Y3
+	VPERMW           Z3, Z0, Z13
+	VMOVDQU64        (CX)(R8*1), Z14
+	VBROADCASTI64X4  128(CX)(R8*1), Z15
+	VPSLLW           $0x02, Z14, Z11
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z15, Z16
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z16
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z11, Z16
+	VPSHUFD          $0x00, Z13, Z17
+	VPUNPCKLBW       Z16, Z2, Z12
+	VPMULHW          Z17, Z12, Z12
+	VPMADDWD         (R12), Z12, Z11
+	VPMADDWD         128(R12), Z12, Z12
+	VPUNPCKHBW       Z16, Z2, Z16
+	VPMULHW          Z17, Z16, Z16
+	VPDPWSSD         64(R12), Z16, Z11
+	VPDPWSSD         192(R12), Z16, Z12
+	VPSRLW           $0x02, Z14, Z14
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z15
+	VPSHUFD          $0x55, Z13, Z14
+	VPUNPCKLBW       Z15, Z2, Z16
+	VPMULHW          Z14, Z16, Z16
+	VPDPWSSD         256(R12), Z16, Z11
+	VPDPWSSD         384(R12), Z16, Z12
+	VPUNPCKHBW       Z15, Z2, Z15
+	VPMULHW          Z14, Z15, Z15
+	VPDPWSSD         320(R12), Z15, Z11
+	VPDPWSSD         448(R12), Z15, Z12
+	VMOVDQU64        64(CX)(R8*1), Z14
+	VBROADCASTI64X4  160(CX)(R8*1), Z15
+	VPSLLW           $0x02, Z14, Z16
+	VPSLLVW          q6KLeftShifts<>+0(SB), Z15, Z17
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z17
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z16, Z17
+	VPSHUFD          $0xaa, Z13, Z16
+	VPUNPCKLBW       Z17, Z2, Z18
+	VPMULHW          Z16, Z18, Z18
+	VPDPWSSD         512(R12), Z18, Z11
+	VPDPWSSD         640(R12), Z18, Z12
+	VPUNPCKHBW       Z17, Z2, Z17
+	VPMULHW          Z16, Z17, Z17
+	VPDPWSSD         576(R12), Z17, Z11
+	VPDPWSSD         704(R12), Z17, Z12
+	VPSRLW           $0x02, Z14, Z14
+	VPSLLVW          q6KLeftShifts<>+64(SB), Z15, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z1, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z15
+	VPSHUFD          $0xff, Z13, Z13
+	VPUNPCKLBW       Z15, Z2, Z14
+	VPMULHW          Z13, Z14, Z14
+	VPDPWSSD         768(R12), Z14, Z11
+	VPDPWSSD         896(R12), Z14, Z12
+	VPUNPCKHBW       Z15, Z2, Z14
+	VPMULHW          Z13, Z14, Z14
+	VPDPWSSD         832(R12), Z14, Z11
+	VPDPWSSD         960(R12), Z14, Z12
+	VCVTDQ2PD        Y5, Z13
+	VEXTRACTI64X4    $0x01, Z5, Y3
+	VCVTDQ2PD        Y3, Z5
+	VADDPD           Z5, Z13, Z13
+	VCVTDQ2PD        Y6, Z5
+	VEXTRACTI64X4    $0x01, Z6, Y3
+	VCVTDQ2PD        Y3, Z6
+	VADDPD           Z6, Z5, Z5
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z5, Z13
+	VCVTDQ2PD        Y7, Z5
+	VEXTRACTI64X4    $0x01, Z7, Y3
+	VCVTDQ2PD        Y3, Z6
+	VADDPD           Z6, Z5, Z5
+	VCVTDQ2PD        Y8, Z6
+	VEXTRACTI64X4    $0x01, Z8, Y3
+	VCVTDQ2PD        Y3, Z7
+	VADDPD           Z7, Z6, Z6
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z6, Z5
+	VCVTDQ2PD        Y9, Z6
+	VEXTRACTI64X4    $0x01, Z9, Y3
+	VCVTDQ2PD        Y3, Z7
+	VADDPD           Z7, Z6, Z6
+	VCVTDQ2PD        Y10, Z7
+	VEXTRACTI64X4    $0x01, Z10, Y3
+	VCVTDQ2PD        Y3, Z8
+	VADDPD           Z8, Z7, Z7
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z7, Z6
+	VCVTDQ2PD        Y11, Z7
+	VEXTRACTI64X4    $0x01, Z11, Y3
+	VCVTDQ2PD        Y3, Z8
+	VADDPD           Z8, Z7, Z7
+	VCVTDQ2PD        Y12, Z8
+	VEXTRACTI64X4    $0x01, Z12, Y3
+	VCVTDQ2PD        Y3, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z7
+	VSHUFF64X2       $0x44, Z5, Z13, Z8
+	VSHUFF64X2       $0xee, Z5, Z13, Z5
+	VADDPD           Z5, Z8, Z8
+	VSHUFF64X2       $0x44, Z7, Z6, Z5
+	VSHUFF64X2       $0xee, Z7, Z6, Z6
+	VADDPD           Z6, Z5, Z5
+	VSHUFF64X2       $0x88, Z5, Z8, Z6
+	VSHUFF64X2       $0xdd, Z5, Z8, Z5
+	VADDPD           Z5, Z6, Z6
+	VPERMILPD        $0x55, Z6, Z5
+	VADDPD           Z5, Z6, Z6
+	VPBROADCASTW     208(CX), X3
+	VPBROADCASTW     208(CX)(DX*1), X5
+	VPBROADCASTW     208(CX)(DX*2), X7
+	VPBROADCASTW     208(CX)(R8*1), X8
+	VPUNPCKLDQ       X5, X3, X3
+	VPUNPCKLDQ       X8, X7, X7
+	VPUNPCKLQDQ      X7, X3, X3
+	VCVTPH2PS        X3, Y3
+	VCVTPS2PD        Y3, Z5
+	VMULPD           Z5, Z6, Z6
+	VMULPD.BCST      (BX)(R9*1), Z6, Z6
+	VADDPD           Z6, Z4, Z4
+	ADDQ             $0x000000d2, CX
+	ADDQ             $0x00000400, R12
+	ADDQ             $0x00000276, R10
+	ADDQ             $0x08, R9
+	JNZ              lanesblock
+
+lanesstore:
+	VCVTPD2PS Z4, Y3
+	VPMOVQD   Y3, (DI)
+	ADDQ      $0x10, DI
+	ADDQ      R8, CX
+	SUBQ      R8, R10
+	DECQ      AX
+	JNZ       lanesgroup
+	VZEROUPPER
+	JMP       done
+
+memory:
+	VMOVDQU64    q6KInt_qlOrder<>+0(SB), Z0
+	VMOVDQU64    q6KInt_qhOrder0<>+0(SB), Z1
+	VMOVDQU64    q6KInt_scales0<>+0(SB), Z2
+	VMOVDQU64    q6KInt_qhOrder1<>+0(SB), Z3
+	VMOVDQU64    q6KInt_scales1<>+0(SB), Z4
+	VPBROADCASTD q6KHighPair<>+0(SB), Z5
+	VPXORD       Z6, Z6, Z6
+	VXORPD       Z7, Z7, Z7
+
+memorygroup:
+	VXORPD Z7, Z7, Z7
+	MOVQ   digits_base+32(FP), R11
+	MOVQ   SI, R9
+	NEGQ   R9
+	JZ     memorystore
+
+memoryblock:
+	PREFETCHT0       (CX)(R10*1)
+	PREFETCHT0       64(CX)(R10*1)
+	PREFETCHT0       128(CX)(R10*1)
+	PREFETCHT0       192(CX)(R10*1)
+	PREFETCHT0       256(CX)(R10*1)
+	PREFETCHT0       320(CX)(R10*1)
+	PREFETCHT0       384(CX)(R10*1)
+	PREFETCHT0       448(CX)(R10*1)
+	PREFETCHT0       512(CX)(R10*1)
+	PREFETCHT0       576(CX)(R10*1)
+	PREFETCHT0       640(CX)(R10*1)
+	PREFETCHT0       704(CX)(R10*1)
+	PREFETCHT0       768(CX)(R10*1)
+	PREFETCHT0       832(CX)(R10*1)
+	VPMOVSXBW        192(CX), Y10
+	VPSLLW           $0x06, Y10, Y10
+	VPMOVSXBW        192(CX)(DX*1), Y13
+	VPSLLW           $0x06, Y13, Y13
+	VPMOVSXBW        192(CX)(DX*2), Y16
+	VPSLLW           $0x06, Y16, Y16
+	VPMOVSXBW        192(CX)(R8*1), Y19
+	VPSLLW           $0x06, Y19, Y19
+	VPERMW           Z10, Z2, Z11
+	VPERMQ           (CX), Z0, Z12
+	VPERMQ           128(CX), Z1, Z14
+	VPSLLW           $0x02, Z12, Z8
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z14, Z15
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z15
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z8, Z15
+	VPUNPCKLBW       Z15, Z6, Z9
+	VPSHUFD          $0x00, Z11, Z8
+	VPMULHW          Z8, Z9, Z9
+	VPMADDWD         (R11), Z9, Z8
+	VPMADDWD         64(R11), Z9, Z9
+	VPUNPCKHBW       Z15, Z6, Z15
+	VPSHUFD          $0x55, Z11, Z17
+	VPMULHW          Z17, Z15, Z15
+	VPDPWSSD         128(R11), Z15, Z8
+	VPDPWSSD         192(R11), Z15, Z9
+	VPSRLW           $0x02, Z12, Z12
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z14, Z14
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z14
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z12, Z14
+	VPUNPCKLBW       Z14, Z6, Z12
+	VPSHUFD          $0xaa, Z11, Z15
+	VPMULHW          Z15, Z12, Z12
+	VPDPWSSD         256(R11), Z12, Z8
+	VPDPWSSD         320(R11), Z12, Z9
+	VPUNPCKHBW       Z14, Z6, Z12
+	VPSHUFD          $0xff, Z11, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPDPWSSD         384(R11), Z12, Z8
+	VPDPWSSD         448(R11), Z12, Z9
+	VPERMW           Z13, Z2, Z14
+	VPERMQ           (CX)(DX*1), Z0, Z15
+	VPERMQ           128(CX)(DX*1), Z1, Z17
+	VPSLLW           $0x02, Z15, Z11
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z17, Z18
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z18
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z11, Z18
+	VPUNPCKLBW       Z18, Z6, Z12
+	VPSHUFD          $0x00, Z14, Z11
+	VPMULHW          Z11, Z12, Z12
+	VPMADDWD         (R11), Z12, Z11
+	VPMADDWD         64(R11), Z12, Z12
+	VPUNPCKHBW       Z18, Z6, Z18
+	VPSHUFD          $0x55, Z14, Z20
+	VPMULHW          Z20, Z18, Z18
+	VPDPWSSD         128(R11), Z18, Z11
+	VPDPWSSD         192(R11), Z18, Z12
+	VPSRLW           $0x02, Z15, Z15
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z17, Z17
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z17
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z15, Z17
+	VPUNPCKLBW       Z17, Z6, Z15
+	VPSHUFD          $0xaa, Z14, Z18
+	VPMULHW          Z18, Z15, Z15
+	VPDPWSSD         256(R11), Z15, Z11
+	VPDPWSSD         320(R11), Z15, Z12
+	VPUNPCKHBW       Z17, Z6, Z15
+	VPSHUFD          $0xff, Z14, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPDPWSSD         384(R11), Z15, Z11
+	VPDPWSSD         448(R11), Z15, Z12
+	VPERMW           Z16, Z2, Z17
+	VPERMQ           (CX)(DX*2), Z0, Z18
+	VPERMQ           128(CX)(DX*2), Z1, Z20
+	VPSLLW           $0x02, Z18, Z14
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z20, Z21
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z21
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z14, Z21
+	VPUNPCKLBW       Z21, Z6, Z15
+	VPSHUFD          $0x00, Z17, Z14
+	VPMULHW          Z14, Z15, Z15
+	VPMADDWD         (R11), Z15, Z14
+	VPMADDWD         64(R11), Z15, Z15
+	VPUNPCKHBW       Z21, Z6, Z21
+	VPSHUFD          $0x55, Z17, Z22
+	VPMULHW          Z22, Z21, Z21
+	VPDPWSSD         128(R11), Z21, Z14
+	VPDPWSSD         192(R11), Z21, Z15
+	VPSRLW           $0x02, Z18, Z18
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z20, Z20
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z20
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z18, Z20
+	VPUNPCKLBW       Z20, Z6, Z18
+	VPSHUFD          $0xaa, Z17, Z21
+	VPMULHW          Z21, Z18, Z18
+	VPDPWSSD         256(R11), Z18, Z14
+	VPDPWSSD         320(R11), Z18, Z15
+	VPUNPCKHBW       Z20, Z6, Z18
+	VPSHUFD          $0xff, Z17, Z17
+	VPMULHW          Z17, Z18, Z18
+	VPDPWSSD         384(R11), Z18, Z14
+	VPDPWSSD         448(R11), Z18, Z15
+	VPERMW           Z19, Z2, Z20
+	VPERMQ           (CX)(R8*1), Z0, Z21
+	VPERMQ           128(CX)(R8*1), Z1, Z22
+	VPSLLW           $0x02, Z21, Z17
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z23
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z23
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z17, Z23
+	VPUNPCKLBW       Z23, Z6, Z18
+	VPSHUFD          $0x00, Z20, Z17
+	VPMULHW          Z17, Z18, Z18
+	VPMADDWD         (R11), Z18, Z17
+	VPMADDWD         64(R11), Z18, Z18
+	VPUNPCKHBW       Z23, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPDPWSSD         128(R11), Z23, Z17
+	VPDPWSSD         192(R11), Z23, Z18
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPDPWSSD         256(R11), Z21, Z17
+	VPDPWSSD         320(R11), Z21, Z18
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPDPWSSD         384(R11), Z21, Z17
+	VPDPWSSD         448(R11), Z21, Z18
+	VPERMW           Z10, Z4, Z20
+	VPERMQ           64(CX), Z0, Z21
+	VPERMQ           128(CX), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPDPWSSD         512(R11), Z23, Z8
+	VPDPWSSD         576(R11), Z23, Z9
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPDPWSSD         640(R11), Z23, Z8
+	VPDPWSSD         704(R11), Z23, Z9
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPDPWSSD         768(R11), Z21, Z8
+	VPDPWSSD         832(R11), Z21, Z9
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPDPWSSD         896(R11), Z21, Z8
+	VPDPWSSD         960(R11), Z21, Z9
+	VPERMW           Z13, Z4, Z20
+	VPERMQ           64(CX)(DX*1), Z0, Z21
+	VPERMQ           128(CX)(DX*1), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPDPWSSD         512(R11), Z23, Z11
+	VPDPWSSD         576(R11), Z23, Z12
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPDPWSSD         640(R11), Z23, Z11
+	VPDPWSSD         704(R11), Z23, Z12
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPDPWSSD         768(R11), Z21, Z11
+	VPDPWSSD         832(R11), Z21, Z12
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPDPWSSD         896(R11), Z21, Z11
+	VPDPWSSD         960(R11), Z21, Z12
+	VPERMW           Z16, Z4, Z20
+	VPERMQ           64(CX)(DX*2), Z0, Z21
+	VPERMQ           128(CX)(DX*2), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPDPWSSD         512(R11), Z23, Z14
+	VPDPWSSD         576(R11), Z23, Z15
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPDPWSSD         640(R11), Z23, Z14
+	VPDPWSSD         704(R11), Z23, Z15
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPDPWSSD         768(R11), Z21, Z14
+	VPDPWSSD         832(R11), Z21, Z15
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPDPWSSD         896(R11), Z21, Z14
+	VPDPWSSD         960(R11), Z21, Z15
+	VPERMW           Z19, Z4, Z20
+	VPERMQ           64(CX)(R8*1), Z0, Z21
+	VPERMQ           128(CX)(R8*1), Z3, Z22
+	VPSLLW           $0x02, Z21, Z23
+	VPSLLVW          q6KInt_shifts<>+0(SB), Z22, Z24
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z24
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z23, Z24
+	VPUNPCKLBW       Z24, Z6, Z23
+	VPSHUFD          $0x00, Z20, Z25
+	VPMULHW          Z25, Z23, Z23
+	VPDPWSSD         512(R11), Z23, Z17
+	VPDPWSSD         576(R11), Z23, Z18
+	VPUNPCKHBW       Z24, Z6, Z23
+	VPSHUFD          $0x55, Z20, Z24
+	VPMULHW          Z24, Z23, Z23
+	VPDPWSSD         640(R11), Z23, Z17
+	VPDPWSSD         704(R11), Z23, Z18
+	VPSRLW           $0x02, Z21, Z21
+	VPSLLVW          q6KInt_shifts<>+64(SB), Z22, Z22
+	VPTERNLOGD.BCST  $0x6a, q6KInt_sign<>+0(SB), Z5, Z22
+	VPTERNLOGD.BCST  $0xf8, q6KInt_nibble<>+0(SB), Z21, Z22
+	VPUNPCKLBW       Z22, Z6, Z21
+	VPSHUFD          $0xaa, Z20, Z23
+	VPMULHW          Z23, Z21, Z21
+	VPDPWSSD         768(R11), Z21, Z17
+	VPDPWSSD         832(R11), Z21, Z18
+	VPUNPCKHBW       Z22, Z6, Z21
+	VPSHUFD          $0xff, Z20, Z20
+	VPMULHW          Z20, Z21, Z21
+	VPDPWSSD         896(R11), Z21, Z17
+	VPDPWSSD         960(R11), Z21, Z18
+	VCVTDQ2PD        Y8, Z20
+	VEXTRACTI64X4    $0x01, Z8, Y8
+	VCVTDQ2PD        Y8, Z8
+	VADDPD           Z8, Z20, Z20
+	VCVTDQ2PD        Y9, Z8
+	VEXTRACTI64X4    $0x01, Z9, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z8, Z20
+	VCVTDQ2PD        Y11, Z8
+	VEXTRACTI64X4    $0x01, Z11, Y9
+	VCVTDQ2PD        Y9, Z9
+	VADDPD           Z9, Z8, Z8
+	VCVTDQ2PD        Y12, Z9
+	VEXTRACTI64X4    $0x01, Z12, Y10
+	VCVTDQ2PD        Y10, Z11
+	VADDPD           Z11, Z9, Z9
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z9, Z8
+	VCVTDQ2PD        Y14, Z9
+	VEXTRACTI64X4    $0x01, Z14, Y10
+	VCVTDQ2PD        Y10, Z11
+	VADDPD           Z11, Z9, Z9
+	VCVTDQ2PD        Y15, Z11
+	VEXTRACTI64X4    $0x01, Z15, Y10
+	VCVTDQ2PD        Y10, Z12
+	VADDPD           Z12, Z11, Z11
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z11, Z9
+	VCVTDQ2PD        Y17, Z11
+	VEXTRACTI64X4    $0x01, Z17, Y10
+	VCVTDQ2PD        Y10, Z12
+	VADDPD           Z12, Z11, Z11
+	VCVTDQ2PD        Y18, Z12
+	VEXTRACTI64X4    $0x01, Z18, Y10
+	VCVTDQ2PD        Y10, Z14
+	VADDPD           Z14, Z12, Z12
+	VFMADD231PD.BCST f64_65536<>+0(SB), Z12, Z11
+	VSHUFF64X2       $0x44, Z8, Z20, Z12
+	VSHUFF64X2       $0xee, Z8, Z20, Z8
+	VADDPD           Z8, Z12, Z12
+	VSHUFF64X2       $0x44, Z11, Z9, Z8
+	VSHUFF64X2       $0xee, Z11, Z9, Z9
+	VADDPD           Z9, Z8, Z8
+	VSHUFF64X2       $0x88, Z8, Z12, Z9
+	VSHUFF64X2       $0xdd, Z8, Z12, Z8
+	VADDPD           Z8, Z9, Z9
+	VPERMILPD        $0x55, Z9, Z8
+	VADDPD           Z8, Z9, Z9
+	VPBROADCASTW     208(CX), X8
+	VPBROADCASTW     208(CX)(DX*1), X10
+	VPBROADCASTW     208(CX)(DX*2), X11
+	VPBROADCASTW     208(CX)(R8*1), X12
+	VPUNPCKLDQ       X10, X8, X8
+	VPUNPCKLDQ       X12, X11, X11
+	VPUNPCKLQDQ      X11, X8, X8
+	VCVTPH2PS        X8, Y8
+	VCVTPS2PD        Y8, Z8
+	VMULPD           Z8, Z9, Z9
+	VMULPD.BCST      (BX)(R9*1), Z9, Z9
+	VADDPD           Z9, Z7, Z7
+	ADDQ             $0x000000d2, CX
+	ADDQ             $0x00000400, R11
+	ADDQ             $0x00000276, R10
+	ADDQ             $0x08, R9
+	JNZ              memoryblock
+
+memorystore:
+	VCVTPD2PS Z7, Y7
+	VPMOVQD   Y7, (DI)
+	ADDQ      $0x10, DI
+	ADDQ      R8, CX
+	SUBQ      R8, R10
+	DECQ      AX
+	JNZ       memorygroup
+	VZEROUPPER
+
+done:
+	RET
 
 // func expShiftAVX2(dst []float32, src []float32, shift float32, tab *[80]float64) int
 // Requires: AVX, AVX2, SSE

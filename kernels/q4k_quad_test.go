@@ -152,7 +152,10 @@ func q4KRows4Tiers(t *testing.T) []*simdTier {
 // 16 blocks and compares every result with DotQ4K bit for bit, and the elements around dst
 // with their untouched values. The same checks must reject deliberately
 // wrong kernels: rows exchanged, the last block left out, T summed in wrapping int32, the
-// mins left out.
+// mins left out, and the ways the kernel's own steps could go wrong: a block scaled by the
+// scales and mins of the block before it or a group's first block by the previous group's
+// (the heads are unpacked one block ahead), and the block end's partial sums converted to
+// float64 as unsigned dwords (its magic-number conversion without the sign bias).
 func TestQ4KRows4Exact(t *testing.T) {
 	tiers := q4KRows4Tiers(t)
 	cases := q4KRows4Cases(t)
@@ -163,7 +166,8 @@ func TestQ4KRows4Exact(t *testing.T) {
 		}
 		t.Logf("%s: %d four-row Q4_K results and untouched neighbours (1-3 groups a call, rows of 0-16 blocks, special scales, NaN/Inf inputs, largest sums) against DotQ4K, %d differ", st.name, checked, bad)
 	}
-	real := oneGroup(tiers[len(tiers)-1].asm.q4Kr4)
+	real4 := tiers[len(tiers)-1].asm.q4Kr4
+	real := oneGroup(real4)
 	goRows := func(wrap32, noMins bool) q4KRows4Kernel {
 		return perGroup(func(w []byte, digits []int16, sums, scale []float64) (y [4]float32) {
 			rb := len(w) / 4
@@ -191,9 +195,26 @@ func TestQ4KRows4Exact(t *testing.T) {
 		}},
 		{"T summed in wrapping int32", goRows(true, false)},
 		{"mins left out", goRows(false, true)},
+		{"scales one block late", withHeads(real4, func(w []byte, rb, r, b int) {
+			if at := r*rb + b*q4KBytes; b > 0 {
+				copy(w[at+4:at+16], w[at-q4KBytes+4:])
+			}
+		})},
+		{"previous group's first heads", withHeads(real4, func(w []byte, rb, r, b int) {
+			if at := r * rb; r >= 4 && b == 0 {
+				copy(w[at:at+16], w[at-4*rb:])
+			}
+		})},
+		{"partial sums unsigned", q4KRows4Lanes(true)},
 	}
 	if _, bad, first := checkQ4KRows4(cases, goRows(false, false)); bad > 0 {
 		t.Fatalf("the Go model of the mutants is wrong before any mutation: %s", first)
+	}
+	if _, bad, first := checkQ4KRows4(cases, q4KRows4Lanes(false)); bad > 0 {
+		t.Fatalf("the Go model of the block end's partial sums is wrong before any mutation: %s", first)
+	}
+	if _, bad, first := checkQ4KRows4(cases, withHeads(real4, func([]byte, int, int, int) {})); bad > 0 {
+		t.Fatalf("the heads mutants are wrong before any mutation: %s", first)
 	}
 	for _, m := range mutants {
 		checked, bad, first := checkQ4KRows4(cases, m.k)
@@ -356,6 +377,62 @@ func TestMatMulManyQ4KFourRows(t *testing.T) {
 			}
 			t.Logf("%s, %d threads, runs of at least %d bytes: %d outputs equal the scalar tier's, %d four-row calls", st.name, threads, run.minRun, outputs, calls.Load())
 			p.Close()
+		}
+	}
+}
+
+// withHeads returns the four-row kernel that runs k on a copy of the rows in which spoil has
+// changed the head of block b of row r (rb bytes a row): a model of a kernel that unpacks the
+// wrong block's heads. spoil sees each row's blocks from the last to the first, and the rows
+// from the last to the first, so that it copies heads as they were.
+func withHeads(k q4KRows4Kernel, spoil func(w []byte, rb, r, b int)) q4KRows4Kernel {
+	return func(w []byte, rb int, digits []int16, sums, scale []float64, dst []float32) {
+		w = append([]byte(nil), w...)
+		for r := len(dst) - 1; r >= 0; r-- {
+			for b := len(scale) - 1; b >= 0; b-- {
+				spoil(w, rb, r, b)
+			}
+		}
+		k(w, rb, digits, sums, scale, dst)
+	}
+}
+
+// q4KRows4Lanes returns a Go model of the four-row kernel that forms T as its block end does,
+// from each row's partial sums over the four 128-bit lanes of its accumulators (lane l holds
+// elements 8l to 8l+7 of every sub-block), and with unsigned set converts each partial sum
+// as an unsigned dword.
+func q4KRows4Lanes(unsigned bool) q4KRows4Kernel {
+	return func(w []byte, rb int, digits []int16, sums, scale []float64, dst []float32) {
+		for r := range dst {
+			var y float64
+			for b := range scale {
+				blk := w[r*rb+b*q4KBytes : r*rb+(b+1)*q4KBytes]
+				var t, m int64
+				for digit := range 2 {
+					for l := range 4 {
+						var p int64
+						for j := range 8 {
+							sc, _ := scaleMinK4(j, blk[4:16])
+							for e := 8 * l; e < 8*l+8; e++ {
+								q := blk[16+32*(j/2)+e] >> (4 * (j % 2)) & 15
+								p += int64(sc) * int64(q) * int64(digits[b*512+64*j+32*digit+e])
+							}
+						}
+						if unsigned {
+							p = int64(uint32(p))
+						}
+						t += p << (16 * digit)
+					}
+				}
+				for j := range 8 {
+					_, mn := scaleMinK4(j, blk[4:16])
+					m += int64(mn) * int64(sums[8*b+j])
+				}
+				d, dmin := float64(half(blk[0:])), float64(half(blk[2:]))
+				v := float64(d*float64(t)) - float64(dmin*float64(m))
+				y += float64(v * scale[b])
+			}
+			dst[r] = float32(y)
 		}
 	}
 }

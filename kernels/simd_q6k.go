@@ -1,6 +1,9 @@
 package kernels
 
-import "unsafe"
+import (
+	"sync"
+	"unsafe"
+)
 
 // q6KRows is the Q6_K rows kernel of a tier (DotQ6K; the batch is already prepared). A batch
 // of four tokens or more runs in tiles of one weight row against eight tokens and then four
@@ -17,21 +20,15 @@ func (a *asmKernels) q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	if a.q6KTile8 != nil {
 		wide = in.Ntok &^ 7
 	}
+	var scales *q6KSpanScales
+	if wide > 0 {
+		scales = q6KScaleMemory.Get().(*q6KSpanScales)
+		defer q6KScaleMemory.Put(scales)
+	}
 	for b0 := r0; b0 < r1 && tiled > 0; b0 += tileRows {
 		b1 := min(b0+tileRows, r1)
 		for t := 0; t < wide; t += 8 {
-			var args [16]*byte
-			for i := range 8 {
-				x := &in.q4k[t+i]
-				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
-				args[8+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
-			}
-			for r := b0; r < b1; r++ {
-				y := a.q6KTile8(m.Row(r), args, nb)
-				for i := range 8 {
-					dst[(t+i)*m.Rows+r] = y[i]
-				}
-			}
+			a.q6KTile8Rows(dst, m, in, t, b0, b1, scales)
 		}
 		for t := wide; t < tiled; t += 4 {
 			var args [8]*byte
@@ -89,4 +86,96 @@ func (a *asmKernels) q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 func (a *asmKernels) dotQ6K(row []byte, in *Q4KInput) float32 {
 	row = row[:in.n/kElems*q6KBytes]
 	return a.q6KPair(row, row, in.wide.digits, in.scale)[0]
+}
+
+// q6KSpan is how many blocks of a row the eight-input tiles run at a time: eight inputs'
+// digits of a block take 8 KiB, so a span's stay in L1 while every row of the tile runs
+// against them (as q4KSpan).
+const q6KSpan = 4
+
+// q6KSpanScales holds eight inputs' scales of a span, interleaved block by block (scales[8b+t]
+// input t's of block b), as q6KTile8 reads them.
+type q6KSpanScales [8 * q6KSpan]float64
+
+// q6KScaleMemory holds q6KSpanScales for q6KRows: handed to the kernel through a func value,
+// a local array would move to the heap on every call.
+var q6KScaleMemory = sync.Pool{New: func() any { return new(q6KSpanScales) }}
+
+// q6KTile8Rows computes rows [b0, b1) (at most tileRows) for tokens t to t+7 with the
+// eight-input kernel, q6KSpan blocks at a time: the float64 sums carry from span to span in
+// block order, exactly as DotQ6K adds them, and are rounded to float32 once at the end. The
+// eight inputs' scales of a span are interleaved into scales once for all the rows.
+func (a *asmKernels) q6KTile8Rows(dst []float32, m *Matrix, in *Batch, t, b0, b1 int, scales *q6KSpanScales) {
+	nb := in.Cols / kElems
+	var y [tileRows][8]float64
+	for s0 := 0; s0 < nb; s0 += q6KSpan {
+		n := min(q6KSpan, nb-s0)
+		var args [8]*byte
+		for i := range 8 {
+			x := &in.q4k[t+i]
+			args[i] = (*byte)(unsafe.Pointer(&x.wide.digits[s0*2*kElems]))
+			for b := range n {
+				scales[8*b+i] = x.scale[s0+b]
+			}
+		}
+		for r := b0; r < b1; r++ {
+			y[r-b0] = a.q6KTile8(m.Row(r)[s0*q6KBytes:], args, scales[:8*n], y[r-b0])
+		}
+	}
+	for r := b0; r < b1; r++ {
+		for i, v := range y[r-b0] {
+			dst[(t+i)*m.Rows+r] = float32(v)
+		}
+	}
+}
+
+// q6KPanelBlock is the size of one block of an integer Q6_K panel: sixteen rows' weight words
+// in dword lanes, then their d as float64 (see asmgen's q6k_tile_int.go).
+const q6KPanelBlock = 8320
+
+// q6KPanelScratch is the memory of one q6KPanelRows call: the panel and the tile's results.
+type q6KPanelScratch struct {
+	panel []byte
+	y     [4 * 16]float32
+}
+
+// q6KPanelMemory holds the integer Q6_K panels' memory (*q6KPanelScratch), so that concurrent
+// calls each get their own and a steady stream of calls allocates nothing.
+var q6KPanelMemory = sync.Pool{New: func() any { return new(q6KPanelScratch) }}
+
+// q6KPanelRows computes rows [r0, r1) for the tokens in groups of four (in.Ntok &^ 3) through
+// the integer Q6_K panel kernels: each run of sixteen rows is written into a panel once by
+// build (decoded, scaled and laid out a row to a lane), and every group of four tokens runs
+// against it through tile, with no decode and no horizontal sum in the inner loop. (Not yet a
+// tier entry: BenchmarkQ6KTileInt and TestQ6KPanelRows call it with the VNNI tier's kernels.)
+func q6KPanelRows(dst []float32, m *Matrix, in *Batch, r0, r1 int,
+	build func(panel []byte, rows [16]*byte, nb int), tile func(panel []byte, in [8]*byte, nb int, y []float32)) {
+	nb := in.Cols / kElems
+	mem := q6KPanelMemory.Get().(*q6KPanelScratch)
+	defer q6KPanelMemory.Put(mem)
+	if len(mem.panel) < nb*q6KPanelBlock {
+		mem.panel = make([]byte, nb*q6KPanelBlock)
+	}
+	panel, y := mem.panel, mem.y[:]
+	tiled := in.Ntok &^ 3
+	for b0 := r0; b0 < r1; b0 += 16 {
+		rows := min(16, r1-b0)
+		var w [16]*byte
+		for r := range w {
+			w[r] = unsafe.SliceData(m.Row(b0 + min(r, rows-1))) // padding lanes repeat the last row
+		}
+		build(panel, w, nb)
+		for t := 0; t < tiled; t += 4 {
+			var args [8]*byte
+			for i := range 4 {
+				x := &in.q4k[t+i]
+				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
+				args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
+			}
+			tile(panel, args, nb, y)
+			for i := range 4 {
+				copy(dst[(t+i)*m.Rows+b0:(t+i)*m.Rows+b0+rows], y[16*i:16*i+rows])
+			}
+		}
+	}
 }

@@ -38,13 +38,18 @@ func simdTiers() []*simdTier {
 	}
 	avx512.q6Kr4 = lanesRows4Q6KAVX512
 	avx2.q4KPrep, avx512.q4KPrep = q4KPrepAVX2, q4KPrepAVX512
+	avx2.q6KPair, avx2.q6KTile4 = q6KPairAVX2, q6KTile4AVX2
 	avx2.attendV, avx2.attendW = attendValuesAVX2, 8
 	avx512.attendV, avx512.attendW = attendValuesAVX512, 16
 	avx2.scores, avx512.scores = attendScoresAVX2, attendScoresAVX512
 	for _, a := range []*asmKernels{&avx2, &avx512} {
 		a.expShift, a.swiGLU, a.expTab = expShiftAVX2, swiGLUAVX2, expTable()
 	}
+	avx512.q6KTile4, avx512.q6KTile8 = q6KTile4AVX512, q6KTile8AVX512
+	avx512.q6KPair, avx512.q6KQuad = q6KPairAVX512, q6KRows4AVX512
 	vnni := avx512
+	vnni.q6KPair, vnni.q6KQuad = q6KPairAVX512VNNI, q6KRows4AVX512VNNI
+	vnni.q6KTile4, vnni.q6KTile8 = q6KTile4AVX512VNNI, q6KTile8AVX512VNNI
 	vnni.q4K, vnni.q4K4, vnni.q4K8 = q4KDot2AVX512VNNI, q4KDot4AVX512VNNI, q4KDot8AVX512VNNI
 	vnni.q4Kr4 = q4KRows4AVX512VNNI
 	vnni.q6K, vnni.q6Kx2, vnni.q6Kx4 = lanesQ6KAVX512VNNI, lanes2Q6KAVX512VNNI, lanes4Q6KAVX512VNNI

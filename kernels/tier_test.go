@@ -290,9 +290,9 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 		}
 	}
 	if a.q6KTile8 != nil {
-		c.q6KTile8 = func(w []byte, in [16]*byte, nb int) [8]float32 {
-			n.Add(8 * int64(nb*kElems))
-			return a.q6KTile8(w, in, nb)
+		c.q6KTile8 = func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64 {
+			n.Add(int64(len(scales) * kElems))
+			return a.q6KTile8(w, in, scales, y)
 		}
 	}
 	return c

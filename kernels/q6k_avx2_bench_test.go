@@ -1,0 +1,111 @@
+//go:build amd64
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/trochilus-llm/trochilus/gguf"
+)
+
+// BenchmarkQ6KAVX2 races the AVX2 kernels of the integer Q6_K definition (DotQ6K) against the
+// float-lane AVX2 kernels they replace, on OLMoE's expert shapes (2048×1024 and 1024×2048), on
+// one locked thread, in thread CPU time:
+//
+//   - "pair": one token, every row pair of the matrix; q6KPairAVX2 ("int") against
+//     lanes2Q6KAVX2 and the lanes' sum per row ("float").
+//   - "tile4": four tokens, every row; q6KTile4AVX2 against lanes4Q6KAVX2 and four sums.
+//
+// Each round times float, int and float again (an A/A control) back to back; the report gives
+// the medians over rounds of int/float and again/float (speed-ups: the base's time over the
+// variant's) and each variant's weight GB/s. "cache" reuses one matrix (1.7 MB: L2/L3);
+// "stream" walks a 256 MiB buffer so the weights come from RAM, as in decode. The inputs are
+// prepared beforehand (a token's preparation is shared by every matrix that reads it).
+func BenchmarkQ6KAVX2(b *testing.B) {
+	needAVX2(b)
+	rng := rand.New(rand.NewPCG(67, 68))
+	for _, shape := range [][2]int{{2048, 1024}, {1024, 2048}} {
+		rows, cols := shape[0], shape[1]
+		m := randMatrix(rng, gguf.TypeQ6_K, rows, cols)
+		rb := m.RowBytes()
+		x := randFloats(rng, 4*cols, false, false)
+		var in Batch
+		if err := in.Set(x, 4, cols); err != nil {
+			b.Fatal(err)
+		}
+		if err := in.prepareAll(NewPool(1)); err != nil {
+			b.Fatal(err)
+		}
+		var args [8]*byte
+		for i := range 4 {
+			args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.q4k[i].wide.digits)))
+			args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.q4k[i].scale)))
+		}
+		nb := cols / kElems
+		dst := make([]float32, 4*rows)
+		one := &in.q4k[0]
+		pairInt := func(w []byte) {
+			for r := 0; r < rows; r += 2 {
+				y := q6KPairAVX2(w[r*rb:(r+1)*rb], w[(r+1)*rb:(r+2)*rb], one.wide.digits, one.scale)
+				dst[r], dst[r+1] = y[0], y[1]
+			}
+		}
+		pairFloat := func(w []byte) {
+			for r := 0; r < rows; r += 2 {
+				l := lanes2Q6KAVX2(w[r*rb:(r+1)*rb], w[(r+1)*rb:(r+2)*rb], x[:cols])
+				dst[r], dst[r+1] = (*Lanes)(&l[0]).Sum(), (*Lanes)(&l[1]).Sum()
+			}
+		}
+		tileInt := func(w []byte) {
+			for r := range rows {
+				y := q6KTile4AVX2(w[r*rb:(r+1)*rb], args, nb)
+				for i := range 4 {
+					dst[i*rows+r] = y[i]
+				}
+			}
+		}
+		tileFloat := func(w []byte) {
+			for r := range rows {
+				l := lanes4Q6KAVX2(w[r*rb:(r+1)*rb], x, cols)
+				for i := range 4 {
+					dst[i*rows+r] = (*Lanes)(&l[i]).Sum()
+				}
+			}
+		}
+		for _, stream := range []bool{false, true} {
+			data, where := m.Data, "cache"
+			if stream {
+				data, where = make([]byte, (256<<20)/len(m.Data)*len(m.Data)), "stream"
+				for i := 0; i < len(data); i += len(m.Data) {
+					copy(data[i:], m.Data)
+				}
+			}
+			for _, k := range []struct {
+				name   string
+				fl, in func([]byte)
+				tokens int
+			}{{"pair", pairFloat, pairInt, 1}, {"tile4", tileFloat, tileInt, 4}} {
+				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, where, k.name), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					var times [3][]float64
+					off := 0
+					for b.Loop() {
+						for v, f := range []func([]byte){k.fl, k.in, k.fl} {
+							w := data[off : off+len(m.Data)]
+							off = (off + len(m.Data)) % len(data)
+							start := threadCPUTime()
+							f(w)
+							times[v] = append(times[v], float64(threadCPUTime()-start))
+						}
+					}
+					reportRatios(b, times[:], []string{"float", "int", "again"}, float64(len(m.Data)), "GB/s")
+				})
+			}
+		}
+	}
+}
