@@ -22,12 +22,12 @@ func BenchmarkDotRow(b *testing.B) {
 		row := randRow(rng, typ, cols, false)
 		b.Run(typ.String(), func(b *testing.B) {
 			var dot func() float32
-			if typ == gguf.TypeQ4_K {
+			if prepared, ok := preparedDots[typ]; ok {
 				var in Q4KInput
 				if err := PrepareQ4K(&in, x); err != nil {
 					b.Fatal(err)
 				}
-				dot = func() float32 { return DotQ4K(row, &in) }
+				dot = func() float32 { return prepared(row, &in) }
 			} else {
 				f := rowDots[typ]
 				dot = func() float32 { return f(row, x) }

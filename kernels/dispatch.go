@@ -141,6 +141,13 @@ type asmKernels struct {
 	q6KQuad  func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
 	q6KTile4 func(w []byte, in [8]*byte, nb int) [4]float32
 	q6KTile8 func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
+	// q6KPanelBuild writes sixteen Q6_K rows of nb blocks into a panel, row r into lane r, and
+	// q6KPanel4 stores in y[16t+r] DotQ6K of the panel's row r against prepared input t < 4
+	// (see q6KPanelRows); nil where the tier has no VNNI. q6KMemory holds the tier's panel and
+	// tile scratch memory.
+	q6KPanelBuild func(panel []byte, rows [16]*byte, nb int)
+	q6KPanel4     func(panel []byte, in [8]*byte, nb int, y []float32)
+	q6KMemory     *q6KMemory
 
 	// expShift and swiGLU are the vector Exp kernels (Exp(src[i] − shift), and SiLU(gate)·up)
 	// over whole groups of 8; they stop at a group they leave to the scalar code and return how
@@ -167,7 +174,6 @@ func (s *simdTier) tier() *Tier {
 	f16 := laneRows{a.f16x4, a.f16r4, a.f16x2, a.dotRowF16, 32}
 	bf16 := laneRows{a.bf16x4, a.bf16r4, a.bf16x2, a.dotRowBF16, 32}
 	q8_0 := laneRows{a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}
-	q6K := laneRows{a.q6Kx4, a.q6Kr4, a.q6Kx2, a.dotRowQ6K, q6KBytes}
 	t := &Tier{
 		Name:    s.name,
 		DotF32:  a.dotF32,
@@ -181,7 +187,7 @@ func (s *simdTier) tier() *Tier {
 		Q8_0:    q8_0.kernel,
 		Q4K:     a.q4KRows,
 		Q5K:     floatRows(a.dotRowQ5K),
-		Q6K:     q6K.kernel,
+		Q6K:     a.q6KRows,
 		prepQ4K: a.q4KPrep,
 	}
 	if a.panel != nil { // prompt batches through the panel tiles (see panel.go)
@@ -193,7 +199,6 @@ func (s *simdTier) tier() *Tier {
 		t.F16 = panel(f16, 16, a.panelF16)
 		t.BF16 = panel(bf16, 16, a.panelBF16)
 		t.Q8_0 = panel(q8_0, q8_0Elems, a.panelQ8_0)
-		t.Q6K = panel(q6K, kElems, a.panelQ6K)
 	}
 	return t
 }

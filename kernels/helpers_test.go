@@ -142,13 +142,18 @@ func dequantRow(typ gguf.Type, row []byte, n int) []float32 {
 	return w
 }
 
-// rowDots are the row dots under test, by type (Q4_K excepted: its definition is not a float
-// dot).
+// rowDots are the row dots under test, by type (Q4_K and Q6_K excepted: their definitions are
+// not float dots; see preparedDots).
 var rowDots = map[gguf.Type]func(row []byte, x []float32) float32{
 	gguf.TypeF32:  DotRowF32,
 	gguf.TypeF16:  DotRowF16,
 	gguf.TypeBF16: DotRowBF16,
 	gguf.TypeQ8_0: DotRowQ8_0,
 	gguf.TypeQ5_K: DotRowQ5K,
-	gguf.TypeQ6_K: DotRowQ6K,
+}
+
+// preparedDots are the definitions in exact integers, on a prepared input, by type.
+var preparedDots = map[gguf.Type]func(row []byte, in *Q4KInput) float32{
+	gguf.TypeQ4_K: DotQ4K,
+	gguf.TypeQ6_K: DotQ6K,
 }

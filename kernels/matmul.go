@@ -196,7 +196,7 @@ type Tier struct {
 	// Matrix-times-batch kernels per weight type.
 	F32, F16, BF16, Q8_0, Q4K, Q5K, Q6K RowsKernel
 
-	prepQ4K q4KPrepKernel // the Batch's Q4_K preparation (see prepareQ4K); nil: PrepareQ4K
+	prepQ4K q4KPrepKernel // the Batch's Q4_K/Q6_K preparation (see prepareQ4K); nil: PrepareQ4K
 }
 
 // Scalar returns the scalar tier: the portable definitions.
@@ -214,7 +214,7 @@ func Scalar() *Tier {
 		Q8_0:    floatRows(DotRowQ8_0),
 		Q4K:     q4KRows,
 		Q5K:     floatRows(DotRowQ5K),
-		Q6K:     floatRows(DotRowQ6K),
+		Q6K:     q6KRows,
 	}
 }
 

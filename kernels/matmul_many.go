@@ -84,7 +84,7 @@ func (t *Tier) matMulMany(p *Pool, jobs []MatMulJob) error {
 		total = j.end()
 	}
 	for i := range jobs {
-		if j := &jobs[i]; j.M.Type == gguf.TypeQ4_K && j.rowCost > 0 {
+		if j := &jobs[i]; (j.M.Type == gguf.TypeQ4_K || j.M.Type == gguf.TypeQ6_K) && j.rowCost > 0 {
 			if err := j.In.prepareWith(p, t.prepQ4K); err != nil {
 				return err
 			}

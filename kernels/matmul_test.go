@@ -23,14 +23,15 @@ func refMatMul(m *Matrix, x []float32, ntok int) []float32 {
 	for t := range ntok {
 		xt := x[t*m.Cols : (t+1)*m.Cols]
 		var in Q4KInput
-		if m.Type == gguf.TypeQ4_K {
+		prepared, ok := preparedDots[m.Type]
+		if ok {
 			if err := PrepareQ4K(&in, xt); err != nil {
 				panic(err)
 			}
 		}
 		for r := range m.Rows {
-			if m.Type == gguf.TypeQ4_K {
-				out[t*m.Rows+r] = DotQ4K(m.Row(r), &in)
+			if ok {
+				out[t*m.Rows+r] = prepared(m.Row(r), &in)
 			} else {
 				out[t*m.Rows+r] = rowDots[m.Type](m.Row(r), xt)
 			}

@@ -63,7 +63,9 @@ func BenchmarkQ6KTileInt(b *testing.B) {
 				}
 				if st.name == "avx512vnni" {
 					names = append(names, "panel")
-					run = append(run, func() { q6KPanelRows(dst, m, &in, 0, rows, q6KPanelBuildAVX512VNNI, q6KPanel4AVX512VNNI) })
+					run = append(run, func() {
+						(&asmKernels{q6KPanelBuild: q6KPanelBuildAVX512VNNI, q6KPanel4: q6KPanel4AVX512VNNI, q6KMemory: newQ6KMemory()}).q6KPanelRows(dst, m, &in, 0, rows)
+					})
 				}
 				var prep Q4KInput
 				b.Run(fmt.Sprintf("%dx%d/tok%d/%s", rows, cols, ntok, st.name), func(b *testing.B) {

@@ -375,8 +375,9 @@ func TestQ6KPanelRows(t *testing.T) {
 				dst[i] = float32(math.NaN())
 			}
 			mid := c.m.Rows/2 | 1
-			q6KPanelRows(dst, c.m, &c.in, 0, mid, build, tile)
-			q6KPanelRows(dst, c.m, &c.in, mid, c.m.Rows, build, tile)
+			a := &asmKernels{q6KPanelBuild: build, q6KPanel4: tile, q6KMemory: newQ6KMemory()}
+			a.q6KPanelRows(dst, c.m, &c.in, 0, mid)
+			a.q6KPanelRows(dst, c.m, &c.in, mid, c.m.Rows)
 			for i, v := range dst {
 				checked++
 				if !sameBits(v, c.want[i]) {

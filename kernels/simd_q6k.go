@@ -6,10 +6,12 @@ import (
 )
 
 // q6KRows is the Q6_K rows kernel of a tier (DotQ6K; the batch is already prepared). A batch
-// of four tokens or more runs in tiles of one weight row against eight tokens and then four
-// (each block's weights decoded and scaled once for the tile), tileRows rows at a time so they
-// stay in cache across the token groups; the tokens left over, and smaller batches, run four
-// weight rows a call where the tier has the kernel (a call runs every group of four of a run:
+// of q6KPanelMinTokens tokens or more runs through panels where the tier has them (sixteen rows
+// decoded once into a panel, every group of four tokens against it); otherwise a batch of four
+// tokens or more runs in tiles of one weight row against eight tokens and then four (each
+// block's weights decoded and scaled once for the tile), tileRows rows at a time so they stay
+// in cache across the token groups. The tokens left over, and smaller batches, run four weight
+// rows a call where the tier has the kernel (a call runs every group of four of a run:
 // decode's whole matrix in one call), then two, then one.
 func (a *asmKernels) q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	nb := in.Cols / kElems
@@ -20,12 +22,17 @@ func (a *asmKernels) q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	if a.q6KTile8 != nil {
 		wide = in.Ntok &^ 7
 	}
+	panels := a.q6KPanel4 != nil && in.Ntok&^3 >= q6KPanelMinTokens
+	if panels {
+		tiled, wide = in.Ntok&^3, 0
+		a.q6KPanelRows(dst, m, in, r0, r1)
+	}
 	var scales *q6KSpanScales
 	if wide > 0 {
-		scales = q6KScaleMemory.Get().(*q6KSpanScales)
-		defer q6KScaleMemory.Put(scales)
+		scales = a.q6KMemory.scales.Get().(*q6KSpanScales)
+		defer a.q6KMemory.scales.Put(scales)
 	}
-	for b0 := r0; b0 < r1 && tiled > 0; b0 += tileRows {
+	for b0 := r0; b0 < r1 && tiled > 0 && !panels; b0 += tileRows {
 		b1 := min(b0+tileRows, r1)
 		for t := 0; t < wide; t += 8 {
 			a.q6KTile8Rows(dst, m, in, t, b0, b1, scales)
@@ -97,9 +104,18 @@ const q6KSpan = 4
 // input t's of block b), as q6KTile8 reads them.
 type q6KSpanScales [8 * q6KSpan]float64
 
-// q6KScaleMemory holds q6KSpanScales for q6KRows: handed to the kernel through a func value,
-// a local array would move to the heap on every call.
-var q6KScaleMemory = sync.Pool{New: func() any { return new(q6KSpanScales) }}
+// q6KMemory holds a tier's Q6_K scratch memory in pools, so that concurrent calls each get
+// their own and a steady stream of calls allocates nothing: the eight-input tiles' interleaved
+// scales (*q6KSpanScales; handed to the kernel through a func value, a local array would move
+// to the heap on every call) and the panels (*q6KPanelScratch).
+type q6KMemory struct{ scales, panels sync.Pool }
+
+func newQ6KMemory() *q6KMemory {
+	return &q6KMemory{
+		scales: sync.Pool{New: func() any { return new(q6KSpanScales) }},
+		panels: sync.Pool{New: func() any { return new(q6KPanelScratch) }},
+	}
+}
 
 // q6KTile8Rows computes rows [b0, b1) (at most tileRows) for tokens t to t+7 with the
 // eight-input kernel, q6KSpan blocks at a time: the float64 sums carry from span to span in
@@ -139,20 +155,18 @@ type q6KPanelScratch struct {
 	y     [4 * 16]float32
 }
 
-// q6KPanelMemory holds the integer Q6_K panels' memory (*q6KPanelScratch), so that concurrent
-// calls each get their own and a steady stream of calls allocates nothing.
-var q6KPanelMemory = sync.Pool{New: func() any { return new(q6KPanelScratch) }}
+// q6KPanelMinTokens is the smallest batch that runs through panels: with 8 tokens a panel
+// only ties the eight-input tiles, from 16 it runs 1.2-1.8x faster (BenchmarkQ6KTileInt).
+const q6KPanelMinTokens = 16
 
 // q6KPanelRows computes rows [r0, r1) for the tokens in groups of four (in.Ntok &^ 3) through
-// the integer Q6_K panel kernels: each run of sixteen rows is written into a panel once by
-// build (decoded, scaled and laid out a row to a lane), and every group of four tokens runs
-// against it through tile, with no decode and no horizontal sum in the inner loop. (Not yet a
-// tier entry: BenchmarkQ6KTileInt and TestQ6KPanelRows call it with the VNNI tier's kernels.)
-func q6KPanelRows(dst []float32, m *Matrix, in *Batch, r0, r1 int,
-	build func(panel []byte, rows [16]*byte, nb int), tile func(panel []byte, in [8]*byte, nb int, y []float32)) {
+// the tier's integer Q6_K panel kernels: each run of sixteen rows is written into a panel once
+// (decoded, scaled and laid out a row to a lane) and every group of four tokens runs against
+// it, with no decode and no horizontal sum in the inner loop.
+func (a *asmKernels) q6KPanelRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	nb := in.Cols / kElems
-	mem := q6KPanelMemory.Get().(*q6KPanelScratch)
-	defer q6KPanelMemory.Put(mem)
+	mem := a.q6KMemory.panels.Get().(*q6KPanelScratch)
+	defer a.q6KMemory.panels.Put(mem)
 	if len(mem.panel) < nb*q6KPanelBlock {
 		mem.panel = make([]byte, nb*q6KPanelBlock)
 	}
@@ -164,7 +178,7 @@ func q6KPanelRows(dst []float32, m *Matrix, in *Batch, r0, r1 int,
 		for r := range w {
 			w[r] = unsafe.SliceData(m.Row(b0 + min(r, rows-1))) // padding lanes repeat the last row
 		}
-		build(panel, w, nb)
+		a.q6KPanelBuild(panel, w, nb)
 		for t := 0; t < tiled; t += 4 {
 			var args [8]*byte
 			for i := range 4 {
@@ -172,7 +186,7 @@ func q6KPanelRows(dst []float32, m *Matrix, in *Batch, r0, r1 int,
 				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
 				args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
 			}
-			tile(panel, args, nb, y)
+			a.q6KPanel4(panel, args, nb, y)
 			for i := range 4 {
 				copy(dst[(t+i)*m.Rows+b0:(t+i)*m.Rows+b0+rows], y[16*i:16*i+rows])
 			}

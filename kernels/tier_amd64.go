@@ -44,12 +44,14 @@ func simdTiers() []*simdTier {
 	avx2.scores, avx512.scores = attendScoresAVX2, attendScoresAVX512
 	for _, a := range []*asmKernels{&avx2, &avx512} {
 		a.expShift, a.swiGLU, a.expTab = expShiftAVX2, swiGLUAVX2, expTable()
+		a.q6KMemory = newQ6KMemory()
 	}
 	avx512.q6KTile4, avx512.q6KTile8 = q6KTile4AVX512, q6KTile8AVX512
 	avx512.q6KPair, avx512.q6KQuad = q6KPairAVX512, q6KRows4AVX512
 	vnni := avx512
 	vnni.q6KPair, vnni.q6KQuad = q6KPairAVX512VNNI, q6KRows4AVX512VNNI
 	vnni.q6KTile4, vnni.q6KTile8 = q6KTile4AVX512VNNI, q6KTile8AVX512VNNI
+	vnni.q6KPanelBuild, vnni.q6KPanel4 = q6KPanelBuildAVX512VNNI, q6KPanel4AVX512VNNI
 	vnni.q4K, vnni.q4K4, vnni.q4K8 = q4KDot2AVX512VNNI, q4KDot4AVX512VNNI, q4KDot8AVX512VNNI
 	vnni.q4Kr4 = q4KRows4AVX512VNNI
 	vnni.q6K, vnni.q6Kx2, vnni.q6Kx4 = lanesQ6KAVX512VNNI, lanes2Q6KAVX512VNNI, lanes4Q6KAVX512VNNI

@@ -13,7 +13,7 @@ import (
 func tierRowDots(a *asmKernels) map[gguf.Type]func(row []byte, x []float32) float32 {
 	return map[gguf.Type]func(row []byte, x []float32) float32{
 		gguf.TypeF32: a.dotRowF32, gguf.TypeF16: a.dotRowF16, gguf.TypeBF16: a.dotRowBF16,
-		gguf.TypeQ8_0: a.dotRowQ8_0, gguf.TypeQ5_K: a.dotRowQ5K, gguf.TypeQ6_K: a.dotRowQ6K,
+		gguf.TypeQ8_0: a.dotRowQ8_0, gguf.TypeQ5_K: a.dotRowQ5K,
 	}
 }
 
@@ -37,7 +37,8 @@ func checkTier(a *asmKernels) (checked, bad int, first string) {
 		}
 	}
 	add(checkQ4K(a.dotQ4K))
-	add(checkQ4KRows(a.q4KRows))
+	add(checkPreparedRows(gguf.TypeQ4_K, a.q4KRows))
+	add(checkPreparedRows(gguf.TypeQ6_K, a.q6KRows))
 	add(checkExpVec(a))
 	add(checkPairRows(a))
 	add(checkPanelRows(a))
@@ -56,7 +57,7 @@ func checkLongRows(a *asmKernels) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(31, 4))
 	scalar := map[gguf.Type]func(row []byte, x []float32) float32{
 		gguf.TypeF32: DotRowF32, gguf.TypeF16: DotRowF16, gguf.TypeBF16: DotRowBF16,
-		gguf.TypeQ8_0: DotRowQ8_0, gguf.TypeQ5_K: DotRowQ5K, gguf.TypeQ6_K: DotRowQ6K,
+		gguf.TypeQ8_0: DotRowQ8_0, gguf.TypeQ5_K: DotRowQ5K,
 	}
 	dots := tierRowDots(a)
 	for _, typ := range supportedTypes {
@@ -153,16 +154,18 @@ func TestTierMatMulMatrix(t *testing.T) {
 	}
 }
 
-// checkQ4KRows runs a Q4_K rows kernel (tiles of four tokens, two rows a call, an odd row
-// alone) over matrices of 1 to 9 rows against batches of 1 to 9 prepared inputs (special magnitudes, NaN and infinity
-// blocks, special scales) and compares every output with DotQ4K.
-func checkQ4KRows(k RowsKernel) (checked, bad int, first string) {
+// checkPreparedRows runs the rows kernel k of typ (Q4_K or Q6_K: tiles of four and eight tokens,
+// panels, four rows and two rows a call, an odd row alone) over matrices of 1 to 9 rows against
+// batches of 1 to 20 prepared inputs (special magnitudes, NaN and infinity blocks, special
+// scales) and compares every output with the definition.
+func checkPreparedRows(typ gguf.Type, k RowsKernel) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(13, 7))
+	randCase := map[gguf.Type]func(*rand.Rand, int, bool, bool) ([]byte, []float32){gguf.TypeQ4_K: randQ4KCase, gguf.TypeQ6_K: randQ6KCase}[typ]
 	for i := range 36 {
-		rows, ntok, blocks := 1+i%9, []int{1, 2, 3, 4, 5, 9}[i%6], 1+i%5
-		m := &Matrix{Type: gguf.TypeQ4_K, Rows: rows, Cols: blocks * kElems}
+		rows, ntok, blocks := 1+i%9, []int{1, 2, 3, 4, 5, 9, 16, 20}[i%8], 1+i%5
+		m := &Matrix{Type: typ, Rows: rows, Cols: blocks * kElems}
 		for range rows {
-			row, _ := randQ4KCase(rng, blocks, false, i%2 == 1)
+			row, _ := randCase(rng, blocks, false, i%2 == 1)
 			m.Data = append(m.Data, row...)
 		}
 		var x []float32
@@ -173,7 +176,20 @@ func checkQ4KRows(k RowsKernel) (checked, bad int, first string) {
 		if i%6 == 5 {
 			x[rng.IntN(len(x))] = float32(math.Inf(1))
 		}
-		if i%8 == 7 { // the largest integer sums: every q 15, every scale and min 63, |X| at its bound
+		if i%8 == 7 && typ == gguf.TypeQ6_K { // the largest integer sums: every weight word 4096 (q 0, scale −128), |X| at its bound
+			for b := 0; b < len(m.Data); b += q6KBytes {
+				for k := range 192 {
+					m.Data[b+k] = 0
+				}
+				for k := 192; k < 208; k++ {
+					m.Data[b+k] = 0x80
+				}
+			}
+			for k := range x {
+				x[k] = float32(1-2*(k/kElems%2)) * 1.9427
+			}
+		}
+		if i%8 == 7 && typ == gguf.TypeQ4_K { // the largest integer sums: every q 15, every scale and min 63, |X| at its bound
 			for b := 0; b < len(m.Data); b += q4KBytes {
 				for k := 4; k < q4KBytes; k++ {
 					m.Data[b+k] = 0xff
@@ -194,11 +210,11 @@ func checkQ4KRows(k RowsKernel) (checked, bad int, first string) {
 		k(got, m, &in, 0, rows)
 		for t := range ntok {
 			for r := range rows {
-				want := DotQ4K(m.Row(r), &in.q4k[t])
+				want := preparedDots[typ](m.Row(r), &in.q4k[t])
 				checked++
 				if g := got[t*rows+r]; !sameBits(g, want) {
 					if bad == 0 {
-						first = fmt.Sprintf("Q4_K rows case %d, row %d of %d, token %d: got %g, DotQ4K %g", i, r, rows, t, g, want)
+						first = fmt.Sprintf("%v rows case %d, row %d of %d, token %d: got %g, definition %g", typ, i, r, rows, t, g, want)
 					}
 					bad++
 				}
@@ -215,7 +231,7 @@ func checkQ4KRows(k RowsKernel) (checked, bad int, first string) {
 func checkPairRows(a *asmKernels) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(17, 9))
 	tier := (&simdTier{asm: *a}).tier()
-	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
 		k, err := tier.Kernel(typ)
 		if err != nil {
 			return checked, bad + 1, err.Error()

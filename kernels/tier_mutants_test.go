@@ -179,15 +179,12 @@ func TestTierMutantsDetected(t *testing.T) {
 		{"F32 lanes 3 and 12 swapped", func(a *asmKernels) { a.f32 = mutantLanesSwapped(a.f32) }},
 		{"F16 lanes 3 and 12 swapped", func(a *asmKernels) { a.f16 = mutantLanesSwapped(a.f16) }},
 		{"BF16 lanes 3 and 12 swapped", func(a *asmKernels) { a.bf16 = mutantLanesSwapped(a.bf16) }},
-		{"Q6_K lanes 3 and 12 swapped", func(a *asmKernels) { a.q6K = mutantLanesSwapped(a.q6K) }},
 		{"Q8_0 scale applied after the product", func(a *asmKernels) { a.q8_0 = mutantLanesQ8_0Unscaled }},
 		{"F32 pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f32x2 = mutantLanes2Swapped(a.f32x2) }},
 		{"Q8_0 pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0x2 = mutantLanes2Swapped(a.q8_0x2) }},
-		{"Q6_K pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q6Kx2 = mutantLanes2Swapped(a.q6Kx2) }},
 		{"F16 pair, second row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f16x2 = mutantLanes2Swapped(a.f16x2) }},
 		{"F32 tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.f32x4 = mutantLanes4Swapped(a.f32x4) }},
 		{"Q8_0 tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0x4 = mutantLanes4Swapped(a.q8_0x4) }},
-		{"Q6_K tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.q6Kx4 = mutantLanes4Swapped(a.q6Kx4) }},
 		{"BF16 tile, third token's lanes 3 and 12 swapped", func(a *asmKernels) { a.bf16x4 = mutantLanes4Swapped(a.bf16x4) }},
 		{"vector Exp of the unrounded difference x − shift", func(a *asmKernels) {
 			k := a.expShift
@@ -269,12 +266,65 @@ func TestTierMutantsDetected(t *testing.T) {
 		}},
 		{"Q8_0 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0r4 = mutantLanesRows4Swapped(a.q8_0r4) }},
 		{"F16 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f16r4 = mutantLanesRows4Swapped(a.f16r4) }},
-		{"Q6_K four rows (two where the tier has no four), third row's lanes 3 and 12 swapped", func(a *asmKernels) {
-			if a.q6Kr4 == nil {
-				a.q6Kx2 = mutantLanes2Swapped(a.q6Kx2)
+		{"Q6_K two-row results swapped", func(a *asmKernels) {
+			k := a.q6KPair
+			a.q6KPair = func(w0, w1 []byte, digits []int16, scale []float64) [2]float32 {
+				y := k(w0, w1, digits, scale)
+				return [2]float32{y[1], y[0]}
+			}
+		}},
+		{"Q6_K four rows (two where the tier has no four), rows 1 and 3 swapped", func(a *asmKernels) {
+			if a.q6KQuad == nil {
+				k := a.q6KPair
+				a.q6KPair = func(w0, w1 []byte, digits []int16, scale []float64) [2]float32 {
+					y := k(w0, w1, digits, scale)
+					return [2]float32{y[1], y[0]}
+				}
 				return
 			}
-			a.q6Kr4 = mutantLanesRows4Swapped(a.q6Kr4)
+			k := a.q6KQuad
+			a.q6KQuad = func(w []byte, rb int, digits []int16, scale []float64, dst []float32) {
+				k(w, rb, digits, scale, dst)
+				for g := 0; g+4 <= len(dst); g += 4 {
+					dst[g+1], dst[g+3] = dst[g+3], dst[g+1]
+				}
+			}
+		}},
+		{"Q6_K tile, second and fourth tokens swapped", func(a *asmKernels) {
+			a.q6KPanel4, a.q6KTile8 = nil, nil // the four-input tiles run every group (q6k_tile_int_test.go mutates the others)
+			k := a.q6KTile4
+			a.q6KTile4 = func(w []byte, in [8]*byte, nb int) [4]float32 {
+				y := k(w, in, nb)
+				y[1], y[3] = y[3], y[1]
+				return y
+			}
+		}},
+		{"Q6_K panel, tokens 0 and 2 swapped", func(a *asmKernels) {
+			if a.q6KPanel4 == nil && a.q6KTile8 == nil { // neither: break the four-input tile
+				k := a.q6KTile4
+				a.q6KTile4 = func(w []byte, in [8]*byte, nb int) [4]float32 {
+					y := k(w, in, nb)
+					y[0], y[2] = y[2], y[0]
+					return y
+				}
+				return
+			}
+			if a.q6KPanel4 == nil { // no panel in this tier: break the eight-input tile instead
+				k := a.q6KTile8
+				a.q6KTile8 = func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64 {
+					y = k(w, in, scales, y)
+					y[0], y[2] = y[2], y[0]
+					return y
+				}
+				return
+			}
+			k := a.q6KPanel4
+			a.q6KPanel4 = func(panel []byte, in [8]*byte, nb int, y []float32) {
+				k(panel, in, nb, y)
+				for r := range 16 {
+					y[r], y[32+r] = y[32+r], y[r]
+				}
+			}
 		}},
 		{"panel tiles, tokens 0 and 1 swapped", func(a *asmKernels) { a.panel = mutantPanelTiles(a.panel, true, false) }},
 		{"panel tiles, phases joined left to right", func(a *asmKernels) { a.panel = mutantPanelTiles(a.panel, false, true) }},
