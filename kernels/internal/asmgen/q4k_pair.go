@@ -78,17 +78,19 @@ func q4KPairKernel(s isa, vnni bool, name string) {
 	k.scale = Load(Param("scale").Base(), GP64())
 	n := Load(Param("scale").Len(), GP64())
 	k.words = AllocLocal(64)
-	spread := GLOBL(name+"_spread", RODATA|NOPTR)
-	for p := range 64 { // byte p: bytes 0 and 2 of dword j of row r take sc_j (byte 16r+j of sm)
-		DATA(p, U8(16*(p/32)+p%32/4))
+	if vnni { // the byte permute of VBMI, which the avx512vnni tier assumes (see unpack)
+		spread := GLOBL(name+"_spread", RODATA|NOPTR)
+		for p := range 64 { // byte p: bytes 0 and 2 of dword j of row r take sc_j (byte 16r+j of sm)
+			DATA(p, U8(16*(p/32)+p%32/4))
+		}
+		lowBytes := GLOBL(name+"_lowBytes", RODATA|NOPTR)
+		for i := range 16 {
+			DATA(4*i, U32(0x00ff00ff))
+		}
+		k.spread, k.lowBytes = ZMM(), ZMM()
+		VMOVDQU32(spread, k.spread)
+		VMOVDQU32(lowBytes, k.lowBytes)
 	}
-	lowBytes := GLOBL(name+"_lowBytes", RODATA|NOPTR)
-	for i := range 16 {
-		DATA(4*i, U32(0x00ff00ff))
-	}
-	k.spread, k.lowBytes = ZMM(), ZMM()
-	VMOVDQU32(spread, k.spread)
-	VMOVDQU32(lowBytes, k.lowBytes)
 	k.mask = broadcast(s, 0x000f000f)
 	k.digit = ZMM()
 	VBROADCASTSD(s.f64Digit, k.digit)
@@ -145,7 +147,7 @@ type q4KPair struct {
 	words                              Mem            // row r's scales as dwords (the word twice) at 32r
 	mask                               reg.VecVirtual // 0x000f in every word
 	digit                              reg.VecVirtual // float64 65536
-	spread, lowBytes                   reg.VecVirtual // VPERMB indices and mask of the dword scales
+	spread, lowBytes                   reg.VecVirtual // VPERMB indices and mask of the dword scales (VNNI tier)
 	y                                  reg.VecVirtual // row 0's sum in float64 lane 0, row 1's in lane 4
 }
 
@@ -192,8 +194,16 @@ func (k *q4KPair) unpack(b q4KBlockRegs) {
 	// load (a word broadcast costs a shuffle too). 32-byte stores: the loads forward from them
 	// (a 64-byte store does not forward, and stalls).
 	sw := ZMM()
-	VPERMB(b.sm.AsZ(), k.spread, sw)
-	VPANDD(k.lowBytes, sw, sw)
+	if k.vnni {
+		VPERMB(b.sm.AsZ(), k.spread, sw)
+		VPANDD(k.lowBytes, sw, sw)
+	} else {
+		// Without VBMI (Skylake-X to Cooper Lake have AVX-512 but no VPERMB): doubling each
+		// byte in its lane and widening the bytes to words gives the same dwords.
+		sc := YMM()
+		VPUNPCKLBW(b.sm, b.sm, sc) // sc_0 sc_0 sc_1 sc_1 ... sc_7 sc_7, a row a lane
+		VPMOVZXBW(sc, sw)
+	}
 	VMOVDQU32(sw.AsY(), k.words)
 	x := YMM()
 	VEXTRACTI64X4(U8(1), sw, x)

@@ -31,7 +31,8 @@ import (
 //   - Each digit register is loaded once for the four rows.
 //   - The four block heads go into the four 128-bit lanes of one register and are unpacked
 //     with the byte shuffles of q4KPairKernel (q4KScaleTables, in both 256-bit halves); two
-//     byte permutes spread the scales to dwords, stored. The nibble words are scaled by a
+//     byte permutes (VBMI's VPERMB in the VNNI variant; in-lane VPSHUFB in the other, whose
+//     CPUs may lack VBMI) spread the scales to dwords, stored. The nibble words are scaled by a
 //     dword multiply with the scale broadcast from memory (VPMULLD's embedded broadcast): it
 //     scales both words of each dword, since sc·q <= 945 never carries into the high word, and
 //     takes one instruction where a word multiply takes two (a broadcast and the multiply;
@@ -69,20 +70,54 @@ func q4KRows4Kernel(s isa, vnni bool) {
 	Doc(name + " stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.")
 	k := q4KRows4{s: s, vnni: vnni}
 	pick, pickHigh, pickTop, keep, top := q4KScaleTables(name)
-	spread := GLOBL(name+"_spread", RODATA|NOPTR)
-	for p := range 128 { // dword j of row r takes sc_j (byte 16r+j of the unpacked heads); a mask keeps byte 0
-		DATA(p, U8(16*(p/32)+p%32/4))
-	}
 	// The mins as dwords, two rows a register, laid out so that one interleave with the float64
 	// magic turns them into the layout of T's partial sums (see end): dword 4l+k of register i
 	// holds m_{2l} of row 2i+k for k < 2 and m_{2l+1} of row 2i+k-2 for k >= 2; m_j of row r is
 	// byte 16r+8+j of the unpacked heads.
-	mins := GLOBL(name+"_mins", RODATA|NOPTR)
-	for i := range 2 {
+	var spread, mins Mem
+	if vnni { // VBMI's byte permutes, which the avx512vnni tier assumes
+		spread = GLOBL(name+"_spread", RODATA|NOPTR)
+		for p := range 128 { // dword j of row r takes sc_j (byte 16r+j of the unpacked heads); a mask keeps byte 0
+			DATA(p, U8(16*(p/32)+p%32/4))
+		}
+		mins = GLOBL(name+"_mins", RODATA|NOPTR)
+		for i := range 2 {
+			for p := range 64 {
+				l, k := p/16, p%16/4
+				r, j := 2*i+k%2, 2*l+k/2
+				DATA(64*i+p, U8(16*r+8+j))
+			}
+		}
+	} else {
+		// Without VBMI (AVX-512 before Ice Lake has no VPERMB), in-lane byte shuffles (an
+		// index of 0x80 gives a zero byte) and a qword permute do the same work. Register i
+		// of the scales takes sc_{4i+j} of row r into dword 4r+j: its own row's lane.
+		spread = GLOBL(name+"_spread", RODATA|NOPTR)
+		for i := range 2 {
+			for p := range 64 {
+				b := byte(0x80)
+				if p%4 == 0 {
+					b = byte(4*i + p%16/4)
+				}
+				DATA(64*i+p, U8(b))
+			}
+		}
+		// Register i of the mins: the qword permute puts the mins of rows 2i and 2i+1 (qwords
+		// 4i+1 and 4i+3 of the heads) in every 128-bit lane, then the shuffle (minsShuffle)
+		// takes m_{2l} and m_{2l+1} of both into dwords 4l..4l+3 in lane l.
+		mins = GLOBL(name+"_mins", RODATA|NOPTR)
+		for i := range 2 {
+			for q := range 8 {
+				DATA(64*i+8*q, U64(uint64(4*i+1+2*(q%2))))
+			}
+		}
+		k.minsShuffle = GLOBL(name+"_minsShuffle", RODATA|NOPTR)
 		for p := range 64 {
-			l, k := p/16, p%16/4
-			r, j := 2*i+k%2, 2*l+k/2
-			DATA(64*i+p, U8(16*r+8+j))
+			l, d, b := p/16, p%16/4, byte(0x80) // dword d of lane l
+			if p%4 == 0 {
+				b = byte(8*(d%2) + 2*l + d/2)
+			}
+			DATA(p, U8(b))
 		}
 	}
 	k.consts = q4KRows4Constants(name)
@@ -137,10 +172,12 @@ func q4KRows4Kernel(s isa, vnni bool) {
 	VMOVDQU32(heads, k.heads.AsX())
 	k.mask = broadcast(s, 0x000f000f)
 	k.y, k.dig = ZMM(), GP64()
-	k.low = K()
-	bits := GP64()
-	MOVQ(U64(0x1111111111111111), bits) // byte 0 of each dword
-	KMOVQ(bits, k.low)
+	if vnni {
+		k.low = K()
+		bits := GP64()
+		MOVQ(U64(0x1111111111111111), bits) // byte 0 of each dword
+		KMOVQ(bits, k.low)
+	}
 
 	// Rows of no blocks: every result is +0.
 	TESTQ(n, n)
@@ -249,14 +286,15 @@ type q4KRows4 struct {
 	ahead       reg.Register      // the prefetch stream's distance from w
 	dig, off    reg.Register      // the input's digits at the current block; see off's comment
 	sums, scale Mem               // the input's sums and scale at the current block
-	words       Mem               // two blocks' scales as dwords: row r's at 32r, and 128 on
+	words       Mem               // two blocks' scales as dwords (see scaleAt), and 128 on
 	tables      [5]reg.VecVirtual // q4KScaleTables in both 256-bit halves: pick, pickHigh, pickTop, keep, top
-	spread      [2]reg.VecVirtual // VPERMB indices of the scale dwords, rows 0-1 and 2-3
-	mins        [2]reg.VecVirtual // VPERMB indices of the min dwords, rows 0-1 and 2-3
+	spread      [2]reg.VecVirtual // the scale dwords' VPERMB indices, rows 0-1 and 2-3 (VNNI), or VPSHUFB indices, sc_0..3 and sc_4..7
+	mins        [2]reg.VecVirtual // the min dwords' VPERMB indices (VNNI) or VPERMQ indices, rows 0-1 and 2-3
+	minsShuffle Mem               // without VNNI, the VPSHUFB indices of the min dwords
 	heads       reg.VecVirtual    // VPERMD indices of the four rows' d and dmin
 	consts      q4KRows4Consts    // the block end's constants in memory
 	mask        reg.VecVirtual    // 0x000f in every word
-	low         reg.OpmaskVirtual // byte 0 of each dword
+	low         reg.OpmaskVirtual // byte 0 of each dword (VNNI)
 	y           reg.VecVirtual    // row r's sum in float64 lane 2r
 }
 
@@ -303,7 +341,11 @@ func (k *q4KRows4) unpack(b q4KRows4Block, base reg.Register, disp int) {
 	// 32-byte stores: the broadcast loads forward from them (a 64-byte store measured slower).
 	for i := range 2 {
 		sw := ZMM()
-		VPERMB_Z(sm, k.spread[i], k.low, sw)
+		if k.vnni {
+			VPERMB_Z(sm, k.spread[i], k.low, sw)
+		} else {
+			VPSHUFB(k.spread[i], sm, sw)
+		}
 		VMOVDQU32(sw.AsY(), k.words.Offset(b.words+64*i))
 		VEXTRACTI64X4(U8(1), sw, k.words.Offset(b.words+64*i+32))
 	}
@@ -332,8 +374,8 @@ func (k *q4KRows4) products(words int, mid func()) (lo, hi [4]reg.VecVirtual) {
 			VPSRLW(U8(4), q, q)
 			// A dword multiply by the scale scales both words of each dword: sc·q <= 945
 			// never carries into the high word.
-			VPMULLD_BCST(k.words.Offset(words+32*r+4*(2*c)), ql, ql)
-			VPMULLD_BCST(k.words.Offset(words+32*r+4*(2*c+1)), q, q)
+			VPMULLD_BCST(k.scaleAt(words, r, 2*c), ql, ql)
+			VPMULLD_BCST(k.scaleAt(words, r, 2*c+1), q, q)
 			for i, p := range []struct{ q, acc reg.VecVirtual }{{ql, lo[r]}, {ql, hi[r]}, {q, lo[r]}, {q, hi[r]}} {
 				if c == 0 && i < 2 { // the first products start the sums
 					VPMADDWD(d[i], p.q, p.acc)
@@ -344,6 +386,16 @@ func (k *q4KRows4) products(words int, mid func()) (lo, hi [4]reg.VecVirtual) {
 		}
 	}
 	return lo, hi
+}
+
+// scaleAt returns the address of the dword sc_j of row r among the scales stored at words:
+// row r's eight at 32r with VNNI (VPERMB's layout), sc_j at 64(j/4) + 16r + 4(j%4) without
+// (the in-lane shuffles' layout, each row in its heads' lane).
+func (k *q4KRows4) scaleAt(words, r, j int) Mem {
+	if k.vnni {
+		return k.words.Offset(words + 32*r + 4*j)
+	}
+	return k.words.Offset(words + 64*(j/4) + 16*r + 4*(j%4))
 }
 
 // q4KRows4Consts holds the memory constants of the block end (see end).
@@ -426,7 +478,12 @@ func (k *q4KRows4) end(head, sm reg.VecVirtual, lo, hi [4]reg.VecVirtual) {
 	VPERMILPD(U8(0xff), k.sums, so)
 	for i := range 2 {
 		md := ZMM()
-		VPERMB_Z(sm, k.mins[i], k.low, md)
+		if k.vnni {
+			VPERMB_Z(sm, k.mins[i], k.low, md)
+		} else {
+			VPERMQ(sm, k.mins[i], md)
+			VPSHUFB(k.minsShuffle, md, md)
+		}
 		me, mo := ZMM(), ZMM()
 		VPUNPCKLDQ_BCST(c.magic, md, me)
 		VPUNPCKHDQ_BCST(c.magic, md, mo)

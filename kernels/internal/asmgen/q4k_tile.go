@@ -43,13 +43,16 @@ func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 		Doc(name + " returns DotQ4K of the Q4_K row w against four prepared inputs.")
 	}
 	pick, pickHigh, pickTop, keep, top := q4KScaleTables(name)
-	spread := GLOBL(name+"_spread", RODATA|NOPTR)
-	for p := range 32 { // bytes 0 and 2 of dword j take sc_j (byte j of the unpacked scales)
-		DATA(p, U8(p/4))
-	}
-	lowBytes := GLOBL(name+"_lowBytes", RODATA|NOPTR)
-	for i := range 8 {
-		DATA(4*i, U32(0x00ff00ff))
+	var spread, lowBytes Mem
+	if vnni { // the byte permute of VBMI, which the avx512vnni tier assumes
+		spread = GLOBL(name+"_spread", RODATA|NOPTR)
+		for p := range 32 { // bytes 0 and 2 of dword j take sc_j (byte j of the unpacked scales)
+			DATA(p, U8(p/4))
+		}
+		lowBytes = GLOBL(name+"_lowBytes", RODATA|NOPTR)
+		for i := range 8 {
+			DATA(4*i, U32(0x00ff00ff))
+		}
 	}
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
@@ -67,9 +70,12 @@ func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 	mask := broadcast(s, 0x000f000f)
 	digit := ZMM()
 	VBROADCASTSD(s.f64Digit, digit)
-	sp, lb := YMM(), YMM()
-	VMOVDQU32(spread, sp)
-	VMOVDQU32(lowBytes, lb)
+	var sp, lb reg.VecVirtual
+	if vnni {
+		sp, lb = YMM(), YMM()
+		VMOVDQU32(spread, sp)
+		VMOVDQU32(lowBytes, lb)
+	}
 	y := make([]reg.VecVirtual, inputs/2) // inputs 2p and 2p+1 in float64 lanes 0 and 4 of y[p]
 	for p := range y {
 		y[p] = ZMM()
@@ -101,8 +107,16 @@ func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 	VPSHUFB(pickTop, t, t)
 	VPTERNLOGD(U8(0xf8), top, t, sm) // sm | (t & top)
 	sw := YMM()
-	VPERMB(sm.AsY(), sp, sw)
-	VPANDD(lb, sw, sw)
+	if vnni {
+		VPERMB(sm.AsY(), sp, sw)
+		VPANDD(lb, sw, sw)
+	} else {
+		// Without VBMI (Skylake-X to Cooper Lake have AVX-512 but no VPERMB): doubling each
+		// byte and widening the bytes to words gives the same dwords.
+		sc := XMM()
+		VPUNPCKLBW(sm, sm, sc) // sc_0 sc_0 sc_1 sc_1 ... sc_7 sc_7
+		VPMOVZXBW(sc, sw)
+	}
 	VMOVDQU32(sw, words)
 
 	lo, hi := make([]reg.VecVirtual, inputs), make([]reg.VecVirtual, inputs)
