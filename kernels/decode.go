@@ -121,23 +121,3 @@ func decodeQ5K(dst *[kElems]float32, b []byte) {
 		}
 	}
 }
-
-// decodeQ6K dequantizes one Q6_K block (128 bytes low nibbles, 64 bytes high bit pairs, 16 int8
-// scales, f16 d last): w = (d·sc)·(q − 32), each product rounded (both exact).
-func decodeQ6K(dst *[kElems]float32, b []byte) {
-	b = b[:q6KBytes]
-	ql, qh, sc := b[0:128], b[128:192], b[192:208]
-	d := half(b[208:])
-	for h := range 2 {
-		for c := range 4 {
-			lowBytes := ql[64*h+32*(c&1):]
-			shift := 4 * (c >> 1)
-			for l := range 32 {
-				i := 128*h + 32*c + l
-				q := int(lowBytes[l]>>shift&15) | int(qh[32*h+l]>>(2*c)&3)<<4
-				ds := float32(d * float32(int8(sc[i/16])))
-				dst[i] = float32(ds * float32(q-32))
-			}
-		}
-	}
-}

@@ -82,30 +82,30 @@ type simdTier struct {
 }
 
 // asmKernels are the vector inner loops of a tier. The lanes kernels continue the 16 contract
-// lanes l over the whole units of a weight row w (a group of 16 floats or halves, a Q8_0 or Q6_K
-// block) against x; sum adds whole groups of 16 values; q4K computes DotQ4K of two Q4_K rows w0
-// and w1 (the same row twice for one) against a prepared input, given its q4KWide digits and
-// sums and its block scales: the whole definition, float64 steps included. Each must leave bits
-// exactly where the scalar definition does; the Go around them handles tails and the join.
+// lanes l over the whole units of a weight row w (a group of 16 floats or halves, a Q8_0 block)
+// against x; sum adds whole groups of 16 values; q4K computes DotQ4K of two Q4_K rows w0 and w1
+// (the same row twice for one) against a prepared input, given its q4KWide digits and sums and
+// its block scales: the whole definition, float64 steps included. Each must leave bits exactly
+// where the scalar definition does; the Go around them handles tails and the join.
 type asmKernels struct {
-	f32, f16, bf16, q8_0, q6K func(l [16]float32, w []byte, x []float32) [16]float32
+	f32, f16, bf16, q8_0 func(l [16]float32, w []byte, x []float32) [16]float32
 	// The lanes, from +0, of two weight rows against one x: [0] over w0, [1] over w1.
-	f32x2, f16x2, bf16x2, q8_0x2, q6Kx2 func(w0, w1 []byte, x []float32) [2][16]float32
+	f32x2, f16x2, bf16x2, q8_0x2 func(w0, w1 []byte, x []float32) [2][16]float32
 	// The lanes, from +0, of one weight row against four input rows x[t·stride:], t < 4: [t]
 	// over row t, each weight decoded once for the four.
-	f32x4, f16x4, bf16x4, q8_0x4, q6Kx4 func(w []byte, x []float32, stride int) [4][16]float32
+	f32x4, f16x4, bf16x4, q8_0x4 func(w []byte, x []float32, stride int) [4][16]float32
 	// The lanes, from +0, of four weight rows against one x: w holds the rows one after another
 	// (len(w)/4 bytes each), [i] is row i's. Nil where the tier has too few registers for
 	// four rows' lanes and a decode (AVX2); the rows kernel then runs two rows a call.
-	f32r4, f16r4, bf16r4, q8_0r4, q6Kr4 func(w []byte, x []float32) [4][16]float32
+	f32r4, f16r4, bf16r4, q8_0r4 func(w []byte, x []float32) [4][16]float32
 	// panel holds the "sixteen rows in sixteen lanes" tiles of prompt batches (see panel.go);
 	// nil where the tier has none.
 	panel *panelTiles
 	// The panel row writers of the float-lane types and the panel packer (see panelRows).
-	panelF32, panelF16, panelBF16, panelQ8_0, panelQ6K func(rows []float32, w []byte, r, ahead int)
-	panelPack                                          func(panel, rows []float32, groups, stride int)
-	sum                                                func(l [16]float32, v []float32) [16]float32
-	q4K                                                func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
+	panelF32, panelF16, panelBF16, panelQ8_0 func(rows []float32, w []byte, r, ahead int)
+	panelPack                                func(panel, rows []float32, groups, stride int)
+	sum                                      func(l [16]float32, v []float32) [16]float32
+	q4K                                      func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
 	// q4Kr4 stores in dst DotQ4K of len(dst) Q4_K rows (len(dst)/4 groups of four) against one
 	// prepared input: w holds the rows one after another (rowBytes each, len(scale) blocks of
 	// each read). Nil where the tier has too few registers (AVX2); decode then runs two rows a

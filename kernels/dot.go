@@ -70,14 +70,3 @@ func DotRowQ5K(row []byte, x []float32) float32 {
 	}
 	return l.Sum()
 }
-
-// DotRowQ6K is the dot of a row of Q6_K blocks with x; the weights are (d·sc)·(q − 32).
-func DotRowQ6K(row []byte, x []float32) float32 {
-	var l Lanes
-	var w [kElems]float32
-	for b, k := 0, 0; b+q6KBytes <= len(row); b, k = b+q6KBytes, k+kElems {
-		decodeQ6K(&w, row[b:])
-		l.AddProducts(w[:], x[k:])
-	}
-	return l.Sum()
-}

@@ -62,21 +62,6 @@ func lanes2Q8_0AVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
 //go:noescape
 func lanes4Q8_0AVX2(w []byte, x []float32, stride int) [4][16]float32
 
-// lanesQ6KAVX2 continues the lanes l with the products of the len(w)/210 whole units of w with x.
-//
-//go:noescape
-func lanesQ6KAVX2(l [16]float32, w []byte, x []float32) [16]float32
-
-// lanes2Q6KAVX2 returns the lanes of the products of the len(w0)/210 whole units of w0 and of as many of w1 with x.
-//
-//go:noescape
-func lanes2Q6KAVX2(w0 []byte, w1 []byte, x []float32) [2][16]float32
-
-// lanes4Q6KAVX2 returns the lanes of the products of the len(w)/210 whole units of w with the rows x[t·stride:], t < 4.
-//
-//go:noescape
-func lanes4Q6KAVX2(w []byte, x []float32, stride int) [4][16]float32
-
 // sumLanesAVX2 continues the lanes l with the len(v)/16 whole groups of v.
 //
 //go:noescape
@@ -162,50 +147,10 @@ func lanes4Q8_0AVX512(w []byte, x []float32, stride int) [4][16]float32
 //go:noescape
 func lanesRows4Q8_0AVX512(w []byte, x []float32) [4][16]float32
 
-// lanesQ6KAVX512 continues the lanes l with the products of the len(w)/210 whole units of w with x.
-//
-//go:noescape
-func lanesQ6KAVX512(l [16]float32, w []byte, x []float32) [16]float32
-
-// lanes4Q6KAVX512 returns the lanes of the products of the len(w)/210 whole units of w with the rows x[t·stride:], t < 4.
-//
-//go:noescape
-func lanes4Q6KAVX512(w []byte, x []float32, stride int) [4][16]float32
-
 // sumLanesAVX512 continues the lanes l with the len(v)/16 whole groups of v.
 //
 //go:noescape
 func sumLanesAVX512(l [16]float32, v []float32) [16]float32
-
-// lanes2Q6KAVX512 returns the lanes of the products of the len(w0)/210 whole Q6_K blocks of w0 and of as many of w1 with x.
-//
-//go:noescape
-func lanes2Q6KAVX512(w0 []byte, w1 []byte, x []float32) [2][16]float32
-
-// lanesRows4Q6KAVX512 returns the lanes of the products of the whole Q6_K blocks of the four rows of w (len(w)/4 bytes each) with x.
-//
-//go:noescape
-func lanesRows4Q6KAVX512(w []byte, x []float32) [4][16]float32
-
-// lanesQ6KAVX512VNNI continues the lanes l with the products of the len(w)/210 whole units of w with x.
-//
-//go:noescape
-func lanesQ6KAVX512VNNI(l [16]float32, w []byte, x []float32) [16]float32
-
-// lanes2Q6KAVX512VNNI returns the lanes of the products of the len(w0)/210 whole Q6_K blocks of w0 and of as many of w1 with x.
-//
-//go:noescape
-func lanes2Q6KAVX512VNNI(w0 []byte, w1 []byte, x []float32) [2][16]float32
-
-// lanes4Q6KAVX512VNNI returns the lanes of the products of the len(w)/210 whole units of w with the rows x[t·stride:], t < 4.
-//
-//go:noescape
-func lanes4Q6KAVX512VNNI(w []byte, x []float32, stride int) [4][16]float32
-
-// lanesRows4Q6KAVX512VNNI returns the lanes of the products of the whole Q6_K blocks of the four rows of w (len(w)/4 bytes each) with x.
-//
-//go:noescape
-func lanesRows4Q6KAVX512VNNI(w []byte, x []float32) [4][16]float32
 
 // q6KTile4AVX512 returns DotQ6K of the Q6_K row w against four prepared inputs.
 //
@@ -496,11 +441,6 @@ func panelRowBF16AVX512(rows []float32, w []byte, r int, ahead int)
 //
 //go:noescape
 func panelRowQ8_0AVX512(rows []float32, w []byte, r int, ahead int)
-
-// panelRowQ6KAVX512 writes the weights of the whole 210-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).
-//
-//go:noescape
-func panelRowQ6KAVX512(rows []float32, w []byte, r int, ahead int)
 
 // panelPackAVX512 transposes 16 rows grouped by 16 elements into a panel (see panelPackKernel).
 //

@@ -204,8 +204,8 @@ func TestMatMulNoAllocs(t *testing.T) {
 		t.Errorf("PrepareQ4K into a prepared input: %.1f allocations, want 0", a)
 	}
 	row := randRow(rng, gguf.TypeQ6_K, 1024, false)
-	if a := testing.AllocsPerRun(50, func() { _ = DotRowQ6K(row, x) }); a != 0 {
-		t.Errorf("DotRowQ6K: %.1f allocations, want 0", a)
+	if a := testing.AllocsPerRun(50, func() { _ = DotQ6K(row, &in) }); a != 0 {
+		t.Errorf("DotQ6K: %.1f allocations, want 0", a)
 	}
 	_ = math.Pi
 }

@@ -22,37 +22,35 @@ func BenchmarkTierPanel(b *testing.B) {
 	a := st.asm
 	tier := st.tier()
 	rng := rand.New(rand.NewPCG(13, 14))
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ6_K} {
-		lanes := map[gguf.Type]laneRows{
-			gguf.TypeQ8_0: {a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes},
-			gguf.TypeQ6_K: {a.q6Kx4, nil, a.q6Kx2, a.dotRowQ6K, q6KBytes},
-		}[typ]
-		panel, err := tier.Kernel(typ)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, shape := range []struct{ rows, cols int }{{1024, 2048}, {2048, 1024}} {
-			m := randMatrix(rng, typ, shape.rows, shape.cols)
-			for _, ntok := range []int{8, 16, 64, 512} {
-				x := randFloats(rng, ntok*shape.cols, false, false)
-				in := Batch{X: x, Ntok: ntok, Cols: shape.cols}
-				dst := make([]float32, ntok*shape.rows)
-				for _, v := range []struct {
-					name string
-					k    RowsKernel
-				}{{"lanes", lanes.kernel}, {"panel", panel}, {"panel-again", panel}} {
-					b.Run(fmt.Sprintf("%v/%dx%d/tok%d/%s", typ, shape.rows, shape.cols, ntok, v.name), func(b *testing.B) {
-						runtime.LockOSThread()
-						defer runtime.UnlockOSThread()
-						start := threadCPUTime()
-						for b.Loop() {
-							v.k(dst, m, &in, 0, shape.rows)
-						}
-						if cpu := threadCPUTime() - start; cpu > 0 {
-							b.ReportMetric(2*float64(shape.rows*shape.cols*ntok)*float64(b.N)/float64(cpu), "cpuGFLOP/s")
-						}
-					})
-				}
+	// Q8_0 is the one quantized type the float-lane panels serve (Q4_K and Q6_K rows are integer
+	// definitions on prepared inputs, with panels of their own).
+	typ := gguf.TypeQ8_0
+	lanes := laneRows{a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}
+	panel, err := tier.Kernel(typ)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, shape := range []struct{ rows, cols int }{{1024, 2048}, {2048, 1024}} {
+		m := randMatrix(rng, typ, shape.rows, shape.cols)
+		for _, ntok := range []int{8, 16, 64, 512} {
+			x := randFloats(rng, ntok*shape.cols, false, false)
+			in := Batch{X: x, Ntok: ntok, Cols: shape.cols}
+			dst := make([]float32, ntok*shape.rows)
+			for _, v := range []struct {
+				name string
+				k    RowsKernel
+			}{{"lanes", lanes.kernel}, {"panel", panel}, {"panel-again", panel}} {
+				b.Run(fmt.Sprintf("%v/%dx%d/tok%d/%s", typ, shape.rows, shape.cols, ntok, v.name), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					start := threadCPUTime()
+					for b.Loop() {
+						v.k(dst, m, &in, 0, shape.rows)
+					}
+					if cpu := threadCPUTime() - start; cpu > 0 {
+						b.ReportMetric(2*float64(shape.rows*shape.cols*ntok)*float64(b.N)/float64(cpu), "cpuGFLOP/s")
+					}
+				})
 			}
 		}
 	}

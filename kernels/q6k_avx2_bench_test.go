@@ -12,17 +12,15 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 )
 
-// BenchmarkQ6KAVX2 races the AVX2 kernels of the integer Q6_K definition (DotQ6K) against the
-// float-lane AVX2 kernels they replace, on OLMoE's expert shapes (2048×1024 and 1024×2048), on
-// one locked thread, in thread CPU time:
+// BenchmarkQ6KAVX2 times the AVX2 kernels of the integer Q6_K definition (DotQ6K) on OLMoE's
+// expert shapes (2048×1024 and 1024×2048), on one locked thread, in thread CPU time:
 //
-//   - "pair": one token, every row pair of the matrix; q6KPairAVX2 ("int") against
-//     lanes2Q6KAVX2 and the lanes' sum per row ("float").
-//   - "tile4": four tokens, every row; q6KTile4AVX2 against lanes4Q6KAVX2 and four sums.
+//   - "pair": one token, every row pair of the matrix (q6KPairAVX2).
+//   - "tile4": four tokens, every row (q6KTile4AVX2).
 //
-// Each round times float, int and float again (an A/A control) back to back; the report gives
-// the medians over rounds of int/float and again/float (speed-ups: the base's time over the
-// variant's) and each variant's weight GB/s. "cache" reuses one matrix (1.7 MB: L2/L3);
+// Each round times the kernel twice back to back ("int" and "again", an A/A control); the
+// report gives the median over rounds of again/int (the first's time over the second's: 1
+// where the measurement is steady) and each run's weight GB/s. "cache" reuses one matrix (1.7 MB: L2/L3);
 // "stream" walks a 256 MiB buffer so the weights come from RAM, as in decode. The inputs are
 // prepared beforehand (a token's preparation is shared by every matrix that reads it).
 func BenchmarkQ6KAVX2(b *testing.B) {
@@ -54,25 +52,11 @@ func BenchmarkQ6KAVX2(b *testing.B) {
 				dst[r], dst[r+1] = y[0], y[1]
 			}
 		}
-		pairFloat := func(w []byte) {
-			for r := 0; r < rows; r += 2 {
-				l := lanes2Q6KAVX2(w[r*rb:(r+1)*rb], w[(r+1)*rb:(r+2)*rb], x[:cols])
-				dst[r], dst[r+1] = (*Lanes)(&l[0]).Sum(), (*Lanes)(&l[1]).Sum()
-			}
-		}
 		tileInt := func(w []byte) {
 			for r := range rows {
 				y := q6KTile4AVX2(w[r*rb:(r+1)*rb], args, nb)
 				for i := range 4 {
 					dst[i*rows+r] = y[i]
-				}
-			}
-		}
-		tileFloat := func(w []byte) {
-			for r := range rows {
-				l := lanes4Q6KAVX2(w[r*rb:(r+1)*rb], x, cols)
-				for i := range 4 {
-					dst[i*rows+r] = (*Lanes)(&l[i]).Sum()
 				}
 			}
 		}
@@ -85,17 +69,16 @@ func BenchmarkQ6KAVX2(b *testing.B) {
 				}
 			}
 			for _, k := range []struct {
-				name   string
-				fl, in func([]byte)
-				tokens int
-			}{{"pair", pairFloat, pairInt, 1}, {"tile4", tileFloat, tileInt, 4}} {
+				name string
+				in   func([]byte)
+			}{{"pair", pairInt}, {"tile4", tileInt}} {
 				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, where, k.name), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					var times [3][]float64
+					var times [2][]float64
 					off := 0
 					for b.Loop() {
-						for v, f := range []func([]byte){k.fl, k.in, k.fl} {
+						for v, f := range []func([]byte){k.in, k.in} {
 							w := data[off : off+len(m.Data)]
 							off = (off + len(m.Data)) % len(data)
 							start := threadCPUTime()
@@ -103,7 +86,7 @@ func BenchmarkQ6KAVX2(b *testing.B) {
 							times[v] = append(times[v], float64(threadCPUTime()-start))
 						}
 					}
-					reportRatios(b, times[:], []string{"float", "int", "again"}, float64(len(m.Data)), "GB/s")
+					reportRatios(b, times[:], []string{"int", "again"}, float64(len(m.Data)), "GB/s")
 				})
 			}
 		}

@@ -13,14 +13,14 @@ import (
 // BenchmarkQ6KIntDecode runs one token through OLMoE's Q6_K shapes (the 2048×1024 expert down
 // projection, 1024×2048, and the 50304×2048 output head) on one locked thread with each
 // AVX-512 tier, in three variants interleaved call by call, each round starting one variant
-// later than the one before: "float" is the float-lane definition's decode path as the tier
-// runs it today (laneRows.kernel: lanesRows4Q6K four rows a call, then Lanes.Sum per row),
-// "int" the integer definition's (q6KRows: q6KRows4 over the whole run in one call), and
-// "again" the float path once more (the A/A control). "cache" reuses one matrix; "stream"
+// later than the one before: "pair" is the tier's rows kernel without its four-row kernel
+// (q6KRows with q6KQuad nil: q6KPair two rows a call), "int" the tier's own (q6KRows:
+// q6KRows4 over the whole run in one call), and "again" the pairs once more (the A/A control).
+// "cache" reuses one matrix; "stream"
 // takes the next copy of the matrix from a buffer of at least 256 MiB each call, so the
 // weights come from RAM as in decode (the head, 84 MB, only streams). Each call is timed in
 // the thread's CPU time; the report gives the median over rounds of each variant's speed-up
-// over "float" (its time over the variant's) and each variant's median ns a row.
+// over "pair" (its time over the variant's) and each variant's median ns a row.
 func BenchmarkQ6KIntDecode(b *testing.B) {
 	rng := rand.New(rand.NewPCG(71, 72))
 	for _, shape := range [][2]int{{2048, 1024}, {1024, 2048}, {50304, 2048}} {
@@ -51,12 +51,13 @@ func BenchmarkQ6KIntDecode(b *testing.B) {
 			}
 			for _, st := range usableSIMD() {
 				a := &st.asm
-				if a.q6KQuad == nil || a.q6Kr4 == nil {
+				if a.q6KQuad == nil {
 					continue
 				}
-				float := laneRows{a.q6Kx4, a.q6Kr4, a.q6Kx2, a.dotRowQ6K, q6KBytes}.kernel
-				variants := []RowsKernel{float, a.q6KRows, float}
-				names := []string{"float", "int", "again"}
+				pairs := *a
+				pairs.q6KQuad = nil
+				variants := []RowsKernel{pairs.q6KRows, a.q6KRows, pairs.q6KRows}
+				names := []string{"pair", "int", "again"}
 				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, where, st.name), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()

@@ -169,7 +169,8 @@ func TestQ6KCatchesWrongDefinitions(t *testing.T) {
 
 // TestQ6KAccuracy measures the definition against the exact rational dot of the exact weights
 // and x: how often it is the correctly rounded float32, and the worst error in ulps, beside the
-// float definition it replaced (16 float32 lanes of rounded products, DotRowQ6K).
+// float definition it replaced: 16 float32 lanes (Lanes) of the rounded products of the exact
+// weights and x, joined by the lanes' tree.
 func TestQ6KAccuracy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 2))
 	var in Q4KInput
@@ -183,15 +184,17 @@ func TestQ6KAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 		E := new(big.Float).SetPrec(768)
+		var lanes Lanes
 		for b := range blocks {
 			quant.DequantizeQ6_K((*[210]byte)(row[210*b:210*b+210]), &w)
+			lanes.AddProducts(w[:], x[256*b:])
 			for k := range 256 {
 				p := new(big.Float).SetPrec(768).SetFloat64(float64(w[k]))
 				E.Add(E, p.Mul(p, new(big.Float).SetFloat64(float64(x[256*b+k]))))
 			}
 		}
 		cr, _ := E.Float32()
-		got, old := DotQ6K(row, &in), DotRowQ6K(row, x)
+		got, old := DotQ6K(row, &in), lanes.Sum()
 		rows++
 		if sameBits(got, cr) {
 			exact++

@@ -16,16 +16,16 @@ import (
 // one thread, per token-row, for each AVX-512 tier, in variants interleaved round by round in
 // thread CPU time:
 //
-//   - "float": the tier's current Tier.Q6K (the float-lane definition, panel tiles) through
-//     MatMul on a one-thread pool;
+//   - "tier": the tier's Tier.Q6K (q6KRows: panels from q6KPanelMinTokens tokens where the
+//     tier has them, tiles otherwise) through MatMul on a one-thread pool;
 //   - "tiles": the integer Q6_K tiles of q6KRows (eight inputs a call in spans, then four) on
 //     the prepared batch;
 //   - "tiles4": the same with only the four-input tiles;
-//   - "float-again": the A/A control;
+//   - "tier-again": the A/A control;
 //   - "panel" (avx512vnni only): the integer Q6_K panel (q6KPanelRows), sixteen rows in
-//     sixteen dword lanes, not yet a tier entry.
+//     sixteen dword lanes, at every token count.
 //
-// It reports each variant's median speed-up over "float" and its median ns per token-row.
+// It reports each variant's median speed-up over "tier" and its median ns per token-row.
 // The input preparation (PrepareQ4K through the tier's kernel), done once per token and
 // shared by every matrix reading the same input, is timed on its own and reported as ns per
 // token ("prep-ns/token") and as a share of the tiles' cost of this matrix for one token
@@ -54,7 +54,7 @@ func BenchmarkQ6KTileInt(b *testing.B) {
 				tier := st.tier()
 				tiles, four := st.asm, st.asm
 				four.q6KTile8 = nil
-				names := []string{"float", "tiles", "tiles4", "float-again"}
+				names := []string{"tier", "tiles", "tiles4", "tier-again"}
 				run := []func(){
 					func() { _ = tier.MatMul(pool, dst, m, &in) },
 					func() { tiles.q6KRows(dst, m, &in, 0, rows) },

@@ -11,7 +11,7 @@ import (
 
 // BenchmarkTierRows4 puts two weight rows a call ("pairs") beside four ("rows4", run twice as an
 // A/A control) for one token on one thread, on the fastest tier, for Q8_0 and F16 (Q6_K has its
-// own, BenchmarkQ6KDecode): "cache" is a 256×2048 matrix that stays in L2 (the kernel's own speed), "stream" walks 1024×2048
+// own, BenchmarkQ6KIntDecode): "cache" is a 256×2048 matrix that stays in L2 (the kernel's own speed), "stream" walks 1024×2048
 // matrices through 512 MiB so the weights come from RAM as in decode. It reports GB/s of
 // weights per second of the thread's CPU time (other processes' time on a shared core left out).
 func BenchmarkTierRows4(b *testing.B) {

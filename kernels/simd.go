@@ -81,12 +81,6 @@ func (a *asmKernels) dotRowQ8_0(row []byte, x []float32) float32 {
 	return l.Sum()
 }
 
-func (a *asmKernels) dotRowQ6K(row []byte, x []float32) float32 {
-	var l Lanes
-	l = a.q6K(l, row, x[:len(row)/q6KBytes*kElems])
-	return l.Sum()
-}
-
 // dotRowQ5K decodes each block in Go (the scalar decodeQ5K) and runs the products through the
 // float lanes kernel. The decoded block escapes to the heap (it goes to a func value as a
 // slice): one 1 KiB allocation a row, to remove when Q5_K gets a kernel of its own.

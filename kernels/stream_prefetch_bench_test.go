@@ -23,7 +23,7 @@ import (
 type streamVariant struct {
 	name string
 	q4K  func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)
-	q6K  func(w []byte, x []float32) [4][16]float32
+	q6K  func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
 	read func(w []byte) uint64
 	l2   bool // the kernel over the same 384 KiB of weights again and again (in L2), as many bytes
 }
@@ -45,14 +45,14 @@ type streamVariant struct {
 // package and add them to the variants: the kernels' comments name what was measured.
 func BenchmarkStreamPrefetch(b *testing.B) {
 	tiers := usableSIMD()
-	if len(tiers) == 0 || tiers[len(tiers)-1].asm.q4Kr4 == nil || tiers[len(tiers)-1].asm.q6Kr4 == nil {
+	if len(tiers) == 0 || tiers[len(tiers)-1].asm.q4Kr4 == nil || tiers[len(tiers)-1].asm.q6KQuad == nil {
 		b.Skip("no four-row Q4_K and Q6_K kernels on this CPU")
 	}
 	a := tiers[len(tiers)-1].asm
 	variants := []streamVariant{
-		{name: "tier", q4K: a.q4Kr4, q6K: a.q6Kr4},
-		{name: "again", q4K: a.q4Kr4, q6K: a.q6Kr4},
-		{name: "l2", q4K: a.q4Kr4, q6K: a.q6Kr4, l2: true},
+		{name: "tier", q4K: a.q4Kr4, q6K: a.q6KQuad},
+		{name: "again", q4K: a.q4Kr4, q6K: a.q6KQuad},
+		{name: "l2", q4K: a.q4Kr4, q6K: a.q6KQuad, l2: true},
 		{name: "goread", read: goRead},
 	}
 	const size = 512 << 20
@@ -120,8 +120,9 @@ func BenchmarkStreamPrefetch(b *testing.B) {
 									sv.q4K(c, call/4, x.wide.digits, x.wide.sums, x.scale, y[:])
 									sink += y[0]
 								default:
-									y := sv.q6K(c, in.X)
-									sink += y[0][0]
+									var y [4]float32
+									sv.q6K(c, call/4, x.wide.digits, x.scale, y[:])
+									sink += y[0]
 								}
 							}
 							times[v] = append(times[v], float64(threadCPUTime()-start))

@@ -6,23 +6,19 @@ import "github.com/klauspost/cpuid/v2"
 // (XGETBV) as well as the CPUID bits, so a tier is usable only where its registers work.
 func simdTiers() []*simdTier {
 	avx2 := asmKernels{
-		f32: lanesF32AVX2, f16: lanesF16AVX2, bf16: lanesBF16AVX2,
-		q8_0: lanesQ8_0AVX2, q6K: lanesQ6KAVX2,
+		f32: lanesF32AVX2, f16: lanesF16AVX2, bf16: lanesBF16AVX2, q8_0: lanesQ8_0AVX2,
 		sum: sumLanesAVX2, q4K: q4KDot2AVX2, q4K4: q4KDot4AVX2,
-		f32x2: lanes2F32AVX2, f16x2: lanes2F16AVX2, bf16x2: lanes2BF16AVX2,
-		q8_0x2: lanes2Q8_0AVX2, q6Kx2: lanes2Q6KAVX2,
-		f32x4: lanes4F32AVX2, f16x4: lanes4F16AVX2, bf16x4: lanes4BF16AVX2,
-		q8_0x4: lanes4Q8_0AVX2, q6Kx4: lanes4Q6KAVX2,
+		f32x2: lanes2F32AVX2, f16x2: lanes2F16AVX2, bf16x2: lanes2BF16AVX2, q8_0x2: lanes2Q8_0AVX2,
+		f32x4: lanes4F32AVX2, f16x4: lanes4F16AVX2, bf16x4: lanes4BF16AVX2, q8_0x4: lanes4Q8_0AVX2,
 	}
 	avx512 := asmKernels{
-		f32: lanesF32AVX512, f16: lanesF16AVX512, bf16: lanesBF16AVX512,
-		q8_0: lanesQ8_0AVX512, q6K: lanesQ6KAVX512,
+		f32: lanesF32AVX512, f16: lanesF16AVX512, bf16: lanesBF16AVX512, q8_0: lanesQ8_0AVX512,
 		sum: sumLanesAVX512, q4K: q4KDot2AVX512, q4K4: q4KDot4AVX512, q4K8: q4KDot8AVX512,
 		f32x2: lanes2F32AVX512, f16x2: lanes2F16AVX512, bf16x2: lanes2BF16AVX512,
-		q8_0x2: lanes2Q8_0AVX512, q6Kx2: lanes2Q6KAVX512,
-		f32x4: lanes4F32AVX512, f16x4: lanes4F16AVX512, bf16x4: lanes4BF16AVX512,
-		q8_0x4: lanes4Q8_0AVX512, q6Kx4: lanes4Q6KAVX512,
-		f32r4: lanesRows4F32AVX512, f16r4: lanesRows4F16AVX512, bf16r4: lanesRows4BF16AVX512,
+		q8_0x2: lanes2Q8_0AVX512,
+		f32x4:  lanes4F32AVX512, f16x4: lanes4F16AVX512, bf16x4: lanes4BF16AVX512,
+		q8_0x4: lanes4Q8_0AVX512,
+		f32r4:  lanesRows4F32AVX512, f16r4: lanesRows4F16AVX512, bf16r4: lanesRows4BF16AVX512,
 		q8_0r4: lanesRows4Q8_0AVX512,
 		q4Kr4:  q4KRows4AVX512,
 		panel: &panelTiles{
@@ -34,9 +30,8 @@ func simdTiers() []*simdTier {
 			panelTile21AVX512, panelTile22AVX512, panelTile23AVX512, panelTile24AVX512,
 		},
 		panelF32: panelRowF32AVX512, panelF16: panelRowF16AVX512, panelBF16: panelRowBF16AVX512,
-		panelQ8_0: panelRowQ8_0AVX512, panelQ6K: panelRowQ6KAVX512, panelPack: panelPackAVX512,
+		panelQ8_0: panelRowQ8_0AVX512, panelPack: panelPackAVX512,
 	}
-	avx512.q6Kr4 = lanesRows4Q6KAVX512
 	avx2.q4KPrep, avx512.q4KPrep = q4KPrepAVX2, q4KPrepAVX512
 	avx2.q6KPair, avx2.q6KTile4 = q6KPairAVX2, q6KTile4AVX2
 	avx2.attendV, avx2.attendW = attendValuesAVX2, 8
@@ -54,8 +49,6 @@ func simdTiers() []*simdTier {
 	vnni.q6KPanelBuild, vnni.q6KPanel4 = q6KPanelBuildAVX512VNNI, q6KPanel4AVX512VNNI
 	vnni.q4K, vnni.q4K4, vnni.q4K8 = q4KDot2AVX512VNNI, q4KDot4AVX512VNNI, q4KDot8AVX512VNNI
 	vnni.q4Kr4 = q4KRows4AVX512VNNI
-	vnni.q6K, vnni.q6Kx2, vnni.q6Kx4 = lanesQ6KAVX512VNNI, lanes2Q6KAVX512VNNI, lanes4Q6KAVX512VNNI
-	vnni.q6Kr4 = lanesRows4Q6KAVX512VNNI
 	vnni.q4KPanelBuild, vnni.q4KPanel4, vnni.q4KPanels = q4KPanelBuildAVX512VNNI, q4KPanel4AVX512VNNI, newQ4KPanels()
 	hasAVX2 := func() bool { return cpuid.CPU.Supports(cpuid.AVX2, cpuid.F16C) }
 	hasAVX512 := func() bool {

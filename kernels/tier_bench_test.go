@@ -94,14 +94,13 @@ func BenchmarkTierPairs(b *testing.B) {
 	p := NewPool(1)
 	defer p.Close()
 	const rows, cols = 2048, 2048
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ6_K, gguf.TypeF32, gguf.TypeF16} {
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32, gguf.TypeF16} {
 		m := randMatrix(rng, typ, rows, cols)
 		x := randFloats(rng, cols, false, false)
 		dst := make([]float32, rows)
 		for _, st := range usableSIMD() {
 			one := map[gguf.Type]func([]byte, []float32) float32{
-				gguf.TypeQ8_0: st.asm.dotRowQ8_0, gguf.TypeQ6_K: st.asm.dotRowQ6K,
-				gguf.TypeF32: st.asm.dotRowF32, gguf.TypeF16: st.asm.dotRowF16,
+				gguf.TypeQ8_0: st.asm.dotRowQ8_0, gguf.TypeF32: st.asm.dotRowF32, gguf.TypeF16: st.asm.dotRowF16,
 			}[typ]
 			pair, err := st.tier().Kernel(typ)
 			if err != nil {

@@ -224,7 +224,7 @@ func checkPreparedRows(typ gguf.Type, k RowsKernel) (checked, bad int, first str
 	return checked, bad, first
 }
 
-// checkPairRows runs the rows kernels of the float and Q8_0/Q6_K types (tiles of four tokens,
+// checkPairRows runs the rows kernels of the float and Q8_0 types (tiles of four tokens,
 // two rows a call, an odd row alone, ragged float rows by one row) over matrices of 1 to 7
 // rows and batches of 1 to 9 tokens with special values, and compares every output with the
 // scalar row dot.

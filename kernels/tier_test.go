@@ -89,13 +89,13 @@ func TestTierTableNotScalar(t *testing.T) {
 	}
 	for _, st := range tiers {
 		a := st.asm
-		kernels := map[string]any{"attendV": a.attendV, "expShift": a.expShift, "swiGLU": a.swiGLU, "f32": a.f32, "f16": a.f16, "bf16": a.bf16, "q8_0": a.q8_0, "q6K": a.q6K, "sum": a.sum, "q4K": a.q4K,
-			"f32x2": a.f32x2, "f16x2": a.f16x2, "bf16x2": a.bf16x2, "q8_0x2": a.q8_0x2, "q6Kx2": a.q6Kx2,
-			"q4K4": a.q4K4, "f32x4": a.f32x4, "f16x4": a.f16x4, "bf16x4": a.bf16x4, "q8_0x4": a.q8_0x4, "q6Kx4": a.q6Kx4}
+		kernels := map[string]any{"attendV": a.attendV, "expShift": a.expShift, "swiGLU": a.swiGLU, "f32": a.f32, "f16": a.f16, "bf16": a.bf16, "q8_0": a.q8_0, "sum": a.sum, "q4K": a.q4K,
+			"f32x2": a.f32x2, "f16x2": a.f16x2, "bf16x2": a.bf16x2, "q8_0x2": a.q8_0x2, "q6KPair": a.q6KPair, "q6KTile4": a.q6KTile4,
+			"q4K4": a.q4K4, "f32x4": a.f32x4, "f16x4": a.f16x4, "bf16x4": a.bf16x4, "q8_0x4": a.q8_0x4}
 		if st.name != "avx2" { // four rows and panels: AVX-512 only
-			for name, f := range map[string]any{"f32r4": a.f32r4, "f16r4": a.f16r4, "bf16r4": a.bf16r4, "q8_0r4": a.q8_0r4, "q6Kr4": a.q6Kr4,
+			for name, f := range map[string]any{"f32r4": a.f32r4, "f16r4": a.f16r4, "bf16r4": a.bf16r4, "q8_0r4": a.q8_0r4, "q6KQuad": a.q6KQuad,
 				"panelF32": a.panelF32, "panelF16": a.panelF16, "panelBF16": a.panelBF16, "panelQ8_0": a.panelQ8_0,
-				"panelQ6K": a.panelQ6K, "panelPack": a.panelPack, "q4Kr4": a.q4Kr4} {
+				"q6KTile8": a.q6KTile8, "panelPack": a.panelPack, "q4Kr4": a.q4Kr4} {
 				kernels[name] = f
 			}
 			if a.panel == nil {
@@ -157,7 +157,6 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 		f16:  lanes(a.f16, 32, 16),
 		bf16: lanes(a.bf16, 32, 16),
 		q8_0: lanes(a.q8_0, q8_0Bytes, q8_0Elems),
-		q6K:  lanes(a.q6K, q6KBytes, kElems),
 	}
 	lanes2 := func(k func([]byte, []byte, []float32) [2][16]float32, unitBytes, unitElems int) func([]byte, []byte, []float32) [2][16]float32 {
 		return func(w0, w1 []byte, x []float32) [2][16]float32 {
@@ -169,7 +168,6 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 	c.f16x2 = lanes2(a.f16x2, 32, 16)
 	c.bf16x2 = lanes2(a.bf16x2, 32, 16)
 	c.q8_0x2 = lanes2(a.q8_0x2, q8_0Bytes, q8_0Elems)
-	c.q6Kx2 = lanes2(a.q6Kx2, q6KBytes, kElems)
 	lanes4 := func(k func([]byte, []float32, int) [4][16]float32, unitBytes, unitElems int) func([]byte, []float32, int) [4][16]float32 {
 		return func(w []byte, x []float32, stride int) [4][16]float32 {
 			n.Add(4 * int64(len(w)/unitBytes*unitElems))
@@ -180,7 +178,6 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 	c.f16x4 = lanes4(a.f16x4, 32, 16)
 	c.bf16x4 = lanes4(a.bf16x4, 32, 16)
 	c.q8_0x4 = lanes4(a.q8_0x4, q8_0Bytes, q8_0Elems)
-	c.q6Kx4 = lanes4(a.q6Kx4, q6KBytes, kElems)
 	if a.scores != nil {
 		c.scores = func(out, q, keys []float32, stride int, scale float32) {
 			n.Add(int64(len(out) * len(q)))
@@ -200,7 +197,6 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 	c.f16r4 = rows4(a.f16r4, 32, 16)
 	c.bf16r4 = rows4(a.bf16r4, 32, 16)
 	c.q8_0r4 = rows4(a.q8_0r4, q8_0Bytes, q8_0Elems)
-	c.q6Kr4 = rows4(a.q6Kr4, q6KBytes, kElems)
 	if a.panel != nil {
 		// A tile multiplies the 16 panel rows by T tokens over the panel's len/16 − 16
 		// elements (a vector of padding follows each phase).
@@ -214,7 +210,7 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 			}
 		}
 		c.panel = tiles
-		c.panelF32, c.panelF16, c.panelBF16, c.panelQ8_0, c.panelQ6K = a.panelF32, a.panelF16, a.panelBF16, a.panelQ8_0, a.panelQ6K
+		c.panelF32, c.panelF16, c.panelBF16, c.panelQ8_0 = a.panelF32, a.panelF16, a.panelBF16, a.panelQ8_0
 		c.panelPack = a.panelPack
 	}
 	c.q4K4 = func(w []byte, in [12]*byte, nb int) [4]float32 {

@@ -60,17 +60,14 @@ func main() {
 	for _, s := range []isa{avx2, avx512} {
 		for _, k := range laneTypes(s) {
 			lanesKernel(s, k.name, k.unit, k.body)
-			if s.parts == 2 || k.name != "Q6K" { // AVX-512 Q6_K pairs: q6KAVX512Kernels
-				lanes2Kernel(s, k.name, k.unit, k.body)
-			}
+			lanes2Kernel(s, k.name, k.unit, k.body)
 			lanes4Kernel(s, k.name, k.unit, k.body)
-			if s.parts == 1 && k.name != "Q6K" { // AVX-512 four Q6_K rows: q6KAVX512Kernels
+			if s.parts == 1 { // four rows' lanes and a decode need AVX-512's 32 registers
 				rows4Kernel(s, k.name, k.unit, k.body)
 			}
 		}
 		sumKernel(s)
 	}
-	q6KAVX512Kernels(avx512)
 	q6KTileIntKernels(avx512)
 	q4KKernel(avx2, false)
 	q4KKernel(avx512, false)
@@ -163,6 +160,5 @@ func laneTypes(s isa) []laneType {
 		{"F16", 32, floatGroups(s, 2, loadF16)},
 		{"BF16", 32, floatGroups(s, 2, loadBF16)},
 		{"Q8_0", 34, q8_0Block(s)},
-		{"Q6K", 210, q6KBody(s)},
 	}
 }

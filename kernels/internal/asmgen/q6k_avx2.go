@@ -18,7 +18,7 @@ import (
 // block (32 elements, which are exactly one 32-element group of the digits) at a time:
 //
 //   - The bytes (q XOR 32) << 2, which read as signed bytes are 4·(q−32), are assembled as in
-//     q6KBlockAVX2: the ql bytes shifted left or right 2 and masked to bits 2-5, the qh bytes
+//     q6KNibbles: the ql bytes shifted left or right 2 and masked to bits 2-5, the qh bytes
 //     shifted left 6−2c and masked to bits 6-7. The flip of bit 7 is done once a half, on qh
 //     (XOR 0xaa flips the top bit of every pair).
 //   - ql and qh are loaded through VPERMQ 0xd8 (qwords 0, 2, 1, 3; one instruction with the
@@ -38,9 +38,9 @@ import (
 //     and y = fl64(y + fl64(v·2^-sh)), the rows (inputs) side by side in float64 lanes, each
 //     lane rounding exactly where DotQ6K does; no FMA. The result is one rounding to float32.
 //
-// Against the float-lane AVX2 kernels they replace (BenchmarkQ6KAVX2, one thread, Zen 5) the
-// pair runs 1.53-1.58 times as fast, the tile 1.11-1.15 times in cache and 1.15-1.30 from
-// RAM. A quarter costs the pair about 10 vector instructions of decode and 8 of products a row
+// Against the float-lane AVX2 kernels they replaced (since removed; BenchmarkQ6KAVX2 then, one
+// thread, Zen 5) the pair ran 1.53-1.58 times as fast, the tile 1.11-1.15 times in cache and
+// 1.15-1.30 from RAM. A quarter costs the pair about 10 vector instructions of decode and 8 of products a row
 // (the float kernel about 10 to assemble the bytes and 20 to widen, scale, multiply and add
 // them), so the pair gains most. The tile shares the decode among four inputs in both forms,
 // and without VNNI the products of 16 weight words with the two digits cost VPMADDWD and

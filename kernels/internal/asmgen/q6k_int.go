@@ -58,12 +58,12 @@ import (
 //     Spreading each register's scales with its own VPERMW instead (8 more index registers)
 //     measured no faster.
 //
-// The float-lane lanesRows4Q6K takes 452 instructions for a block of four rows (500 without
-// VNNI, against 369 and 389 here). Against the float-lane decode path on one thread
-// (BenchmarkQ6KIntDecode), q6KRows4 is 1.44-1.61× faster a row in cache and 1.17-1.48×
-// streamed from RAM, where it reads 20-24 GB/s, about what a plain Go read of the same bytes
-// streams on this machine (BenchmarkStreamPrefetch's goread): decode's Q6_K matrices are
-// then bound by memory, not instructions.
+// The float-lane four-row kernel it replaced (since removed) took 452 instructions for a
+// block of four rows (500 without VNNI, against 369 and 389 here). Against that float-lane
+// decode path on one thread (BenchmarkQ6KIntDecode then), q6KRows4 was 1.44-1.61× faster a
+// row in cache and 1.17-1.48× streamed from RAM, where it read 20-24 GB/s, about what a plain
+// Go read of the same bytes streams on this machine (BenchmarkStreamPrefetch's goread):
+// decode's Q6_K matrices are then bound by memory, not instructions.
 func q6KIntKernels(s isa) {
 	t := q6KIntConstants()
 	for _, vnni := range []bool{false, true} {
