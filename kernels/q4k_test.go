@@ -115,11 +115,17 @@ func q4kWeightsExact(row []byte, n int) []*big.Float {
 }
 
 func randQ4KCase(rng *rand.Rand, blocks int, special, specialScales bool) ([]byte, []float32) {
+	return randPreparedCase(rng, gguf.TypeQ4_K, blocks, special, specialScales)
+}
+
+// randPreparedCase returns a row of typ (Q4_K or Q6_K) of blocks blocks (ggml's quantization of
+// random floats, or random bytes with random scales) and an input of the same length, with
+// blocks of very different magnitudes and zero blocks when special.
+func randPreparedCase(rng *rand.Rand, typ gguf.Type, blocks int, special, specialScales bool) ([]byte, []float32) {
 	n := 256 * blocks
-	row := randRow(rng, gguf.TypeQ4_K, n, specialScales)
+	row := randRow(rng, typ, n, specialScales)
 	x := randFloats(rng, n, false, false)
 	if special {
-		// Blocks of very different magnitudes, and some zero blocks.
 		for b := range blocks {
 			s := float32(math.Exp2(float64(rng.IntN(200) - 100)))
 			if rng.IntN(5) == 0 {
@@ -133,21 +139,26 @@ func randQ4KCase(rng *rand.Rand, blocks int, special, specialScales bool) ([]byt
 	return row, x
 }
 
-// checkQ4K compares a Q4_K dot with the plainly evaluated definition on 300 rows (some with
-// special scales, mixed block magnitudes, NaNs and infinities) and returns counts.
+// checkQ4K compares a Q4_K dot with the plainly evaluated definition (see checkPrepared).
 func checkQ4K(dot func(row []byte, in *Q4KInput) float32) (checked, bad int, first string) {
-	rng := rand.New(rand.NewPCG(12, 1))
+	return checkPrepared(rand.New(rand.NewPCG(12, 1)), gguf.TypeQ4_K, refQ4K, dot)
+}
+
+// checkPrepared compares dot, a dot of typ on a prepared input, with ref, the plainly evaluated
+// definition, on 300 rows (some with special scales, mixed block magnitudes, NaNs and
+// infinities) and returns counts.
+func checkPrepared(rng *rand.Rand, typ gguf.Type, ref func(row []byte, x []float32) float32, dot func(row []byte, in *Q4KInput) float32) (checked, bad int, first string) {
 	var in Q4KInput
 	for i := range 300 {
 		blocks := 1 + i%5
-		row, x := randQ4KCase(rng, blocks, i%2 == 1, i%3 == 1)
+		row, x := randPreparedCase(rng, typ, blocks, i%2 == 1, i%3 == 1)
 		if i%10 == 9 { // a NaN or an infinity in one block
 			x[rng.IntN(len(x))] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
 		}
 		if err := PrepareQ4K(&in, x); err != nil {
 			return checked, bad + 1, err.Error()
 		}
-		got, want := dot(row, &in), refQ4K(row, x)
+		got, want := dot(row, &in), ref(row, x)
 		checked++
 		if !sameBits(got, want) {
 			if bad == 0 {

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -62,51 +61,13 @@ func refQ6K(row []byte, x []float32) float32 {
 	return float32(y)
 }
 
-// randQ6KCase returns a Q6_K row of blocks blocks (ggml's quantization of random floats or
-// random bytes with random scales) and an input of the same length, with blocks of very
-// different magnitudes and zero blocks when special.
 func randQ6KCase(rng *rand.Rand, blocks int, special, specialScales bool) ([]byte, []float32) {
-	n := 256 * blocks
-	row := randRow(rng, gguf.TypeQ6_K, n, specialScales)
-	x := randFloats(rng, n, false, false)
-	if special {
-		for b := range blocks {
-			s := float32(math.Exp2(float64(rng.IntN(200) - 100)))
-			if rng.IntN(5) == 0 {
-				s = 0
-			}
-			for k := range 256 {
-				x[256*b+k] *= s
-			}
-		}
-	}
-	return row, x
+	return randPreparedCase(rng, gguf.TypeQ6_K, blocks, special, specialScales)
 }
 
-// checkQ6K compares a Q6_K dot with the plainly evaluated definition on 300 rows (some with
-// special scales, mixed block magnitudes, NaNs and infinities) and returns counts.
+// checkQ6K compares a Q6_K dot with the plainly evaluated definition (see checkPrepared).
 func checkQ6K(dot func(row []byte, in *Q4KInput) float32) (checked, bad int, first string) {
-	rng := rand.New(rand.NewPCG(16, 1))
-	var in Q4KInput
-	for i := range 300 {
-		blocks := 1 + i%5
-		row, x := randQ6KCase(rng, blocks, i%2 == 1, i%3 == 1)
-		if i%10 == 9 { // a NaN or an infinity in one block
-			x[rng.IntN(len(x))] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
-		}
-		if err := PrepareQ4K(&in, x); err != nil {
-			return checked, bad + 1, err.Error()
-		}
-		got, want := dot(row, &in), refQ6K(row, x)
-		checked++
-		if !sameBits(got, want) {
-			if bad == 0 {
-				first = fmt.Sprintf("case %d (%d blocks): got %g (%#08x), definition gives %g (%#08x)", i, blocks, got, math.Float32bits(got), want, math.Float32bits(want))
-			}
-			bad++
-		}
-	}
-	return checked, bad, first
+	return checkPrepared(rand.New(rand.NewPCG(16, 1)), gguf.TypeQ6_K, refQ6K, dot)
 }
 
 func TestQ6KMatchesDefinition(t *testing.T) {
