@@ -18,30 +18,10 @@ func refQ4K(row []byte, x []float32) float32 {
 	for b := range len(x) / 256 {
 		xb := x[256*b : 256*b+256]
 		blk := row[144*b : 144*b+144]
-		bad := false
-		var m float64
-		for _, v := range xb {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				bad = true
-			}
-			m = max(m, math.Abs(float64(v)))
-		}
-		if bad {
+		X, sh, ok := refFixedPoint(xb)
+		if !ok {
 			y += math.NaN()
 			continue
-		}
-		sh := 0
-		if m != 0 {
-			sh = 400
-			for math.Ldexp(m, sh) > q4kXMax {
-				sh--
-			}
-		}
-		X := make([]int64, 256)
-		for k, v := range xb {
-			f := new(big.Float).SetPrec(200).SetFloat64(float64(v))
-			f.SetMantExp(f, sh)
-			X[k] = roundHalfEven(f)
 		}
 		d := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[0:])))
 		dmin := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[2:])))
@@ -61,6 +41,32 @@ func refQ4K(row []byte, x []float32) float32 {
 		y = y + math.Ldexp(v, -sh)
 	}
 	return float32(y)
+}
+
+// refFixedPoint evaluates steps 1-3 of the prepared-input definitions plainly for one block:
+// the shift by search, X_k = round_half_even(x_k·2^sh) by big rounding. ok is false for a
+// block holding a NaN or an infinity.
+func refFixedPoint(xb []float32) (X []int64, sh int, ok bool) {
+	var m float64
+	for _, v := range xb {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, 0, false
+		}
+		m = max(m, math.Abs(float64(v)))
+	}
+	if m != 0 {
+		sh = 400
+		for math.Ldexp(m, sh) > q4kXMax {
+			sh--
+		}
+	}
+	X = make([]int64, len(xb))
+	for k, v := range xb {
+		f := new(big.Float).SetPrec(200).SetFloat64(float64(v))
+		f.SetMantExp(f, sh)
+		X[k] = roundHalfEven(f)
+	}
+	return X, sh, true
 }
 
 // q4kTM returns the exact integers T and M of block b (see DotQ4K).

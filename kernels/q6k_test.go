@@ -19,24 +19,10 @@ func refQ6K(row []byte, x []float32) float32 {
 	var w [256]float32
 	for b := range len(x) / 256 {
 		xb := x[256*b : 256*b+256]
-		bad := false
-		var m float64
-		for _, v := range xb {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				bad = true
-			}
-			m = max(m, math.Abs(float64(v)))
-		}
-		if bad {
+		X, sh, ok := refFixedPoint(xb)
+		if !ok {
 			y += math.NaN()
 			continue
-		}
-		sh := 0
-		if m != 0 {
-			sh = 400
-			for math.Ldexp(m, sh) > q4kXMax {
-				sh--
-			}
 		}
 		// T from the integer weights sc·(q−32): the block dequantized with d = 1.
 		var blk [210]byte
@@ -44,10 +30,8 @@ func refQ6K(row []byte, x []float32) float32 {
 		blk[208], blk[209] = 0x00, 0x3c
 		quant.DequantizeQ6_K(&blk, &w)
 		T := new(big.Int)
-		for k, v := range xb {
-			f := new(big.Float).SetPrec(200).SetFloat64(float64(v))
-			f.SetMantExp(f, sh)
-			T.Add(T, new(big.Int).Mul(big.NewInt(int64(w[k])), big.NewInt(roundHalfEven(f))))
+		for k := range xb {
+			T.Add(T, new(big.Int).Mul(big.NewInt(int64(w[k])), big.NewInt(X[k])))
 		}
 		d := float64(HalfToFloat32(uint16(row[210*b+208]) | uint16(row[210*b+209])<<8))
 		var v float64
