@@ -117,3 +117,31 @@ func validPrefix(p []byte) bool {
 	}
 	return true
 }
+
+// ValidUTF8 returns s with each ill-formed sequence shown as U+FFFD, as Rust's
+// String::from_utf8_lossy (behind HF tokenizers' decode) and Python's decode("utf-8",
+// "replace") do: a maximal subpart (the longest start of a valid character, or else one byte)
+// becomes one U+FFFD. Text for people — a chat answer, a JSON string — goes through it;
+// Decode keeps the bytes.
+func ValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		if r, n := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || n > 1 {
+			b = append(b, s[i:i+n]...)
+			i += n
+			continue
+		}
+		n := 1
+		if need := seqLen(s[i]); need > 1 {
+			for n < need && i+n < len(s) && validPrefix([]byte(s[i:i+n+1])) {
+				n++
+			}
+		}
+		b = utf8.AppendRune(b, utf8.RuneError)
+		i += n
+	}
+	return string(b)
+}

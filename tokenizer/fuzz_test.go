@@ -100,3 +100,24 @@ func lossy(s string) string {
 	}
 	return b.String()
 }
+
+// FuzzValidUTF8 checks that ValidUTF8 always gives valid UTF-8, leaves valid text alone, and
+// splits like the stream decoder: the pieces of any split, each made valid, join to the whole.
+func FuzzValidUTF8(f *testing.F) {
+	for _, s := range []string{"", "é", "\xe2\x82A", "\xed\xa0\x80", "a\xf0\x9f\x98\x80b", "\xf0\x9f\x98\xe2\x82\xac"} {
+		f.Add(s, 1)
+	}
+	f.Fuzz(func(t *testing.T, s string, cut int) {
+		v := ValidUTF8(s)
+		if !utf8.ValidString(v) || (utf8.ValidString(s) && v != s) {
+			t.Fatalf("ValidUTF8(%q) = %q", s, v)
+		}
+		// Where the stream decoder would cut: never inside a valid start of a character.
+		if cut < 0 || cut > len(s) || completePrefix([]byte(s[:cut])) != cut {
+			return
+		}
+		if w := ValidUTF8(s[:cut]) + ValidUTF8(s[cut:]); w != v {
+			t.Fatalf("split at %d: %q + %q, whole %q", cut, ValidUTF8(s[:cut]), ValidUTF8(s[cut:]), v)
+		}
+	})
+}

@@ -344,3 +344,26 @@ func TestBPESmallMatchesHeap(t *testing.T) {
 	}
 	t.Logf("%d words agree", words)
 }
+
+// TestValidUTF8 checks the maximal-subpart replacement against Python's
+// bytes.decode("utf-8", "replace") on the same bytes (outputs written down from Python 3).
+func TestValidUTF8(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é":                  "plain é",
+		"\xe2\x82A":                "\uFFFDA",
+		"\x80\x80":                 "\uFFFD\uFFFD",
+		"\xf0\x9f\x98":             "\uFFFD",
+		"\xed\xa0\x80":             "\uFFFD\uFFFD\uFFFD",
+		"\xc0\xaf":                 "\uFFFD\uFFFD",
+		"ok\xf4\x90\x80\x80":       "ok\uFFFD\uFFFD\uFFFD\uFFFD",
+		"\xe0\x80\xaf":             "\uFFFD\uFFFD\uFFFD",
+		"a\xf0\x9f\x98\x80b":       "a😀b",
+		"\xf0\x9f\x98\xe2\x82\xac": "\uFFFD€",
+		"\xff":                     "\uFFFD",
+		"\xe2\x82":                 "\uFFFD",
+	} {
+		if got := ValidUTF8(in); got != want {
+			t.Errorf("ValidUTF8(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
