@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 
+	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
@@ -56,14 +57,4 @@ type ChatModel interface {
 }
 
 // Reply is one answer and what it cost.
-type Reply struct {
-	Text    string  // the answer, without the end-of-sequence token
-	Tokens  int     // tokens generated, the end-of-sequence token included
-	Ended   bool    // the model ended its turn (end-of-sequence), rather than being cut short
-	Prompt  int     // tokens of the rendered conversation
-	Reused  int     // of those, tokens whose KV cache was kept from the previous turn
-	Used    int     // positions of the context in use after the answer
-	Rate    float64 // generated tokens per second (one-token passes)
-	PPRate  float64 // prompt tokens evaluated per second
-	Context int     // positions the session holds
-}
+type Reply = assistant.Reply

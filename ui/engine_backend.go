@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/kernels"
-	"github.com/trochilus-llm/trochilus/tokenizer"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
@@ -83,129 +82,36 @@ func (b *EngineBackend) Load(ctx context.Context, path string) (ChatModel, error
 	return c, nil
 }
 
-// engineChat is a model with one session and the tokens that session holds.
+// engineChat is a model with one session, answering through package assistant.
 type engineChat struct {
-	m       *engine.Model
-	s       *engine.Session
-	tok     *tokenizer.Tokenizer
-	tmpl    *chat.Template
-	special chat.SpecialTokens
-	eos     int32
-	held    []int32 // the tokens at the session's positions 0 .. Pos()-1
+	c *assistant.Chat
 }
 
 func newEngineChat(m *engine.Model, ctxLen int) (*engineChat, error) {
-	tok, err := tokenizer.FromGGUF(m.File())
-	if err != nil {
-		return nil, err
-	}
-	src, err := m.File().Str("tokenizer.chat_template")
-	if err != nil || strings.TrimSpace(src) == "" {
-		return nil, errors.New("the file has no chat template (tokenizer.chat_template): it cannot chat")
-	}
-	tmpl, err := chat.Parse(src)
-	if err != nil {
-		return nil, err
-	}
-	eos := tok.EOS()
-	if eos < 0 {
-		return nil, errors.New("the tokenizer names no end-of-sequence token: answers could not end")
-	}
 	s, err := m.NewSession(engine.SessionOptions{Context: ctxLen})
 	if err != nil {
 		return nil, err
 	}
-	c := &engineChat{m: m, s: s, tok: tok, tmpl: tmpl, eos: eos}
-	c.special = chat.SpecialTokens{BOS: tokenText(tok, tok.BOS()), EOS: tokenText(tok, eos),
-		UNK: tokenText(tok, tok.UNK()), PAD: tokenText(tok, tok.PAD())}
-	return c, nil
-}
-
-func tokenText(t *tokenizer.Tokenizer, id int32) string {
-	if id < 0 {
-		return ""
+	c, err := assistant.New(m, s)
+	if err != nil {
+		return nil, err
 	}
-	return t.Token(id)
+	if !c.CanChat() {
+		return nil, assistant.ErrNoTemplate
+	}
+	return &engineChat{c: c}, nil
 }
 
-func (c *engineChat) Path() string { return c.m.Path() }
+func (c *engineChat) Path() string { return c.c.Model().Path() }
 
-func (c *engineChat) Context() int { return c.s.Context() }
+func (c *engineChat) Context() int { return c.c.Context() }
 
-func (c *engineChat) Close() error { return c.m.Close() }
+func (c *engineChat) Close() error { return c.c.Model().Close() }
 
 func (c *engineChat) Reply(ctx context.Context, turns []chat.Message, maxTokens int, onText func(string)) (Reply, error) {
-	text, err := c.tmpl.Render(turns, chat.Options{AddGenerationPrompt: true, SpecialTokens: c.special})
-	if err != nil {
-		return Reply{}, err
+	r, err := c.c.Reply(ctx, turns, assistant.Options{MaxTokens: maxTokens, OnText: onText})
+	if errors.Is(err, engine.ErrContextFull) && r.Tokens == 0 {
+		err = fmt.Errorf("%w: start a new chat", err)
 	}
-	// As apply_chat_template(tokenize=True) does: special-token text becomes those tokens and
-	// nothing is added beyond what the template wrote.
-	ids := c.tok.Encode(text, true)
-	r := Reply{Prompt: len(ids), Context: c.s.Context()}
-	if len(ids) == 0 {
-		return r, errors.New("the conversation renders to no tokens")
-	}
-	if len(ids) >= c.s.Context() {
-		return r, fmt.Errorf("the conversation takes %d tokens and the context holds %d: start a new chat (%w)",
-			len(ids), c.s.Context(), engine.ErrContextFull)
-	}
-
-	// Keep the KV cache of the longest common prefix; at least one token must be evaluated
-	// for the logits of the last position.
-	keep := commonPrefix(c.held, ids)
-	keep = min(keep, len(ids)-1, c.s.Pos())
-	if err := c.s.Rewind(keep); err != nil {
-		return r, err
-	}
-	c.held = c.held[:keep]
-	r.Reused = keep
-
-	// Generate evaluates all but its last token, so prompt + n − 1 positions must fit.
-	room := c.s.Context() - len(ids) + 1
-	if maxTokens <= 0 || maxTokens > room {
-		maxTokens = room
-	}
-	dec := c.tok.NewStreamDecoder()
-	var answer strings.Builder
-	emit := func(s string) {
-		if s != "" {
-			answer.WriteString(s)
-			if onText != nil {
-				onText(s)
-			}
-		}
-	}
-	g, err := c.s.Generate(ctx, ids[keep:], engine.GenerateOptions{
-		MaxTokens: maxTokens,
-		Stop:      []int32{c.eos},
-		OnToken: func(id int32) error {
-			if id != c.eos {
-				emit(dec.Next(id))
-			}
-			return nil
-		},
-	})
-	emit(dec.Flush())
-
-	// The session holds the rendered prompt and then the new tokens, as far as Pos says.
-	all := append(append(c.held[:0:0], ids...), g.Tokens...)
-	c.held = all[:min(c.s.Pos(), len(all))]
-
-	r.Text = answer.String()
-	r.Tokens, r.Ended = len(g.Tokens), g.Stopped
-	r.Used = c.s.Pos()
-	r.Rate, r.PPRate = g.DecodeRate(), g.PromptRate()
 	return r, err
-}
-
-// commonPrefix returns the length of the longest common prefix of a and b.
-func commonPrefix(a, b []int32) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }

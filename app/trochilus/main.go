@@ -26,12 +26,14 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"chat":     {"chat with a model on the terminal, through its chat template", runChat},
 		"cpu":      {"print what this machine offers (cores, SIMD, RAM)", runCPU},
 		"inspect":  {"describe a GGUF file: config, metadata, tensors", runInspect},
 		"gen":      {"write a deterministic test model (tiny or full-size OLMoE shape)", runGen},
 		"generate": {"generate greedily from token ids; print the new ids", runGenerate},
 		"logits":   {"write the float32 logits after every token of a prompt", runLogits},
 		"run":      {"generate greedily from text with the model's tokenizer", runRun},
+		"serve":    {"answer OpenAI-style HTTP requests (chat, completions, streaming)", runServe},
 		"tokenize": {"print the token ids and pieces of a text", runTokenize},
 		"template": {"render a conversation with the model's chat template", runTemplate},
 	}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// runChat holds a conversation on the terminal: each line read is the user's turn.
+func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// Ctrl-C stops the answer being written and returns to the prompt; at the prompt it ends
+	// the chat. The command's own context (cancelled by the first Ctrl-C) is left out of the
+	// turns for that reason.
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
+	interactive := false
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		interactive = true
+	}
+	return chatLoop(ctx, args, chatIO{in: os.Stdin, out: stdout, err: stderr, interrupts: interrupts, prompt: interactive})
+}
+
+// chatIO is where a chat reads and writes.
+type chatIO struct {
+	in         io.Reader
+	out, err   io.Writer
+	interrupts <-chan os.Signal
+	prompt     bool // show a prompt before each line (a terminal)
+}
+
+const chatHelp = `Type a message and press Enter. Commands: /reset starts a new conversation
+(the system message stays), /exit ends (so does end of input). Ctrl-C stops an answer.`
+
+func chatLoop(ctx context.Context, args []string, term chatIO) error {
+	fs := newFlags("chat", term.err)
+	mf := addModelFlags(fs)
+	system := fs.String("system", "", "a system message that opens the conversation")
+	n := fs.Int("n", 0, "most tokens an answer may have (0: as many as the context has room for)")
+	fs.Usage = func() {
+		fmt.Fprintln(term.err, "usage: trochilus chat -m MODEL [-system TEXT] [-n N] [-t T] [-b B] [-c C]\n\n"+
+			"Chat with the model on the terminal, through its own chat template, greedily.\n"+chatHelp)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *n < 0 {
+		return fmt.Errorf("%w: -n %d: want at least 0", errUsage, *n)
+	}
+	m, s, done, err := mf.open(ctx, term.err)
+	if err != nil {
+		return err
+	}
+	defer done()
+	c, err := assistant.New(m, s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *mf.path, err)
+	}
+	if !c.CanChat() {
+		return fmt.Errorf("%s: %w (try: trochilus run)", *mf.path, assistant.ErrNoTemplate)
+	}
+	if term.prompt {
+		fmt.Fprintln(term.err, chatHelp)
+	}
+
+	// Lines come from a goroutine so that a Ctrl-C at the prompt is seen while waiting.
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		sc := bufio.NewScanner(term.in)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-quit:
+				return
+			}
+		}
+		readErr <- sc.Err()
+		close(lines)
+	}()
+
+	start := func() []chat.Message {
+		if *system == "" {
+			return nil
+		}
+		return []chat.Message{{Role: "system", Content: *system}}
+	}
+	turns := start()
+	for {
+		if term.prompt {
+			fmt.Fprint(term.err, "> ")
+		}
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return <-readErr
+			}
+			line = l
+		case <-term.interrupts:
+			fmt.Fprintln(term.err)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		switch text := strings.TrimSpace(line); text {
+		case "":
+			continue
+		case "/exit", "/quit":
+			return nil
+		case "/reset":
+			turns = start()
+			fmt.Fprintln(term.err, "(new conversation)")
+			continue
+		case "/help":
+			fmt.Fprintln(term.err, chatHelp)
+			continue
+		}
+		turns = append(turns, chat.Message{Role: "user", Content: line})
+
+		turn, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stop := make(chan struct{})
+		go func() {
+			select {
+			case <-term.interrupts:
+				cancel()
+			case <-ctx.Done():
+				cancel()
+			case <-stop:
+			}
+		}()
+		var werr error
+		r, err := c.Reply(turn, turns, assistant.Options{MaxTokens: *n, OnText: func(s string) {
+			if _, e := term.out.Write([]byte(s)); e != nil && werr == nil {
+				werr = e
+				cancel()
+			}
+		}})
+		close(stop)
+		cancel()
+		fmt.Fprintln(term.out)
+		switch {
+		case werr != nil:
+			return werr
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.Canceled):
+			fmt.Fprintf(term.err, "(stopped after %d tokens)\n", r.Tokens)
+		case err != nil:
+			// The turn is not kept: the conversation goes on as it was before it.
+			turns = turns[:len(turns)-1]
+			fmt.Fprintf(term.err, "(%v)\n", err)
+			continue
+		default:
+			how := "ended"
+			if !r.Finished() {
+				how = "cut at the token limit"
+			}
+			fmt.Fprintf(term.err, "(%d tokens, %s; prompt %d, %d reused, %.1f tok/s; %d of %d positions used)\n",
+				r.Tokens, how, r.Prompt, r.Reused, r.Rate, r.Used, r.Context)
+		}
+		turns = append(turns, chat.Message{Role: "assistant", Content: r.Text})
+	}
+}

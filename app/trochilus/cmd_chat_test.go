@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// replies answers turns one after another with package assistant directly, each user turn
+// followed by the answer, as the chat command must.
+func replies(t *testing.T, path string, users []string, n int) []string {
+	t.Helper()
+	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(engine.SessionOptions{Context: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := assistant.New(m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []chat.Message
+	var out []string
+	for _, u := range users {
+		turns = append(turns, chat.Message{Role: "user", Content: u})
+		r, err := c.Reply(context.Background(), turns, assistant.Options{MaxTokens: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns = append(turns, chat.Message{Role: "assistant", Content: r.Text})
+		out = append(out, r.Text)
+	}
+	return out
+}
+
+func TestChatCommand(t *testing.T) {
+	path := tinyModel(t)
+	want := replies(t, path, []string{"Hello!", "And then?"}, 10)
+	var out, errb bytes.Buffer
+	in := strings.NewReader("Hello!\n\nAnd then?\n/reset\nHello!\n")
+	err := chatLoop(context.Background(), []string{"-m", path, "-n", "10", "-c", "512"},
+		chatIO{in: in, out: &out, err: &errb})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	// Each answer on its own line; after /reset the first answer again.
+	if got, exp := out.String(), want[0]+"\n"+want[1]+"\n"+want[0]+"\n"; got != exp {
+		t.Fatalf("stdout %q, want %q\nstderr %s", got, exp, errb.String())
+	}
+	if !strings.Contains(errb.String(), "(new conversation)") || !regexp.MustCompile(`\(10 tokens, cut at the token limit; prompt \d+, [1-9]\d* reused`).MatchString(errb.String()) {
+		t.Fatalf("stderr %s", errb.String())
+	}
+}
+
+// interruptingWriter sends an interrupt on the first write and waits until the chat has
+// taken it (the tiny model would otherwise finish its answer first).
+type interruptingWriter struct {
+	bytes.Buffer
+	once sync.Once
+	sig  chan os.Signal
+}
+
+func (w *interruptingWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() {
+		w.sig <- os.Interrupt
+		for len(w.sig) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // from taking the signal to cancelling the turn
+	})
+	return w.Buffer.Write(p)
+}
+
+func TestChatInterruptStopsTheAnswer(t *testing.T) {
+	path := tinyModel(t)
+	want := replies(t, path, []string{"Hello!"}, 12)
+	sig := make(chan os.Signal, 1)
+	out := &interruptingWriter{sig: sig}
+	var errb bytes.Buffer
+	// The first answer is interrupted; the chat goes on with the stopped answer in the
+	// conversation, and a /reset brings the whole first answer back.
+	err := chatLoop(context.Background(), []string{"-m", path, "-n", "12", "-c", "512"},
+		chatIO{in: strings.NewReader("Hello!\n/reset\nHello!\n"), out: out, err: &errb, interrupts: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) != 3 || lines[1] != want[0] || !strings.HasPrefix(want[0], lines[0]) || lines[0] == want[0] {
+		t.Fatalf("stdout %q, want a stopped start of %q then all of it", out.String(), want[0])
+	}
+	if !strings.Contains(errb.String(), "(stopped after") {
+		t.Fatalf("stderr %s", errb.String())
+	}
+}
+
+func TestChatRefusesAModelWithoutTemplate(t *testing.T) {
+	var errb bytes.Buffer
+	err := chatLoop(context.Background(), []string{"-m", "/nonexistent.gguf"}, chatIO{in: strings.NewReader(""), out: io.Discard, err: &errb})
+	if err == nil {
+		t.Fatal("chat with a missing file")
+	}
+	if code, _, _ := trochilus("chat", "-n", "-1", "-m", "x"); code != 2 {
+		t.Fatalf("-n -1: exit %d", code)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeCommand(t *testing.T) {
+	path := tinyModel(t)
+	want := replies(t, path, []string{"Hello!"}, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errb syncBuffer
+	result := make(chan error, 1)
+	go func() {
+		result <- runServe(ctx, []string{"-m", path, "-addr", "127.0.0.1:0", "-c", "512"}, io.Discard, &errb)
+	}()
+	addr := regexp.MustCompile(`at http://(\S+):`)
+	var url string
+	for deadline := time.Now().Add(30 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(errb.String()); m != nil {
+			url = "http://" + m[1]
+		}
+		select {
+		case err := <-result:
+			t.Fatalf("serve ended: %v\n%s", err, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", errb.String())
+		}
+	}
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"max_tokens":8,"messages":[{"role":"user","content":"Hello!"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Model   string
+		Choices []struct{ Message struct{ Content string } }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if err != nil || r.Model != "tiny-q8_0" || len(r.Choices) != 1 || r.Choices[0].Message.Content != want[0] {
+		t.Fatalf("answer %+v (%v), want %q", r, err, want[0])
+	}
+	cancel()
+	select {
+	case err := <-result:
+		if err != context.Canceled {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(errb.String(), "POST /v1/chat/completions: prompt") {
+		t.Fatalf("no request log:\n%s", errb.String())
+	}
+}

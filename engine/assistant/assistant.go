@@ -1,0 +1,201 @@
+// Package assistant holds a conversation with a model: it renders the turns with the model's
+// own chat template (as apply_chat_template does), keeps the KV cache of whatever the new
+// prompt repeats of what the session already holds, generates greedily and streams the answer
+// as whole UTF-8 text. The desktop app's chat, `trochilus chat` and `trochilus serve` all
+// answer through it, so an answer is the same bytes wherever it is asked for.
+package assistant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/tokenizer"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// Chat is a model's session with its tokenizer and chat template. Its methods must not be
+// called concurrently: one session holds one sequence.
+type Chat struct {
+	m       *engine.Model
+	s       *engine.Session
+	tok     *tokenizer.Tokenizer
+	tmpl    *chat.Template // nil when the file has no chat template
+	special chat.SpecialTokens
+	eos     int32
+	held    []int32 // the tokens at the session's positions 0 .. Pos()-1
+}
+
+// ErrNoTemplate is returned by Reply when the model file carries no chat template.
+var ErrNoTemplate = errors.New("the file has no chat template (tokenizer.chat_template): it cannot chat")
+
+// New makes a Chat over session s of model m, reading the tokenizer and chat template from
+// the model's file. A file without a chat template still completes raw text (Complete).
+func New(m *engine.Model, s *engine.Session) (*Chat, error) {
+	tok, err := tokenizer.FromGGUF(m.File())
+	if err != nil {
+		return nil, err
+	}
+	eos := tok.EOS()
+	if eos < 0 {
+		return nil, errors.New("the tokenizer names no end-of-sequence token: answers could not end")
+	}
+	c := &Chat{m: m, s: s, tok: tok, eos: eos}
+	if src, err := m.File().Str("tokenizer.chat_template"); err == nil && strings.TrimSpace(src) != "" {
+		if c.tmpl, err = chat.Parse(src); err != nil {
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
+	}
+	c.special = chat.SpecialTokens{BOS: tokenText(tok, tok.BOS()), EOS: tokenText(tok, eos),
+		UNK: tokenText(tok, tok.UNK()), PAD: tokenText(tok, tok.PAD())}
+	return c, nil
+}
+
+func tokenText(t *tokenizer.Tokenizer, id int32) string {
+	if id < 0 {
+		return ""
+	}
+	return t.Token(id)
+}
+
+// Model returns the model the chat runs.
+func (c *Chat) Model() *engine.Model { return c.m }
+
+// Context returns the positions the session holds.
+func (c *Chat) Context() int { return c.s.Context() }
+
+// CanChat reports whether the model has a chat template (Reply works).
+func (c *Chat) CanChat() bool { return c.tmpl != nil }
+
+// Options shape one answer.
+type Options struct {
+	// MaxTokens is the most tokens to generate; 0 or more than the context has room for
+	// means as many as fit.
+	MaxTokens int
+	// Stop lists texts that end the answer where they first appear; the answer (and the
+	// streamed text) stops before it. Empty strings are ignored.
+	Stop []string
+	// OnText, when set, receives the answer as it grows, in pieces of whole, valid UTF-8
+	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
+	OnText func(string)
+}
+
+// Reply is one answer and what it cost.
+type Reply struct {
+	Text    string  // the answer, without the end-of-sequence token or a stop text
+	Tokens  int     // tokens generated, the end-of-sequence token included
+	Ended   bool    // the model ended its turn (end-of-sequence)
+	Stopped bool    // one of Options.Stop ended the answer
+	Prompt  int     // tokens of the rendered prompt
+	Reused  int     // of those, tokens whose KV cache was kept from the previous call
+	Used    int     // positions of the context in use after the answer
+	Rate    float64 // generated tokens per second (one-token passes)
+	PPRate  float64 // prompt tokens evaluated per second
+	Context int     // positions the session holds
+}
+
+// Finished reports whether the answer came to an end of its own (end-of-sequence or a stop
+// text) rather than being cut short by the token limit or the context.
+func (r *Reply) Finished() bool { return r.Ended || r.Stopped }
+
+// Render returns the conversation as the model's chat template writes it, asking for the
+// assistant's turn.
+func (c *Chat) Render(turns []chat.Message) (string, error) {
+	if c.tmpl == nil {
+		return "", ErrNoTemplate
+	}
+	return c.tmpl.Render(turns, chat.Options{AddGenerationPrompt: true, SpecialTokens: c.special})
+}
+
+// Reply renders turns with the model's chat template (asking for the assistant's turn) and
+// generates the answer. On an error (a cancellation included) the Reply holds what was made.
+func (c *Chat) Reply(ctx context.Context, turns []chat.Message, opts Options) (Reply, error) {
+	text, err := c.Render(turns)
+	if err != nil {
+		return Reply{Context: c.s.Context()}, err
+	}
+	// As apply_chat_template(tokenize=True) does: special-token text becomes those tokens and
+	// nothing is added beyond what the template wrote.
+	return c.answer(ctx, c.tok.Encode(text, true), opts)
+}
+
+// Complete continues raw text (no chat template): the tokenizer's BOS first when it adds
+// one, control-token text left as text.
+func (c *Chat) Complete(ctx context.Context, text string, opts Options) (Reply, error) {
+	var ids []int32
+	if c.tok.AddBOS() {
+		ids = append(ids, c.tok.BOS())
+	}
+	return c.answer(ctx, c.tok.AppendEncode(ids, text, false), opts)
+}
+
+// errStopText ends a generation at a stop text; it never leaves answer.
+var errStopText = errors.New("stop text")
+
+func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, error) {
+	r := Reply{Prompt: len(ids), Context: c.s.Context()}
+	if len(ids) == 0 {
+		return r, errors.New("the prompt is no tokens")
+	}
+	if len(ids) >= c.s.Context() {
+		return r, fmt.Errorf("the prompt takes %d tokens and the context holds %d: %w",
+			len(ids), c.s.Context(), engine.ErrContextFull)
+	}
+
+	// Keep the KV cache of the longest common prefix; at least one token must be evaluated
+	// for the logits of the last position.
+	keep := min(commonPrefix(c.held, ids), len(ids)-1, c.s.Pos())
+	if err := c.s.Rewind(keep); err != nil {
+		return r, err
+	}
+	c.held = c.held[:keep]
+	r.Reused = keep
+
+	// Generate evaluates all but its last token, so prompt + n − 1 positions must fit.
+	maxTokens := opts.MaxTokens
+	if room := c.s.Context() - len(ids) + 1; maxTokens <= 0 || maxTokens > room {
+		maxTokens = room
+	}
+	dec := c.tok.NewStreamDecoder()
+	out := newStopWriter(opts.Stop, opts.OnText)
+	g, err := c.s.Generate(ctx, ids[keep:], engine.GenerateOptions{
+		MaxTokens: maxTokens,
+		Stop:      []int32{c.eos},
+		OnToken: func(id int32) error {
+			if id != c.eos && out.write(tokenizer.ValidUTF8(dec.Next(id))) {
+				return errStopText
+			}
+			return nil
+		},
+	})
+	if errors.Is(err, errStopText) {
+		err, r.Stopped = nil, true
+	} else if !out.write(tokenizer.ValidUTF8(dec.Flush())) {
+		out.flush()
+	} else {
+		r.Stopped = true
+	}
+
+	// The session holds the prompt and then the new tokens, as far as Pos says.
+	all := append(append(c.held[:0:0], ids...), g.Tokens...)
+	c.held = all[:min(c.s.Pos(), len(all))]
+
+	r.Text = out.text()
+	r.Tokens, r.Ended = len(g.Tokens), g.Stopped
+	r.Used = c.s.Pos()
+	r.Rate, r.PPRate = g.DecodeRate(), g.PromptRate()
+	return r, err
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
