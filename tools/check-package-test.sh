@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The package checker's own test: from the good archives in DIST it makes copies with one thing
-# wrong each (a console exe where the GUI one belongs, a dynamically linked CLI, an icon of the
+# wrong each (a console exe where the GUI one belongs, a CLI linking libraries beyond libc, an icon of the
 # wrong size, a broken .desktop file, a missing member, an exe without its version resource...)
 # and requires tools/check-package.sh to reject every one with the expected message, and to
 # accept an unmodified repack (the control: repacking alone must not make the checker fail).
@@ -71,8 +71,8 @@ mutant control both ""
 mutant cli-exe-is-gui windows "trochilus.exe: want PE32+ executable (console)" cp "$W/trochilus-app.exe" "$W/trochilus.exe"
 mutant app-exe-is-console windows "trochilus-app.exe: want PE32+ executable (GUI)" cp "$W/trochilus.exe" "$W/trochilus-app.exe"
 mutant app-exe-is-linux windows "trochilus-app.exe: want PE32+ executable (GUI)" cp "$good/$L/trochilus-app" "$W/trochilus-app.exe"
-mutant cli-dynamic linux "trochilus: want ELF 64-bit x86-64, statically linked" cp "$L/trochilus-app" "$L/trochilus"
-mutant cli-is-windows linux "trochilus: want ELF 64-bit x86-64, statically linked" cp "$good/$W/trochilus.exe" "$L/trochilus"
+mutant cli-links-gl linux "trochilus: needs lib" cp "$L/trochilus-app" "$L/trochilus"
+mutant cli-is-windows linux "trochilus: want ELF 64-bit x86-64" cp "$good/$W/trochilus.exe" "$L/trochilus"
 mutant app-is-text linux "trochilus-app: want ELF 64-bit x86-64" cp "$L/README.txt" "$L/trochilus-app"
 mutant icon-is-text linux "trochilus.png: want PNG 512 x 512" cp "$L/README.txt" "$L/trochilus.png"
 mutant icon-256-wide linux "trochilus.png: want PNG 512 x 512" narrow_png "$L/trochilus.png"

@@ -35,9 +35,7 @@ func (b *EngineBackend) Machine(ctx context.Context) (MachineReport, error) {
 	if err != nil {
 		return MachineReport{}, err
 	}
-	r := MachineReport{Profile: p, Threads: b.Threads, Kernels: tier.Name,
-		// The engine has no GPU path yet (package gpu is empty): say so rather than guess.
-		GPU: "none used: this build computes on the CPU"}
+	r := MachineReport{Profile: p, Threads: b.Threads, Kernels: tier.Name, GPU: gpuLine(p)}
 	if r.Threads == 0 {
 		r.Threads = kernels.DefaultThreads()
 	}
@@ -47,6 +45,15 @@ func (b *EngineBackend) Machine(ctx context.Context) (MachineReport, error) {
 		r.Disk, r.DiskErr = catalog.MeasureReadSpeed(ctx, b.ModelsDir)
 	}
 	return r, nil
+}
+
+// gpuLine says what GPU the machine has and that the engine does not use it yet: its kernels
+// are verified on a GPU but no model pass runs there, so saying more would be a guess.
+func gpuLine(p machine.Profile) string {
+	if len(p.GPUs) == 0 {
+		return "none found (" + p.GPUStatus + "); the engine computes on the CPU"
+	}
+	return fmt.Sprintf("%v, CUDA %s: found, not used yet (the engine computes on the CPU)", p.GPUs[0], p.CUDA)
 }
 
 // Load checks the model against the RAM the machine has now (the reserve rule), then loads it,

@@ -9,6 +9,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"github.com/trochilus-llm/trochilus/gpu"
 	"io"
 	"runtime"
 	"strings"
@@ -37,6 +38,10 @@ type Profile struct {
 
 	RAMTotal     uint64 // physical memory
 	RAMAvailable uint64 // memory that can be had without swapping (Linux MemAvailable)
+
+	GPUs      []gpu.Device // NVIDIA GPUs the CUDA driver sees
+	CUDA      string       // the CUDA version the driver supports, "" without one
+	GPUStatus string       // why there is no GPU, when there is none ("no CUDA driver: ...")
 }
 
 // Features are the instruction-set extensions relevant to the kernels. On x86 the AVX-512
@@ -136,6 +141,13 @@ func Probe(ctx context.Context) (Profile, error) {
 		return p, fmt.Errorf("machine: reading memory size: %w", err)
 	}
 	p.RAMTotal, p.RAMAvailable = total, avail
+
+	// A missing or broken driver is a fact about the machine, not a failure to probe it.
+	if p.GPUs, p.CUDA, err = gpu.Probe(); err != nil {
+		p.GPUs, p.GPUStatus = nil, err.Error()
+	} else if len(p.GPUs) == 0 {
+		p.GPUStatus = "the CUDA driver sees no GPU"
+	}
 	return p, nil
 }
 
@@ -197,6 +209,16 @@ func (p Profile) Write(w io.Writer) error {
 		lines = append(lines, [2]string{"hypervisor", p.Hypervisor})
 	}
 	lines = append(lines, [2]string{"ram", fmt.Sprintf("%s total, %s available", Bytes(p.RAMTotal), Bytes(p.RAMAvailable))})
+	for _, g := range p.GPUs {
+		lines = append(lines, [2]string{"gpu", fmt.Sprintf("%v, CUDA %s", g, p.CUDA)})
+	}
+	if len(p.GPUs) == 0 {
+		none := "none"
+		if p.GPUStatus != "" {
+			none += " (" + p.GPUStatus + ")"
+		}
+		lines = append(lines, [2]string{"gpu", none})
+	}
 	for _, l := range lines {
 		if _, err := fmt.Fprintf(w, "%-11s %s\n", l[0]+":", l[1]); err != nil {
 			return err

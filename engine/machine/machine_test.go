@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trochilus-llm/trochilus/gpu"
 )
 
 func TestProbe(t *testing.T) {
@@ -55,13 +57,23 @@ func TestFeatureNames(t *testing.T) {
 func TestWrite(t *testing.T) {
 	p := Profile{OS: "linux", Arch: "amd64", CPU: "AMD EPYC 9R14", Vendor: "AMD", PhysicalCores: 2,
 		LogicalCores: 4, UsableCPUs: 4, Features: Features{AVX2: true, FMA: true},
-		L1D: 48 << 10, L3: 32 << 20, RAMTotal: 24 << 30, RAMAvailable: 3 << 29}
+		L1D: 48 << 10, L3: 32 << 20, RAMTotal: 24 << 30, RAMAvailable: 3 << 29,
+		GPUStatus: "no CUDA driver: libcuda.so.1: cannot open shared object file"}
 	want := "system:     linux/amd64\n" +
 		"cpu:        AMD EPYC 9R14\n" +
 		"cores:      2 physical, 4 logical, 4 usable by this process\n" +
 		"caches:     L1d 48.00 KiB, L3 32.00 MiB\n" +
 		"simd:       AVX2 FMA\n" +
-		"ram:        24.00 GiB total, 1.50 GiB available\n"
+		"ram:        24.00 GiB total, 1.50 GiB available\n" +
+		"gpu:        none (no CUDA driver: libcuda.so.1: cannot open shared object file)\n"
+	if got := p.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// As the H200 lent in session 5 reported itself.
+	p.GPUStatus, p.CUDA = "", "13.0"
+	p.GPUs = []gpu.Device{{Name: "NVIDIA H200", Major: 9, Minor: 0, SMs: 132, Memory: 150_110_945_280}}
+	want = strings.Replace(want, "gpu:        none (no CUDA driver: libcuda.so.1: cannot open shared object file)",
+		"gpu:        NVIDIA H200 (compute 9.0, 132 SMs, 139.8 GiB), CUDA 13.0", 1)
 	if got := p.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
