@@ -76,24 +76,53 @@ main() {
 	run_trochilus() {
 		local f=$1 t=$2 rep=$3 role=$4 log="$out/trochilus.log"
 		counters "trochilus $(basename "$f") t=$t rep=$rep"
+		other_start
 		# -n ngen+1: the first new token comes from the prompt pass, the other ngen from one-token passes.
 		"$bin/trochilus" generate -m "$f" --tokens "$(cat "$prompt")" -n $((ngen + 1)) -t "$t" -b 512 -c 1024 \
 			--ignore-eos -repeat "$runs_per_process" >/dev/null 2>"$log" || { cat "$log" >&2; return 1; }
+		other_cores
 		local pr gr
 		pr=$(sed -n 's/^prompt: .* \([0-9.]*\) tok\/s$/\1/p' "$log" | tail -1)
 		gr=$(sed -n 's/^generation: .* \([0-9.]*\) tok\/s$/\1/p' "$log" | tail -1)
 		[ -n "$pr" ] && [ -n "$gr" ] || { echo "race: cannot read the rates in:" >&2; cat "$log" >&2; return 1; }
-		printf '{"engine":"trochilus","model":"%s","threads":%d,"rep":%d,"role":"%s","promptRate":%s,"genRate":%s}\n' \
-			"$(basename "$f")" "$t" "$rep" "$role" "$pr" "$gr" | tee -a "$runs"
+		printf '{"engine":"trochilus","model":"%s","threads":%d,"rep":%d,"role":"%s","promptRate":%s,"genRate":%s,"otherCores":%s}\n' \
+			"$(basename "$f")" "$t" "$rep" "$role" "$pr" "$gr" "$other" | tee -a "$runs"
 	}
 
 	# run_llama FILE THREADS REP appends one JSON line to $runs.
 	run_llama() {
 		local f=$1 t=$2 rep=$3 log="$out/llama.log"
 		counters "llama.cpp $(basename "$f") t=$t rep=$rep"
+		other_start
 		NLC_DIR="$nlc" node "$here/llama_bench.mjs" run "$f" "$t" "$prompt" "$ngen" "$runs_per_process" >"$log" 2>&1 ||
 			{ cat "$log" >&2; return 1; }
-		sed -n 's/^RESULT {\(.*\)}$/{"rep":'"$rep"',"role":"race",\1}/p' "$log" | tee -a "$runs"
+		other_cores
+		sed -n 's/^RESULT {\(.*\)}$/{"rep":'"$rep"',"role":"race","otherCores":'"$other"',\1}/p' "$log" | tee -a "$runs"
+	}
+
+	# Anything else running during a run makes it worthless (session 5: a 37-second test job on
+	# both cores cut one generation from ~19 to 12.3 tok/s, LESSONS 22). other_start and
+	# other_cores measure it: the machine's busy CPU time over the run (/proc/stat) less the
+	# CPU time of the run's own process tree (bash's times), in cores. A run where other work
+	# used more than a tenth of a core is flagged, and summarize.mjs leaves it out.
+	busy_seconds() { awk '/^cpu /{ printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / 100 }' /proc/stat; }
+	# times must run in this shell (in a $(...) subshell it would count that subshell's
+	# children): it writes to a file that child_seconds then reads.
+	child_seconds() {
+		awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.2f", n }' "$out/.times"
+	}
+	other_start() { times >"$out/.times"; other_b0=$(busy_seconds) other_c0=$(child_seconds) other_t0=$(date +%s.%N); }
+	# other_cores sets other (it must not run in a subshell either).
+	other_cores() {
+		local o c1
+		times >"$out/.times"
+		c1=$(child_seconds)
+		o=$(awk -v b0="$other_b0" -v b1="$(busy_seconds)" -v c0="$other_c0" -v c1="$c1" \
+			-v t0="$other_t0" -v t1="$(date +%s.%N)" 'BEGIN { o = ((b1 - b0) - (c1 - c0)) / (t1 - t0); printf "%.3f", o < 0 ? 0 : o }')
+		if awk -v o="$o" 'BEGIN { exit !(o > 0.1) }'; then
+			echo "race: WARNING: other work used $o cores during this run: it will be left out" >&2
+		fi
+		other=$o
 	}
 
 	# cached FILE says how much of FILE the page cache holds: a run that reads part of the model from

@@ -36,7 +36,13 @@ const summary = [];
 const rows = [];
 for (const key of keys) {
     const [model, threads] = key.split("\t");
-    const of = (engine, role) => runs.filter((r) => r.model === model && r.threads === +threads && r.engine === engine && (role == null || r.role === role));
+    // A run during which other work used more than a tenth of a core (race.sh's otherCores)
+    // measured the other work too: it is listed and left out.
+    const clean = (r) => !(r.otherCores > 0.1);
+    for (const r of runs.filter((r) => r.model === model && r.threads === +threads && !clean(r))) {
+        console.log(`left out: ${r.engine} rep ${r.rep} (other work used ${r.otherCores} cores)`);
+    }
+    const of = (engine, role) => runs.filter((r) => r.model === model && r.threads === +threads && r.engine === engine && (role == null || r.role === role) && clean(r));
     const tro = of("trochilus", "race");
     const lla = of("llama.cpp");
     const aa = [...of("trochilus", "aa"), ...tro.filter((r) => r.rep === 1)];
