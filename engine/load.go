@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trochilus-llm/trochilus/experts"
 	"os"
 	"sort"
 	"strings"
@@ -32,9 +33,20 @@ type Options struct {
 	// It changes speed and memory use, never a result.
 	Weights Weights
 
+	// ExpertBudget streams the experts from disk through a store of at most this many bytes
+	// (ExpertBudgetMin: the fewest slots a pass can run with), for measurements and tests.
+	// Zero lets the loader decide: the experts stream when the file does not fit in RAM with
+	// the system's reserve left free, under the budget the machine's memory allows. It
+	// changes speed and memory use, never a result.
+	ExpertBudget int64
+
 	// mutant, set only by this package's tests, plants a deliberate bug (see mutant.go).
 	mutant mutant
 }
+
+// ExpertBudgetMin, as Options.ExpertBudget, streams the experts through the fewest slots a
+// pass can run with: one layer's experts and one token's.
+const ExpertBudgetMin = -1
 
 // Weights is where a model's weights live while it runs.
 type Weights int
@@ -77,6 +89,10 @@ type Model struct {
 	tier *kernels.Tier
 	net  network
 
+	// store, when the experts stream from disk, holds those in RAM; nil when every expert
+	// is in the model's memory.
+	store *experts.Store
+
 	closed atomic.Bool
 }
 
@@ -100,12 +116,15 @@ type runner interface {
 type architecture struct {
 	config func(f *gguf.File) (Config, error)
 	build  func(cfg *Config, ts *tensorSet, opts *Options) (network, error)
+	// experts names each layer's stacked expert tensors (blk.N.NAME.weight), in the order
+	// the runner takes them from the store.
+	experts []string
 }
 
 // architectures lists the architectures Load knows, by general.architecture.
 func architectures() map[string]architecture {
 	return map[string]architecture{
-		"olmoe": {config: olmoeConfig, build: buildOLMoE},
+		"olmoe": {config: olmoeConfig, build: buildOLMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
 	}
 }
 
@@ -156,6 +175,18 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 		return nil, err
 	}
 
+	layout, err := expertLayout(f, &cfg, arch.experts)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planExperts(ctx, f.Size(), &layout, &cfg, &opts, machine.RAM)
+	if err != nil {
+		return nil, err
+	}
+	if !plan.Resident {
+		// The dense weights go through the page cache, the experts through the store.
+		opts.Weights = WeightsMapped
+	}
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -165,24 +196,37 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 	if err != nil {
 		return nil, err
 	}
+	var store *experts.Store
+	if !plan.Resident {
+		if store, err = experts.NewStore(path, layout, plan.Slots); err != nil {
+			data.close()
+			return nil, err
+		}
+	}
+	closeAll := func() {
+		data.close()
+		if store != nil {
+			store.Close()
+		}
+	}
 	ts := &tensorSet{f: f, data: data.data}
 	net, err := arch.build(&cfg, ts, &opts)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
-		data.close()
+		closeAll()
 		return nil, err
 	}
 	tier := opts.Tier
 	if tier == nil {
 		if tier, err = kernels.Best(); err != nil {
-			data.close()
+			closeAll()
 			return nil, err
 		}
 	}
 	return &Model{path: path, cfg: cfg, file: f, data: data, pool: kernels.NewPool(opts.Threads),
-		tier: tier, net: net}, nil
+		tier: tier, net: net, store: store}, nil
 }
 
 // placeWeights brings the file's bytes into memory as opts.Weights asks (see Weights); ram
@@ -236,6 +280,9 @@ func (m *Model) Close() error {
 	}
 	m.pool.Close()
 	err := m.data.close()
+	if m.store != nil {
+		err = errors.Join(err, m.store.Close())
+	}
 	if cerr := m.file.Close(); err == nil {
 		err = cerr
 	}
@@ -257,6 +304,26 @@ func (m *Model) Weights() Weights {
 		return WeightsResident
 	}
 	return WeightsMapped
+}
+
+// Experts describes where the experts live: "in memory", or the store's slots and reads.
+func (m *Model) Experts() string {
+	if m.store == nil {
+		return "in memory"
+	}
+	how := "buffered reads"
+	if m.store.Direct() {
+		how = "unbuffered reads (O_DIRECT)"
+	}
+	return fmt.Sprintf("streamed from disk: %d slots of %s, %s", m.store.Slots(), machine.Bytes(m.store.SlotBytes()), how)
+}
+
+// ExpertStats returns the expert store's counts (zero when every expert is in memory).
+func (m *Model) ExpertStats() experts.Stats {
+	if m.store == nil {
+		return experts.Stats{}
+	}
+	return m.store.Stats()
 }
 
 // Kernels returns the name of the kernel tier the model runs ("scalar", "avx2", "avx512",

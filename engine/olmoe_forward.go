@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/trochilus-llm/trochilus/experts"
 	"math"
 
 	"github.com/trochilus-llm/trochilus/kernels"
@@ -53,6 +54,13 @@ type olmoeRunner struct {
 	expertIn     []kernels.Batch     // experts: the rows of inE (or in) each expert sees
 	expertOut    []kernels.Batch     // experts: the rows of inA each expert's down sees
 	jobs         []kernels.MatMulJob // the products of one pool pass: q, k, v, or every expert's
+
+	// With experts streamed (store non-nil): the experts a layer's pass names, their routed
+	// counts, what the store hands out for them, and those matrices by expert id.
+	store             *experts.Store
+	named, counts     []int
+	acquired          []kernels.Matrix
+	gateS, upS, downS []kernels.Matrix
 
 	// splitProducts, set only by benchmarks, runs the products of a pass one pool pass each,
 	// as the engine did before MatMulMany: the baseline BenchmarkDecode measures against.
@@ -124,6 +132,11 @@ func (w *olmoe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 	r.expertIn, r.expertOut = make([]kernels.Batch, c.Experts), make([]kernels.Batch, c.Experts)
 	r.jobs = make([]kernels.MatMulJob, max(3, 2*min(c.Experts, n*k)))
 	r.tokenFn, r.itemFn = r.tokenStep, r.attendItems
+	if r.store = m.store; r.store != nil {
+		r.named, r.counts = make([]int, 0, c.Experts), make([]int, 0, c.Experts)
+		r.acquired = make([]kernels.Matrix, 3*c.Experts)
+		r.gateS, r.upS, r.downS = make([]kernels.Matrix, c.Experts), make([]kernels.Matrix, c.Experts), make([]kernels.Matrix, c.Experts)
+	}
 	return r, nil
 }
 
@@ -215,6 +228,10 @@ func (r *olmoeRunner) moe() error {
 		return err
 	}
 	r.groupByExpert()
+	gate, up, down, err := r.expertMatrices()
+	if err != nil {
+		return err
+	}
 	// Each expert's gate and up run over the rows of the tokens it was chosen for; a pass of
 	// one token has them in r.in already, a longer one gathers them.
 	src := &r.in
@@ -242,8 +259,8 @@ func (r *olmoeRunner) moe() error {
 			return err
 		}
 		jobs = append(jobs,
-			kernels.MatMulJob{Dst: r.ge[lo*c.ExpertFFN : hi*c.ExpertFFN], M: &ly.gate[e], In: in},
-			kernels.MatMulJob{Dst: r.ue[lo*c.ExpertFFN : hi*c.ExpertFFN], M: &ly.up[e], In: in})
+			kernels.MatMulJob{Dst: r.ge[lo*c.ExpertFFN : hi*c.ExpertFFN], M: &gate[e], In: in},
+			kernels.MatMulJob{Dst: r.ue[lo*c.ExpertFFN : hi*c.ExpertFFN], M: &up[e], In: in})
 	}
 	if err := r.products(jobs); err != nil {
 		return fmt.Errorf("experts' gate and up: %w", err)
@@ -264,12 +281,35 @@ func (r *olmoeRunner) moe() error {
 		if err := in.SetRows(&r.inA, lo, hi); err != nil {
 			return err
 		}
-		jobs = append(jobs, kernels.MatMulJob{Dst: r.ye[lo*c.Hidden : hi*c.Hidden], M: &ly.down[e], In: in})
+		jobs = append(jobs, kernels.MatMulJob{Dst: r.ye[lo*c.Hidden : hi*c.Hidden], M: &down[e], In: in})
 	}
 	if err := r.products(jobs); err != nil {
 		return fmt.Errorf("experts' down: %w", err)
 	}
 	return r.run(stepCombine)
+}
+
+// expertMatrices returns the layer's expert matrices by id: the model's own when its experts
+// are in memory, else those the store hands out for the experts this pass names (read from
+// disk when absent; the same bytes).
+func (r *olmoeRunner) expertMatrices() (gate, up, down []kernels.Matrix, err error) {
+	ly := r.layer
+	if r.store == nil {
+		return ly.gate, ly.up, ly.down, nil
+	}
+	r.named, r.counts = r.named[:0], r.counts[:0]
+	for e := range r.c.Experts {
+		if n := r.offsets[e+1] - r.offsets[e]; n > 0 {
+			r.named, r.counts = append(r.named, e), append(r.counts, n)
+		}
+	}
+	if err := r.store.Acquire(r.layerIndex, r.named, r.counts, r.n, r.acquired); err != nil {
+		return nil, nil, nil, err
+	}
+	for i, e := range r.named {
+		r.gateS[e], r.upS[e], r.downS[e] = r.acquired[3*i], r.acquired[3*i+1], r.acquired[3*i+2]
+	}
+	return r.gateS, r.upS, r.downS, nil
 }
 
 // products computes jobs in one pass of the pool (or, for a benchmark's baseline, one pass

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/machine"
 )
 
 // modelFlags are the flags of the commands that run a model.
@@ -21,6 +22,7 @@ type modelFlags struct {
 	pass    *int
 	context *int
 	profile *string
+	experts *string
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -30,6 +32,23 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		pass:    fs.Int("b", engine.DefaultPassSize, "most tokens evaluated in one forward pass"),
 		context: fs.Int("c", 0, "positions the session holds (0: the model's context length)"),
 		profile: fs.String("cpuprofile", "", "write a CPU profile of the run (pprof format) to this file"),
+		experts: fs.String("expert-budget", "", "stream the experts from disk through this many MiB of RAM, or \"min\" (default: only when the file does not fit)"),
+	}
+}
+
+// expertBudget reads -expert-budget: "" (the loader decides), "min", or MiB.
+func (f *modelFlags) expertBudget() (int64, error) {
+	switch v := strings.TrimSpace(*f.experts); v {
+	case "":
+		return 0, nil
+	case "min":
+		return engine.ExpertBudgetMin, nil
+	default:
+		mib, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || mib < 1 || mib > 1<<40 {
+			return 0, fmt.Errorf("%w: -expert-budget %q: want MiB (a whole number from 1) or min", errUsage, v)
+		}
+		return mib << 20, nil
 	}
 }
 
@@ -71,8 +90,12 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 	if *f.threads < 0 || *f.pass < 1 || *f.context < 0 {
 		return nil, nil, fmt.Errorf("%w: -t %d, -b %d, -c %d: want -t >= 0, -b >= 1, -c >= 0", errUsage, *f.threads, *f.pass, *f.context)
 	}
+	budget, err := f.expertBudget()
+	if err != nil {
+		return nil, nil, err
+	}
 	start := time.Now()
-	m, err := engine.Load(ctx, *f.path, engine.Options{Threads: *f.threads})
+	m, err := engine.Load(ctx, *f.path, engine.Options{Threads: *f.threads, ExpertBudget: budget})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,8 +105,8 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 		return nil, nil, err
 	}
 	c := m.Config()
-	fmt.Fprintf(stderr, "model: %s (%s, %d layers, %d experts, %d used), %d threads, context %d, pass %d, kernels %s, weights %v, loaded in %.2fs\n",
-		*f.path, c.Arch, c.Layers, c.Experts, c.ExpertsUsed, m.Threads(), s.Context(), s.PassSize(), m.Kernels(), m.Weights(), time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "model: %s (%s, %d layers, %d experts, %d used), %d threads, context %d, pass %d, kernels %s, weights %v, experts %s, loaded in %.2fs\n",
+		*f.path, c.Arch, c.Layers, c.Experts, c.ExpertsUsed, m.Threads(), s.Context(), s.PassSize(), m.Kernels(), m.Weights(), m.Experts(), time.Since(start).Seconds())
 	return m, s, nil
 }
 
@@ -177,6 +200,17 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "run %d of %d\n", run, *repeat)
 		}
 		reportRates(stderr, &g)
+		reportExperts(stderr, m)
 	}
 	return nil
+}
+
+// reportExperts prints what the expert store has done so far, when the experts stream.
+func reportExperts(stderr io.Writer, m *engine.Model) {
+	st := m.ExpertStats()
+	if st.Calls == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "experts: %d calls, %d hits, %d misses (%.1f%% of units named), %s read from disk\n",
+		st.Calls, st.Hits, st.Misses, 100*float64(st.Misses)/float64(max(st.Hits+st.Misses, 1)), machine.Bytes(st.BytesRead))
 }

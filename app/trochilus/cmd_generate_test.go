@@ -110,6 +110,25 @@ func TestGenerateCommand(t *testing.T) {
 	}
 }
 
+// TestGenerateStreamedExperts runs generate with the experts streamed through the fewest
+// slots and through 1 MiB: the same ids, and the load line says where the experts are.
+func TestGenerateStreamedExperts(t *testing.T) {
+	path := tinyModel(t)
+	prompt := []int32{50279, 510, 3158, 8516, 30013}
+	want, _, _ := engineRun(t, path, prompt, 6)
+	for _, budget := range []string{"min", "1"} {
+		code, out, errs := trochilus("generate", "-m", path, "--tokens", joinIDs(prompt), "-n", "6", "--ignore-eos", "-expert-budget", budget)
+		if code != 0 || out != joinIDs(want)+"\n" || !strings.Contains(errs, "experts streamed from disk") {
+			t.Fatalf("-expert-budget %s: exit %d, stdout %q (want %q), stderr %s", budget, code, out, joinIDs(want), errs)
+		}
+	}
+	for _, bad := range []string{"0", "-3", "lots"} {
+		if code, _, errs := trochilus("generate", "-m", path, "--tokens", "1", "-expert-budget", bad); code != 2 || !strings.Contains(errs, "expert-budget") {
+			t.Errorf("-expert-budget %s: exit %d, %s", bad, code, errs)
+		}
+	}
+}
+
 func TestLogitsCommand(t *testing.T) {
 	path := tinyModel(t)
 	prompt := []int32{50279, 12092, 13, 831}

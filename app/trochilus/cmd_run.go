@@ -79,5 +79,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	reportRates(stderr, &g)
+	reportExperts(stderr, m)
 	return nil
 }
