@@ -21,6 +21,9 @@ type GenerateOptions struct {
 	// OnToken, when set, is called with each new token as soon as it is chosen; an error from
 	// it ends the generation with that error.
 	OnToken func(tok int32) error
+
+	// Sampling, when set, draws each token at random (see Sampling); nil chooses greedily.
+	Sampling *Sampling
 }
 
 // Generation is what Generate produced and how long it took.
@@ -48,7 +51,7 @@ func rate(n int, d time.Duration) float64 {
 }
 
 // Generate evaluates prompt and then chooses tokens greedily (the largest logit, the lowest id
-// among equals) until a stop token or MaxTokens. Each chosen token but the last is evaluated,
+// among equals), or draws them as opts.Sampling says, until a stop token or MaxTokens. Each chosen token but the last is evaluated,
 // so the session ends holding the prompt and every new token except the last, whose logits
 // are never needed here: a caller continuing the sequence evaluates it next. The tokens made
 // before an error (a cancelled ctx included) are returned with it.
@@ -56,6 +59,13 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 	var g Generation
 	if opts.MaxTokens < 1 {
 		return g, fmt.Errorf("engine: generate %d tokens", opts.MaxTokens)
+	}
+	var smp *sampler
+	if opts.Sampling != nil {
+		if err := opts.Sampling.Check(); err != nil {
+			return g, err
+		}
+		smp = newSampler(*opts.Sampling)
 	}
 	start := time.Now()
 	logits, err := s.Eval(ctx, prompt)
@@ -66,6 +76,11 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 	var one [1]int32
 	for {
 		tok := int32(kernels.Argmax(logits))
+		if smp != nil {
+			if tok, err = smp.next(logits); err != nil {
+				return g, err
+			}
+		}
 		g.Tokens = append(g.Tokens, tok)
 		if len(g.Tokens) == 1 {
 			g.PromptTime = time.Since(start)

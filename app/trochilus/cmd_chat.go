@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strings"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -45,9 +47,14 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 	mf := addModelFlags(fs)
 	system := fs.String("system", "", "a system message that opens the conversation")
 	n := fs.Int("n", 0, "most tokens an answer may have (0: as many as the context has room for)")
+	temp := fs.Float64("temp", 0, "sampling temperature (0: greedy, the most likely token each time)")
+	topK := fs.Int("top-k", 0, "with -temp: draw from the K most likely tokens only (0: all)")
+	topP := fs.Float64("top-p", 1, "with -temp: draw from the most likely tokens adding up to P")
+	seed := fs.Uint64("seed", 0, "with -temp: the random seed (0: a random one, printed); answer i uses seed+i")
 	fs.Usage = func() {
 		fmt.Fprintln(term.err, "usage: trochilus chat -m MODEL [-system TEXT] [-n N] [-t T] [-b B] [-c C]\n\n"+
-			"Chat with the model on the terminal, through its own chat template, greedily.\n"+chatHelp)
+			"Chat with the model on the terminal, through its own chat template: greedily, or sampled\n"+
+			"with -temp (the same seed gives the same answers on any machine).\n"+chatHelp)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -58,6 +65,16 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 	}
 	if *n < 0 {
 		return fmt.Errorf("%w: -n %d: want at least 0", errUsage, *n)
+	}
+	var sampling *engine.Sampling
+	if *temp != 0 {
+		sampling = &engine.Sampling{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), Seed: *seed}
+		if err := sampling.Check(); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		if sampling.Seed == 0 {
+			sampling.Seed = rand.Uint64()
+		}
 	}
 	m, s, done, err := mf.open(ctx, term.err)
 	if err != nil {
@@ -74,6 +91,10 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 	if term.prompt {
 		fmt.Fprintln(term.err, chatHelp)
 	}
+	if sampling != nil {
+		fmt.Fprintf(term.err, "(sampling: temperature %g, top-k %d, top-p %g, seed %d)\n", *temp, *topK, *topP, sampling.Seed)
+	}
+	answers := 0
 
 	// Lines come from a goroutine so that a Ctrl-C at the prompt is seen while waiting.
 	lines := make(chan string)
@@ -145,7 +166,14 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 			}
 		}()
 		var werr error
-		r, err := c.Reply(turn, turns, assistant.Options{MaxTokens: *n, OnText: func(s string) {
+		var sp *engine.Sampling
+		if sampling != nil {
+			each := *sampling
+			each.Seed += uint64(answers)
+			sp = &each
+		}
+		answers++
+		r, err := c.Reply(turn, turns, assistant.Options{MaxTokens: *n, Sampling: sp, OnText: func(s string) {
 			if _, e := term.out.Write([]byte(s)); e != nil && werr == nil {
 				werr = e
 				cancel()

@@ -190,3 +190,44 @@ func TestServeCommand(t *testing.T) {
 		t.Fatalf("no request log:\n%s", errb.String())
 	}
 }
+
+// TestChatSampling checks that -temp samples with -seed: two chats give the same answers, the
+// first the one package assistant draws with that seed, the second with seed+1.
+func TestChatSampling(t *testing.T) {
+	path := tinyModel(t)
+	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(engine.SessionOptions{Context: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := assistant.New(m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := []chat.Message{{Role: "user", Content: "Hello!"}}
+	r, err := c.Reply(context.Background(), turns, assistant.Options{MaxTokens: 10,
+		Sampling: &engine.Sampling{Temperature: 0.7, TopK: 20, TopP: 0.9, Seed: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	for range 2 {
+		var out, errb bytes.Buffer
+		err := chatLoop(context.Background(), []string{"-m", path, "-n", "10", "-c", "512", "-temp", "0.7", "-top-k", "20", "-top-p", "0.9", "-seed", "5"},
+			chatIO{in: strings.NewReader("Hello!\nAgain?\n"), out: &out, err: &errb})
+		if err != nil || !strings.Contains(errb.String(), "seed 5") {
+			t.Fatalf("%v: %s", err, errb.String())
+		}
+		outs = append(outs, out.String())
+	}
+	if outs[0] != outs[1] || !strings.HasPrefix(outs[0], r.Text+"\n") {
+		t.Fatalf("chats %q and %q; the first answer with seed 5 is %q", outs[0], outs[1], r.Text)
+	}
+	if code, _, errs := trochilus("chat", "-m", path, "-temp", "-1"); code != 2 || !strings.Contains(errs, "temperature") {
+		t.Fatalf("-temp -1: exit %d %s", code, errs)
+	}
+}

@@ -77,6 +77,9 @@ type Options struct {
 	// Stop lists texts that end the answer where they first appear; the answer (and the
 	// streamed text) stops before it. Empty strings are ignored.
 	Stop []string
+	// Sampling, when set, draws the tokens at random with its seed (see engine.Sampling);
+	// nil answers greedily.
+	Sampling *engine.Sampling
 	// OnText, when set, receives the answer as it grows, in pieces of whole, valid UTF-8
 	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
 	OnText func(string)
@@ -163,6 +166,7 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	g, err := c.s.Generate(ctx, ids[keep:], engine.GenerateOptions{
 		MaxTokens: maxTokens,
 		Stop:      []int32{c.eos},
+		Sampling:  opts.Sampling,
 		OnToken: func(id int32) error {
 			if id != c.eos && out.write(tokenizer.ValidUTF8(dec.Next(id))) {
 				return errStopText

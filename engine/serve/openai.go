@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -21,36 +22,54 @@ type options struct {
 	Stop                json.RawMessage `json:"stop"`
 	Temperature         *float64        `json:"temperature"`
 	TopP                *float64        `json:"top_p"`
+	TopK                *int            `json:"top_k"` // llama.cpp's extension
 	N                   *int            `json:"n"`
 	Logprobs            json.RawMessage `json:"logprobs"`
 	PresencePenalty     *float64        `json:"presence_penalty"`
 	FrequencyPenalty    *float64        `json:"frequency_penalty"`
 	Tools               json.RawMessage `json:"tools"`
-	Seed                *int64          `json:"seed"` // accepted: greedy decoding needs none
+	Seed                *uint64         `json:"seed"`
 }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-const greedyOnly = "Trochilus decodes greedily (always the token the model ranks first, exactly)"
-
-// check refuses what the engine cannot honour and returns the answer's options.
+// check refuses what the engine cannot honour and returns the answer's options. A temperature
+// above 0 samples (with the request's seed, or a random one the response reports); none or 0
+// decodes greedily.
 func (o *options) check() (assistant.Options, error) {
 	var a assistant.Options
 	switch {
-	case o.Temperature != nil && *o.Temperature != 0:
-		return a, badRequest("temperature %g: %s; send 0 or leave it out", *o.Temperature, greedyOnly)
-	case o.TopP != nil && *o.TopP < 1:
-		return a, badRequest("top_p %g: %s; send 1 or leave it out", *o.TopP, greedyOnly)
 	case o.N != nil && *o.N != 1:
-		return a, badRequest("n %d: one choice per request (greedy decoding gives one answer)", *o.N)
+		return a, badRequest("n %d: one choice per request", *o.N)
 	case o.PresencePenalty != nil && *o.PresencePenalty != 0, o.FrequencyPenalty != nil && *o.FrequencyPenalty != 0:
-		return a, badRequest("presence and frequency penalties are not supported: %s", greedyOnly)
+		return a, badRequest("presence and frequency penalties are not supported")
 	case isSet(o.Logprobs):
 		return a, badRequest("logprobs are not supported")
 	case isSet(o.Tools):
 		return a, badRequest("tools are not supported")
+	case o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 100):
+		return a, badRequest("temperature %g: want 0 (greedy) to 100", *o.Temperature)
+	case o.TopP != nil && (*o.TopP < 0 || *o.TopP > 1):
+		return a, badRequest("top_p %g: want 0 to 1", *o.TopP)
+	case o.TopK != nil && *o.TopK < 0:
+		return a, badRequest("top_k %d: want 0 (all) or more", *o.TopK)
+	}
+	if o.Temperature != nil && *o.Temperature > 0 {
+		sp := &engine.Sampling{Temperature: float32(*o.Temperature), TopP: 1}
+		if o.TopP != nil {
+			sp.TopP = float32(*o.TopP)
+		}
+		if o.TopK != nil {
+			sp.TopK = *o.TopK
+		}
+		if o.Seed != nil {
+			sp.Seed = *o.Seed
+		} else {
+			sp.Seed = randomSeed()
+		}
+		a.Sampling = sp
 	}
 	for _, n := range []*int{o.MaxTokens, o.MaxCompletionTokens} {
 		if n != nil && *n < 1 {
@@ -272,7 +291,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	defer s.release()
 	id, created := newID(c.idPrefix), s.now().Unix()
 	head := func(object string) map[string]any {
-		return map[string]any{"id": id, "object": object, "created": created, "model": s.name}
+		h := map[string]any{"id": id, "object": object, "created": created, "model": s.name}
+		if opts.Sampling != nil { // the seed that reproduces this answer
+			h["seed"] = opts.Sampling.Seed
+		}
+		return h
 	}
 
 	if !o.Stream {

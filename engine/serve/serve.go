@@ -1,8 +1,10 @@
 // Package serve answers HTTP requests with a model in the shape of OpenAI's API
 // (POST /v1/chat/completions, POST /v1/completions, GET /v1/models), so that existing clients
-// work unchanged, streaming with server-sent events when asked. The engine decodes greedily
-// and exactly: a request asking for what it cannot honour (sampling, several choices, log
-// probabilities, tools) is refused with a clear error rather than answered differently.
+// work unchanged, streaming with server-sent events when asked. Without a temperature (or at
+// 0) the answer is greedy; above 0 it is sampled with the request's seed, or a random one that
+// the response reports ("seed"): the same seed gives the same answer. A request asking for what
+// the engine cannot honour (several choices, penalties, log probabilities, tools) is refused
+// with a clear error rather than answered differently.
 //
 // One model session holds one sequence, so requests are answered one at a time, in arrival
 // order; a request whose client goes away stops its generation at the next token.
@@ -11,6 +13,7 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -147,6 +150,13 @@ func (s *Server) logf(format string, args ...any) {
 	if s.Log != nil {
 		s.Log(format, args...)
 	}
+}
+
+// randomSeed draws a sampling seed for a request that names none.
+func randomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 func newID(prefix string) string {

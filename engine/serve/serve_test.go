@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -229,8 +230,10 @@ func TestRefusals(t *testing.T) {
 		status     int
 		says       string
 	}{
-		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":0.7}`, 400, "greedily"},
-		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_p":0.9}`, 400, "greedily"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":-0.5}`, 400, "temperature"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":1,"top_p":1.5}`, 400, "top_p"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":1,"top_k":-2}`, 400, "top_k"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"presence_penalty":0.5}`, 400, "penalties"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":2}`, 400, "one choice"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true}`, 400, "logprobs"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]}`, 400, "tools"},
@@ -265,6 +268,43 @@ func TestRefusals(t *testing.T) {
 	var got chatResponse
 	if err := json.Unmarshal(body, &got); err != nil || got.Choices[0].Message.Content != want.Text {
 		t.Fatalf("after refusals: %s, want %q", body, want.Text)
+	}
+}
+
+// TestSampledAnswers checks that a temperature samples with the request's seed (the same seed,
+// the same answer, the one package assistant gives) and that without a seed the response
+// reports the one it drew, which reproduces the answer.
+func TestSampledAnswers(t *testing.T) {
+	f := newFixture(t)
+	turns := []chat.Message{{Role: "user", Content: "Tell me a story."}}
+	sp := &engine.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1234}
+	want := f.reply(t, turns, assistant.Options{MaxTokens: 16, Sampling: sp})
+	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 16})
+	if want.Text == greedy.Text {
+		t.Fatalf("sampling gave the greedy answer %q", want.Text)
+	}
+	ask := func(body string) (string, uint64) {
+		t.Helper()
+		resp, b := f.post(t, "/v1/chat/completions", body)
+		var r struct {
+			chatResponse
+			Seed *uint64
+		}
+		if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 || r.Seed == nil {
+			t.Fatalf("status %d: %s (%v)", resp.StatusCode, b, err)
+		}
+		return r.Choices[0].Message.Content, *r.Seed
+	}
+	msgs := `"messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":16`
+	for range 2 {
+		if got, seed := ask(`{` + msgs + `,"temperature":0.8,"top_k":40,"top_p":0.9,"seed":1234}`); got != want.Text || seed != 1234 {
+			t.Fatalf("seed 1234: %q (seed %d), want %q", got, seed, want.Text)
+		}
+	}
+	first, seed := ask(`{` + msgs + `,"temperature":0.8}`)
+	again, _ := ask(fmt.Sprintf(`{%s,"temperature":0.8,"seed":%d}`, msgs, seed))
+	if first != again {
+		t.Fatalf("the reported seed %d gave %q, the first answer %q", seed, again, first)
 	}
 }
 
