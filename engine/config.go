@@ -24,8 +24,9 @@ type Config struct {
 	RopeTheta   float32 // RoPE base frequency
 	RMSEps      float32 // RMSNorm epsilon
 
-	NormTopKProb bool    // renormalise the chosen experts' weights to sum to 1
-	ClipQKV      float32 // when > 0, q, k and v are clamped to ±ClipQKV after the q/k norms
+	NormTopKProb  bool    // renormalise the chosen experts' weights to sum to 1
+	ClipQKV       float32 // when > 0, q, k and v are clamped to ±ClipQKV after the q/k norms
+	QKNormPerHead bool    // q and k are normed head by head (Qwen3), not over the whole projections (OLMoE)
 }
 
 // maxContext bounds a context length from metadata: the RoPE table and KV cache are sized from

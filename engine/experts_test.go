@@ -18,9 +18,9 @@ import (
 func TestStreamedExpertsSameLogits(t *testing.T) {
 	// The store hands the kernels the file's bytes whatever their type, so a few models cover
 	// it: Q8_0, the Q4_K_M mix (parts of different sizes in different layers), BF16 and the
-	// variant (another shape); the rest would add half a minute under each GOAMD64 level.
+	// variant (another shape), Qwen3-MoE; the rest would add half a minute under each GOAMD64 level.
 	for _, tm := range testModels() {
-		if !slices.Contains([]string{"q8_0", "q4_k_m", "bf16", "variant-q8_0"}, tm.name) {
+		if !slices.Contains([]string{"q8_0", "q4_k_m", "bf16", "variant-q8_0", "qwen3-q4_k_m"}, tm.name) {
 			continue
 		}
 		t.Run(tm.name, func(t *testing.T) {

@@ -124,7 +124,8 @@ type architecture struct {
 // architectures lists the architectures Load knows, by general.architecture.
 func architectures() map[string]architecture {
 	return map[string]architecture{
-		"olmoe": {config: olmoeConfig, build: buildOLMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
+		"olmoe":    {config: olmoeConfig, build: buildOLMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
+		"qwen3moe": {config: qwen3moeConfig, build: buildOLMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
 	}
 }
 

@@ -36,6 +36,12 @@ func testModels() []testModel {
 	v.NormTopKProb, v.ClipQKV, v.RopeTheta = true, 1.5, 500000
 	v.Seed = 7
 	ms = append(ms, testModel{"variant-q8_0", v})
+	// Qwen3-MoE: per-head q/k norms, grouped-query attention, head width apart from hidden/heads.
+	for _, w := range []modelgen.Weights{modelgen.Uniform(gguf.TypeQ8_0), modelgen.Q4KM()} {
+		c := modelgen.TinyQwen3(w)
+		c.Vocab, c.Context = testVocab, 512
+		ms = append(ms, testModel{"qwen3-" + w.Name, c})
+	}
 	return ms
 }
 

@@ -26,12 +26,25 @@ type olmoeLayer struct {
 }
 
 // olmoeConfig reads the olmoe.* metadata; the vocabulary comes from token_embd's shape.
-func olmoeConfig(f *gguf.File) (Config, error) {
-	r := metaReader{f: f, prefix: "olmoe."}
+func olmoeConfig(f *gguf.File) (Config, error) { return moeConfig(f, "olmoe") }
+
+// qwen3moeConfig reads the qwen3moe.* metadata. Qwen3-MoE is OLMoE's layer with q and k normed
+// per head, grouped-query attention, a head width of its own (attention.key_length) and the
+// chosen experts' weights always renormalised (transformers' norm_topk_prob, which llama.cpp
+// hard-codes for the architecture); its expert width is expert_feed_forward_length.
+func qwen3moeConfig(f *gguf.File) (Config, error) { return moeConfig(f, "qwen3moe") }
+
+// moeConfig reads arch's metadata into a Config.
+func moeConfig(f *gguf.File, arch string) (Config, error) {
+	r := metaReader{f: f, prefix: arch + "."}
+	ffnKey := "feed_forward_length"
+	if arch == "qwen3moe" {
+		ffnKey = "expert_feed_forward_length"
+	}
 	c := Config{
 		Layers:      r.count("block_count"),
 		Hidden:      r.count("embedding_length"),
-		ExpertFFN:   r.count("feed_forward_length"),
+		ExpertFFN:   r.count(ffnKey),
 		Heads:       r.count("attention.head_count"),
 		Experts:     r.count("expert_count"),
 		ExpertsUsed: r.count("expert_used_count"),
@@ -46,9 +59,13 @@ func olmoeConfig(f *gguf.File) (Config, error) {
 			r.fail(fmt.Errorf("value head width %d differs from key head width %d", v, c.HeadDim))
 		}
 	}
-	c.NormTopKProb = r.flag("expert_weights_norm")
-	if _, ok := f.Get("olmoe.attention.clamp_kqv"); ok {
-		c.ClipQKV = r.positive("attention.clamp_kqv", 0)
+	if arch == "qwen3moe" {
+		c.NormTopKProb, c.QKNormPerHead = true, true
+	} else {
+		c.NormTopKProb = r.flag("expert_weights_norm")
+		if _, ok := f.Get("olmoe.attention.clamp_kqv"); ok {
+			c.ClipQKV = r.positive("attention.clamp_kqv", 0)
+		}
 	}
 	if r.err != nil {
 		return c, r.err
@@ -67,9 +84,13 @@ func olmoeConfig(f *gguf.File) (Config, error) {
 	return c, nil
 }
 
-// buildOLMoE checks and collects every tensor of an OLMoE model.
+// buildOLMoE checks and collects every tensor of an OLMoE (or Qwen3-MoE) model.
 func buildOLMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
 	h, q, kv := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	qNorm, kNorm := q, kv
+	if c.QKNormPerHead {
+		qNorm, kNorm = c.HeadDim, c.HeadDim
+	}
 	w := &olmoe{cfg: *c, layers: make([]olmoeLayer, c.Layers), mutant: opts.mutant}
 	var err error
 	if w.embd, err = ts.matrix("token_embd.weight", c.Vocab, h); err != nil {
@@ -89,7 +110,7 @@ func buildOLMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
 			name string
 			n    int
 		}{
-			{&ly.attnNorm, "attn_norm", h}, {&ly.qNorm, "attn_q_norm", q}, {&ly.kNorm, "attn_k_norm", kv},
+			{&ly.attnNorm, "attn_norm", h}, {&ly.qNorm, "attn_q_norm", qNorm}, {&ly.kNorm, "attn_k_norm", kNorm},
 			{&ly.ffnNorm, "ffn_norm", h},
 		} {
 			if *v.dst, err = ts.vector(p+v.name+".weight", v.n); err != nil {

@@ -48,15 +48,25 @@ func (r *olmoeRunner) tokenStep(lo, hi int) {
 }
 
 // qk finishes token t's query and key: the RMSNorms over the whole projections (OLMoE norms
-// before splitting into heads), the optional clamp of q, k and v, RoPE at the token's
+// before splitting into heads) or over each head (Qwen3), the optional clamp of q, k and v, RoPE at the token's
 // position; then it stores k and v in the cache.
 func (r *olmoeRunner) qk(t int) error {
 	c, ly := r.c, r.layer
 	q := r.q[t*r.qDim : (t+1)*r.qDim]
 	k := r.k[t*r.kvDim : (t+1)*r.kvDim]
 	v := r.v[t*r.kvDim : (t+1)*r.kvDim]
-	r.tier.RMSNorm(q, q, ly.qNorm, c.RMSEps)
-	r.tier.RMSNorm(k, k, ly.kNorm, c.RMSEps)
+	if c.QKNormPerHead {
+		d := c.HeadDim
+		for h := range c.Heads {
+			r.tier.RMSNorm(q[h*d:(h+1)*d], q[h*d:(h+1)*d], ly.qNorm, c.RMSEps)
+		}
+		for h := range c.KVHeads {
+			r.tier.RMSNorm(k[h*d:(h+1)*d], k[h*d:(h+1)*d], ly.kNorm, c.RMSEps)
+		}
+	} else {
+		r.tier.RMSNorm(q, q, ly.qNorm, c.RMSEps)
+		r.tier.RMSNorm(k, k, ly.kNorm, c.RMSEps)
+	}
 	if clip := c.ClipQKV; clip > 0 && r.w.mutant != mutantNoClip {
 		clamp(q, clip)
 		clamp(k, clip)

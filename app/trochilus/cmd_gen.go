@@ -18,11 +18,11 @@ import (
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gen", stderr)
 	out := fs.String("o", "", "the GGUF file to write (required)")
-	preset := fs.String("preset", "tiny", "the shape to start from: tiny or full (OLMoE-1B-7B)")
+	preset := fs.String("preset", "tiny", "the shape to start from: tiny, full (OLMoE-1B-7B), qwen3-tiny or qwen3-full (Qwen3-30B-A3B)")
 	typ := fs.String("type", "q8_0", "weight types: "+strings.Join(modelgen.MixNames(), ", "))
 	seed := fs.Uint64("seed", 1, "the random seed")
 	name := fs.String("name", "", "general.name (default: made from the preset and type)")
-	tokDir := fs.String("tokenizer", "", "folder holding OLMoE's tokenizer.json (default: search testdata and ../shared)")
+	tokDir := fs.String("tokenizer", "", "folder holding the tokenizer.json (default: OLMoE's from testdata or ../shared; Qwen3's from .deps/npm)")
 	noTok := fs.Bool("no-tokenizer", false, "write no tokenizer metadata")
 	layers := fs.Int("layers", 0, "override: layers")
 	hidden := fs.Int("hidden", 0, "override: hidden width")
@@ -61,8 +61,12 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg = modelgen.Tiny(w)
 	case "full":
 		cfg = modelgen.Full(w)
+	case "qwen3-tiny":
+		cfg = modelgen.TinyQwen3(w)
+	case "qwen3-full":
+		cfg = modelgen.FullQwen3(w)
 	default:
-		return fmt.Errorf("%w: unknown preset %q (want tiny or full)", errUsage, *preset)
+		return fmt.Errorf("%w: unknown preset %q (want tiny, full, qwen3-tiny or qwen3-full)", errUsage, *preset)
 	}
 	cfg.Seed = *seed
 	if *name != "" {
@@ -97,13 +101,21 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			cfg.RMSEps = float32(*eps)
 		}
 	})
-	cfg.NormTopKProb = *normTopK
-	cfg.ClipQKV = float32(*clip)
+	if cfg.Arch != "qwen3moe" { // Qwen3-MoE always renormalises and clamps nothing
+		cfg.NormTopKProb = *normTopK
+		cfg.ClipQKV = float32(*clip)
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	tokNote := ""
 	if !*noTok {
-		tok, err := modelgen.FindOLMoETokenizer(*tokDir)
+		find, tokName := modelgen.FindOLMoETokenizer, "OLMoE tokenizer"
+		if cfg.Arch == "qwen3moe" {
+			find, tokName = modelgen.FindQwen3Tokenizer, "Qwen3 tokenizer"
+		}
+		tokNote = tokName
+		tok, err := find(*tokDir)
 		if err != nil {
 			if errors.Is(err, modelgen.ErrNoTokenizer) {
 				return fmt.Errorf("%w; pass -tokenizer DIR, or -no-tokenizer for a model without one", err)
@@ -122,7 +134,6 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	tokNote := "OLMoE tokenizer"
 	if cfg.Tokenizer == nil {
 		tokNote = "no tokenizer"
 	}

@@ -34,6 +34,14 @@ import (
 type Config struct {
 	Name string // general.name; empty means one is made from the shape and weights
 
+	// Arch is the architecture written: "olmoe" (the zero value means it) or "qwen3moe"
+	// (Qwen3-MoE: q and k normed per head with weights of one head's width, the chosen
+	// experts' weights renormalised, head dim in attention.key_length). The ARCH.* keys
+	// below are under its name.
+	Arch string
+	// HeadDimension is the width of one attention head; 0 means Hidden/Heads (OLMoE's).
+	HeadDimension int
+
 	Layers      int     // olmoe.block_count
 	Hidden      int     // olmoe.embedding_length
 	Heads       int     // olmoe.attention.head_count; head dim is Hidden/Heads
@@ -58,13 +66,28 @@ type Config struct {
 	Tokenizer *Tokenizer
 }
 
-// HeadDim returns Hidden/Heads.
+// HeadDim returns the width of one attention head: HeadDimension, or Hidden/Heads.
 func (c *Config) HeadDim() int {
+	if c.HeadDimension > 0 {
+		return c.HeadDimension
+	}
 	if c.Heads <= 0 {
 		return 0
 	}
 	return c.Hidden / c.Heads
 }
+
+// arch returns the architecture's name, "olmoe" for the zero value.
+func (c *Config) arch() string {
+	if c.Arch == "" {
+		return "olmoe"
+	}
+	return c.Arch
+}
+
+// perHeadNorm reports whether q and k are normed per head (Qwen3) rather than over the whole
+// projection (OLMoE).
+func (c *Config) perHeadNorm() bool { return c.arch() == "qwen3moe" }
 
 // Limits on a Config, far above any real OLMoE-family model, so that a mistyped flag is an error
 // rather than an attempt to write petabytes.
@@ -95,7 +118,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch {
-	case c.Hidden%c.Heads != 0:
+	case c.arch() != "olmoe" && c.arch() != "qwen3moe":
+		return fmt.Errorf("modelgen: architecture %q (want olmoe or qwen3moe)", c.Arch)
+	case c.arch() == "qwen3moe" && (!c.NormTopKProb || c.ClipQKV != 0):
+		return fmt.Errorf("modelgen: qwen3moe always renormalises the chosen experts' weights and clamps nothing")
+	case c.HeadDimension < 0 || c.HeadDimension > maxWidth:
+		return fmt.Errorf("modelgen: head dimension %d out of range [0, %d]", c.HeadDimension, maxWidth)
+	case c.HeadDimension == 0 && c.Hidden%c.Heads != 0:
 		return fmt.Errorf("modelgen: hidden %d is not a multiple of heads %d", c.Hidden, c.Heads)
 	case c.HeadDim()%2 != 0:
 		return fmt.Errorf("modelgen: head dim %d is odd; RoPE rotates pairs", c.HeadDim())
@@ -303,6 +332,36 @@ func Full(w Weights) Config {
 	}
 }
 
+// TinyQwen3 returns a small Qwen3-MoE-shaped model: 2 layers, 4 heads of 32 sharing 2 key/value
+// heads (grouped-query attention, head width apart from hidden/heads as Qwen3's), 8 experts of
+// which 2 are used, per-head q/k norms, renormalised expert weights, RoPE theta 1e6, RMS eps
+// 1e-6, vocab 151936 (Qwen3's), seed 1. Widths grow to 256 for K-quants as in Tiny (heads of 64).
+// Tokenizer is left nil.
+func TinyQwen3(w Weights) Config {
+	c := Config{Arch: "qwen3moe", Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDimension: 32,
+		Experts: 8, ExpertsUsed: 2, ExpertFFN: 32, Vocab: qwen3Vocab, Context: 4096, RopeTheta: 1e6,
+		RMSEps: 1e-6, NormTopKProb: true, Weights: w, Seed: 1}
+	if b := w.largestBlock(); b > 32 {
+		// attn_output's rows are the heads' width: a whole number of blocks too.
+		c.Hidden, c.ExpertFFN, c.HeadDimension = b, b, b/c.Heads
+	}
+	c.Name = fmt.Sprintf("Qwen3-MoE tiny random %s", w.Name)
+	return c
+}
+
+// FullQwen3 returns the shape of Qwen3-30B-A3B: 48 layers, hidden 2048, 32 heads of 128 with 4
+// key/value heads, 128 experts of width 768 with 8 used, vocab 151936, context 40960, RoPE theta
+// 1e6, RMS eps 1e-6, seed 1 (about 17 GB in Q4_K_M). Tokenizer is left nil.
+func FullQwen3(w Weights) Config {
+	return Config{Name: fmt.Sprintf("Qwen3-30B-A3B shape random %s", w.Name), Arch: "qwen3moe",
+		Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDimension: 128, Experts: 128, ExpertsUsed: 8,
+		ExpertFFN: 768, Vocab: qwen3Vocab, Context: 40960, RopeTheta: 1e6, RMSEps: 1e-6, NormTopKProb: true,
+		Weights: w, Seed: 1}
+}
+
+// Qwen3's embedding rows (its tokenizer has 151669 entries).
+const qwen3Vocab = 151936
+
 // tensorKind says how a tensor's values are drawn.
 type tensorKind int
 
@@ -337,6 +396,10 @@ func (c *Config) tensors() []tensorSpec {
 	q, kv := uint64(c.Heads*c.HeadDim()), uint64(c.KVHeads*c.HeadDim())
 	w := &c.Weights
 	inv := func(n uint64) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	qNorm, kvNorm := q, kv
+	if c.perHeadNorm() {
+		qNorm, kvNorm = uint64(c.HeadDim()), uint64(c.HeadDim())
+	}
 
 	specs := []tensorSpec{{"token_embd.weight", w.Embedding, []uint64{h, uint64(c.Vocab)}, kindMatrix, embeddingRMS}}
 	for l := range c.Layers {
@@ -351,8 +414,8 @@ func (c *Config) tensors() []tensorSpec {
 			tensorSpec{p + "attn_k.weight", w.Attention, []uint64{h, kv}, kindMatrix, inv(h)},
 			tensorSpec{p + "attn_v.weight", attnV, []uint64{h, kv}, kindMatrix, inv(h)},
 			tensorSpec{p + "attn_output.weight", w.Attention, []uint64{q, h}, kindMatrix, inv(q)},
-			tensorSpec{p + "attn_q_norm.weight", gguf.TypeF32, []uint64{q}, kindNorm, 0},
-			tensorSpec{p + "attn_k_norm.weight", gguf.TypeF32, []uint64{kv}, kindNorm, 0},
+			tensorSpec{p + "attn_q_norm.weight", gguf.TypeF32, []uint64{qNorm}, kindNorm, 0},
+			tensorSpec{p + "attn_k_norm.weight", gguf.TypeF32, []uint64{kvNorm}, kindNorm, 0},
 			tensorSpec{p + "ffn_norm.weight", gguf.TypeF32, []uint64{h}, kindNorm, 0},
 			tensorSpec{p + "ffn_gate_inp.weight", gguf.TypeF32, []uint64{h, e}, kindRouter, routerGain * inv(h)},
 			tensorSpec{p + "ffn_gate_exps.weight", w.ExpertGateUp, []uint64{h, ffn, e}, kindMatrix, inv(h)},

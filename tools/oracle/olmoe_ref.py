@@ -161,9 +161,16 @@ def attention(cfg, w, layer, h, cos, sin, cache):
     t = h.shape[0]
     nh, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps = cfg["rms_norm_eps"]
-    # q_norm / k_norm are RMSNorms over the whole projection, before the head split.
-    q = rms_norm(F.linear(h, w.get(p + "attn_q.weight")), w.get(p + "attn_q_norm.weight"), eps)
-    k = rms_norm(F.linear(h, w.get(p + "attn_k.weight")), w.get(p + "attn_k_norm.weight"), eps)
+    if cfg["qk_norm_per_head"]:
+        # Qwen3MoeAttention: q_norm / k_norm are RMSNorms of one head's width, applied to each
+        # head of the projection viewed as [T, heads, head_dim].
+        q = rms_norm(F.linear(h, w.get(p + "attn_q.weight")).view(t, nh, hd), w.get(p + "attn_q_norm.weight"), eps)
+        k = rms_norm(F.linear(h, w.get(p + "attn_k.weight")).view(t, nkv, hd), w.get(p + "attn_k_norm.weight"), eps)
+        q, k = q.reshape(t, nh * hd), k.reshape(t, nkv * hd)
+    else:
+        # OLMoE: q_norm / k_norm are RMSNorms over the whole projection, before the head split.
+        q = rms_norm(F.linear(h, w.get(p + "attn_q.weight")), w.get(p + "attn_q_norm.weight"), eps)
+        k = rms_norm(F.linear(h, w.get(p + "attn_k.weight")), w.get(p + "attn_k_norm.weight"), eps)
     v = F.linear(h, w.get(p + "attn_v.weight"))
     clip = cfg["clip_qkv"]
     if clip is not None:  # after the norms, as transformers does (llama.cpp clamps before them)
