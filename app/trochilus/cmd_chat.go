@@ -31,6 +31,21 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return chatLoop(ctx, args, chatIO{in: os.Stdin, out: stdout, err: stderr, interrupts: interrupts, prompt: interactive})
 }
 
+// openChat loads the model as open does and makes an assistant.Chat over its session; the
+// caller calls done when finished.
+func (f *modelFlags) openChat(ctx context.Context, stderr io.Writer) (*assistant.Chat, func(), error) {
+	m, s, done, err := f.open(ctx, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := assistant.New(m, s)
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("%s: %w", *f.path, err)
+	}
+	return c, done, nil
+}
+
 // chatIO is where a chat reads and writes.
 type chatIO struct {
 	in         io.Reader
@@ -76,15 +91,11 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 			sampling.Seed = rand.Uint64()
 		}
 	}
-	m, s, done, err := mf.open(ctx, term.err)
+	c, done, err := mf.openChat(ctx, term.err)
 	if err != nil {
 		return err
 	}
 	defer done()
-	c, err := assistant.New(m, s)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *mf.path, err)
-	}
 	if !c.CanChat() {
 		return fmt.Errorf("%s: %w (try: trochilus run)", *mf.path, assistant.ErrNoTemplate)
 	}

@@ -18,15 +18,15 @@ import (
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
-// replies answers turns one after another with package assistant directly, each user turn
-// followed by the answer, as the chat command must.
-func replies(t *testing.T, path string, users []string, n int) []string {
+// newChat loads path on one thread with a session of 512 positions, for package assistant's
+// answers to compare the commands with.
+func newChat(t *testing.T, path string) *assistant.Chat {
 	t.Helper()
 	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
 	s, err := m.NewSession(engine.SessionOptions{Context: 512})
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +35,14 @@ func replies(t *testing.T, path string, users []string, n int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// replies answers turns one after another with package assistant directly, each user turn
+// followed by the answer, as the chat command must.
+func replies(t *testing.T, path string, users []string, n int) []string {
+	t.Helper()
+	c := newChat(t, path)
 	var turns []chat.Message
 	var out []string
 	for _, u := range users {
@@ -195,19 +203,7 @@ func TestServeCommand(t *testing.T) {
 // first the one package assistant draws with that seed, the second with seed+1.
 func TestChatSampling(t *testing.T) {
 	path := tinyModel(t)
-	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	s, err := m.NewSession(engine.SessionOptions{Context: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := assistant.New(m, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newChat(t, path)
 	turns := []chat.Message{{Role: "user", Content: "Hello!"}}
 	r, err := c.Reply(context.Background(), turns, assistant.Options{MaxTokens: 10,
 		Sampling: &engine.Sampling{Temperature: 0.7, TopK: 20, TopP: 0.9, Seed: 5}})

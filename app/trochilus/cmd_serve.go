@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/engine/serve"
 )
 
@@ -39,15 +38,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer ln.Close()
-	m, s, done, err := mf.open(ctx, stderr)
+	c, done, err := mf.openChat(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
-	c, err := assistant.New(m, s)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *mf.path, err)
-	}
 	id := *name
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(*mf.path), ".gguf")
