@@ -83,10 +83,29 @@ func (s *sampler) next(logits []float32) (int32, error) {
 	case math.IsInf(float64(top), -1):
 		return 0, fmt.Errorf("engine: sampling: every logit is -Inf")
 	}
+	keep := func(l, z float32) bool {
+		return l == l && (z-top >= -104 || math.IsInf(float64(top), 1) && math.IsInf(float64(z), 1))
+	}
 	s.cand = s.cand[:0]
-	for id, l := range logits {
-		if z := l / t; l == l && (z-top >= -104 || math.IsInf(float64(top), 1) && math.IsInf(float64(z), 1)) {
-			s.cand = append(s.cand, candidate{int32(id), z})
+	if k := s.sp.TopK; k > 0 && k < len(logits)/4 {
+		// The K best without sorting the vocabulary: a heap whose root is the worst kept.
+		for id, l := range logits {
+			if z := l / t; keep(l, z) {
+				c := candidate{int32(id), z}
+				if len(s.cand) < k {
+					s.cand = append(s.cand, c)
+					siftUp(s.cand, len(s.cand)-1)
+				} else if better(c, s.cand[0]) {
+					s.cand[0] = c
+					siftDown(s.cand, 0)
+				}
+			}
+		}
+	} else {
+		for id, l := range logits {
+			if z := l / t; keep(l, z) {
+				s.cand = append(s.cand, candidate{int32(id), z})
+			}
 		}
 	}
 	slices.SortFunc(s.cand, func(a, b candidate) int {
@@ -127,4 +146,35 @@ func (s *sampler) next(logits []float32) (int32, error) {
 		}
 	}
 	return s.cand[len(s.cand)-1].id, nil
+}
+
+// better reports whether a ranks before b: a larger z, or the lower id among equals.
+func better(a, b candidate) bool { return a.z > b.z || a.z == b.z && a.id < b.id }
+
+// siftUp and siftDown keep h a heap whose root is its worst candidate.
+func siftUp(h []candidate, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !better(h[p], h[i]) {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func siftDown(h []candidate, i int) {
+	for {
+		w := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(h) && better(h[w], h[c]) {
+				w = c
+			}
+		}
+		if w == i {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
 }
