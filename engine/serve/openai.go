@@ -56,7 +56,8 @@ func (o *options) check() (assistant.Options, error) {
 	case o.TopK != nil && *o.TopK < 0:
 		return a, badRequest("top_k %d: want 0 (all) or more", *o.TopK)
 	}
-	if o.Temperature != nil && *o.Temperature > 0 {
+	// A temperature too small for a float32 is the greedy limit it tends to.
+	if o.Temperature != nil && float32(*o.Temperature) > 0 {
 		sp := &engine.Sampling{Temperature: float32(*o.Temperature), TopP: 1}
 		if o.TopP != nil {
 			sp.TopP = float32(*o.TopP)
