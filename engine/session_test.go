@@ -147,6 +147,46 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestStreamedDecodeAllocatesNothing checks the same with the experts streamed through the
+// fewest slots (every call misses and reads) and for a sampled token's draw.
+func TestStreamedDecodeAllocatesNothing(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Q4KM()), Options{Threads: 2, ExpertBudget: ExpertBudgetMin})
+	s := newTestSession(t, m, 8)
+	ctx := context.Background()
+	pass := testPrompts(m.cfg.Vocab)[2][:20]
+	if _, err := s.Eval(ctx, pass); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range [][]int32{{3}, pass} {
+		allocs := testing.AllocsPerRun(5, func() {
+			if s.Pos()+len(in) > s.Context() {
+				s.Rewind(0)
+			}
+			if _, err := s.Eval(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("streamed experts: Eval of %d tokens allocates %.0f times", len(in), allocs)
+		}
+	}
+	if st := m.ExpertStats(); st.Misses == 0 {
+		t.Fatalf("the store never missed: %+v", st)
+	}
+	logits, err := s.Eval(ctx, []int32{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	smp := newSampler(Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1})
+	smp.next(logits) // sizes the scratch
+	for _, sp := range []Sampling{{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1}, {Temperature: 1, Seed: 2}} {
+		smp.sp = sp
+		if allocs := testing.AllocsPerRun(20, func() { smp.next(logits) }); allocs != 0 {
+			t.Errorf("a draw with %+v allocates %.0f times", sp, allocs)
+		}
+	}
+}
+
 // TestEvalAfterClose checks that a session of a closed model refuses to run instead of
 // touching the unmapped file.
 func TestEvalAfterClose(t *testing.T) {
