@@ -130,21 +130,26 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, in := range [][]int32{{3}, pass} {
-					allocs := testing.AllocsPerRun(5, func() {
-						if s.Pos()+len(in) > s.Context() {
-							s.Rewind(0)
-						}
-						if _, err := s.Eval(ctx, in); err != nil {
-							t.Fatal(err)
-						}
-					})
-					if allocs != 0 {
+					if allocs := evalAllocs(t, s, in); allocs != 0 {
 						t.Errorf("%v: Eval of %d tokens allocates %.0f times", typ, len(in), allocs)
 					}
 				}
 			}
 		})
 	}
+}
+
+// evalAllocs returns the allocations of evaluating in (rewinding when the session is full).
+func evalAllocs(t *testing.T, s *Session, in []int32) float64 {
+	t.Helper()
+	return testing.AllocsPerRun(5, func() {
+		if s.Pos()+len(in) > s.Context() {
+			s.Rewind(0)
+		}
+		if _, err := s.Eval(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestStreamedDecodeAllocatesNothing checks the same with the experts streamed through the
@@ -158,15 +163,7 @@ func TestStreamedDecodeAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, in := range [][]int32{{3}, pass} {
-		allocs := testing.AllocsPerRun(5, func() {
-			if s.Pos()+len(in) > s.Context() {
-				s.Rewind(0)
-			}
-			if _, err := s.Eval(ctx, in); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if allocs != 0 {
+		if allocs := evalAllocs(t, s, in); allocs != 0 {
 			t.Errorf("streamed experts: Eval of %d tokens allocates %.0f times", len(in), allocs)
 		}
 	}
