@@ -46,11 +46,11 @@ type ChatModel interface {
 
 	// Reply renders turns with the model's chat template (asking for the assistant's turn),
 	// keeps the KV cache of the longest token prefix this rendering shares with what the
-	// session holds, evaluates the rest and generates greedily until the end-of-sequence
-	// token, maxTokens (0: the context's end) or ctx's cancellation. onText receives the new
-	// text as it becomes whole UTF-8. On an error (a cancellation included) the Reply holds
-	// what was made before it.
-	Reply(ctx context.Context, turns []chat.Message, maxTokens int, onText func(string)) (Reply, error)
+	// session holds, evaluates the rest and generates (greedily, or sampled as opts.Sampling
+	// says) until the end-of-sequence token, opts.MaxTokens (0: the context's end) or ctx's
+	// cancellation. opts.OnText receives the new text as it becomes whole UTF-8. On an error
+	// (a cancellation included) the Reply holds what was made before it.
+	Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error)
 
 	// Close releases the model; it must not be used afterwards.
 	Close() error

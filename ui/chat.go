@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/ui/conversation"
 )
 
@@ -38,10 +41,23 @@ type chatScreen struct {
 	editBtn    *widget.Button
 	newBtn     *widget.Button
 	status     *widget.Label
+	answers    *widget.Select // how answers are chosen: answerModes
 
 	turnStop  context.CancelFunc // ends the answer being generated; nil when idle
 	streaming *widget.Label      // the answer being generated, as it grows
 	editing   bool               // Send replaces the last user message
+}
+
+// The ways an answer can be chosen. Exact takes the most likely token each time (the default:
+// the same answer every time); Varied samples with a fresh seed each answer, recorded with it.
+const (
+	answersExact  = "Exact"
+	answersVaried = "Varied"
+)
+
+// variedSampling returns what Varied answers sample with, for a seed.
+func variedSampling(seed uint64) engine.Sampling {
+	return engine.Sampling{Temperature: 0.7, TopP: 0.9, Seed: seed}
 }
 
 // streamEvery spaces the updates of a growing answer: often enough to look live, seldom
@@ -92,7 +108,9 @@ func newChatScreen(u *UI, store conversation.Store) *chatScreen {
 	s.editBtn = widget.NewButtonWithIcon("Edit last", theme.DocumentCreateIcon(), s.editLast)
 	s.status = widget.NewLabel("")
 	s.status.Truncation = fyne.TextTruncateEllipsis
-	actions := container.NewHBox(s.sendBtn, s.stopBtn, s.regenBtn, s.editBtn)
+	s.answers = widget.NewSelect([]string{answersExact, answersVaried}, nil)
+	s.answers.SetSelected(answersExact)
+	actions := container.NewHBox(s.sendBtn, s.stopBtn, s.regenBtn, s.editBtn, widget.NewLabel("Answers"), s.answers)
 	bottom := container.NewVBox(s.input, container.NewBorder(nil, nil, actions, nil, s.status))
 
 	main := container.NewBorder(top, bottom, nil, nil, s.scroll)
@@ -240,6 +258,11 @@ func (s *chatScreen) startTurn() {
 	s.updateButtons()
 	turns := s.conv.Turns()
 	label := s.streaming
+	var sampling *engine.Sampling
+	if s.answers.Selected == answersVaried {
+		sp := variedSampling(rand.Uint64() | 1) // never 0: 0 marks a greedy answer in the saved chat
+		sampling = &sp
+	}
 	s.u.run(func(context.Context) {
 		defer stop()
 		var (
@@ -280,30 +303,37 @@ func (s *chatScreen) startTurn() {
 				})
 			}
 		}
-		r, err := model.Reply(ctx, turns, s.u.opts.MaxAnswer, onText)
+		r, err := model.Reply(ctx, turns, assistant.Options{MaxTokens: s.u.opts.MaxAnswer, Sampling: sampling, OnText: onText})
 		mu.Lock()
 		if trailer != nil {
 			trailer.Stop()
 		}
 		mu.Unlock()
-		s.u.later(func() { s.turnDone(r, err) })
+		s.u.later(func() { s.turnDone(r, sampling, err) })
 	})
 }
 
 // turnDone records the answer (whole, stopped or cut by an error), saves the chat and shows
 // what the turn cost.
-func (s *chatScreen) turnDone(r Reply, err error) {
+func (s *chatScreen) turnDone(r Reply, sampling *engine.Sampling, err error) {
 	s.turnStop, s.streaming = nil, nil
 	stopped := errors.Is(err, context.Canceled)
 	if r.Text != "" || r.Tokens > 0 {
-		s.conv.Add(conversation.Message{Role: conversation.Assistant, Content: r.Text, Tokens: r.Tokens,
-			Rate: r.Rate, Stopped: !r.Ended}, s.u.opts.Now())
+		m := conversation.Message{Role: conversation.Assistant, Content: r.Text, Tokens: r.Tokens,
+			Rate: r.Rate, Stopped: !r.Ended}
+		if sampling != nil {
+			m.Seed = sampling.Seed
+		}
+		s.conv.Add(m, s.u.opts.Now())
 	}
 	s.save()
 	s.render()
 	s.updateButtons()
 	stats := fmt.Sprintf("%.1f tok/s · context %d of %d · %d tokens · prompt %d (%d reused) at %.0f tok/s",
 		r.Rate, r.Used, r.Context, r.Tokens, r.Prompt, r.Reused, r.PPRate)
+	if sampling != nil {
+		stats += fmt.Sprintf(" · seed %d", sampling.Seed)
+	}
 	switch {
 	case stopped:
 		s.status.SetText("Stopped. " + stats)

@@ -115,8 +115,8 @@ func (c *engineChat) Context() int { return c.c.Context() }
 
 func (c *engineChat) Close() error { return c.c.Model().Close() }
 
-func (c *engineChat) Reply(ctx context.Context, turns []chat.Message, maxTokens int, onText func(string)) (Reply, error) {
-	r, err := c.c.Reply(ctx, turns, assistant.Options{MaxTokens: maxTokens, OnText: onText})
+func (c *engineChat) Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
+	r, err := c.c.Reply(ctx, turns, opts)
 	if errors.Is(err, engine.ErrContextFull) && r.Tokens == 0 {
 		err = fmt.Errorf("%w: start a new chat", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/tokenizer"
@@ -121,17 +122,17 @@ func TestEngineReplyStopEditAndContext(t *testing.T) {
 	// Stop after three pieces of text: the reply keeps them and the session stays usable.
 	ctx, cancel := context.WithCancel(context.Background())
 	var pieces []string
-	r, err := cm.Reply(ctx, turns, 40, func(s string) {
+	r, err := cm.Reply(ctx, turns, assistant.Options{MaxTokens: 40, OnText: func(s string) {
 		pieces = append(pieces, s)
 		if len(pieces) == 3 {
 			cancel()
 		}
-	})
+	}})
 	if !errors.Is(err, context.Canceled) || r.Ended || r.Text != strings.Join(pieces, "") || r.Text == "" {
 		t.Fatalf("stopped reply %+v, %v (pieces %q)", r, err, pieces)
 	}
 	turns = append(turns, chat.Message{Role: "assistant", Content: r.Text}, chat.Message{Role: "user", Content: "Go on."})
-	r2, err := cm.Reply(context.Background(), turns, 10, nil)
+	r2, err := cm.Reply(context.Background(), turns, assistant.Options{MaxTokens: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestEngineReplyStopEditAndContext(t *testing.T) {
 
 	// Editing the last user message keeps only the prefix before it.
 	turns[2].Content = "Stop counting."
-	r3, err := cm.Reply(context.Background(), turns, 10, nil)
+	r3, err := cm.Reply(context.Background(), turns, assistant.Options{MaxTokens: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestEngineReplyStopEditAndContext(t *testing.T) {
 
 	// A conversation longer than the context is refused with a clear error.
 	long := []chat.Message{{Role: "user", Content: strings.Repeat("word ", chatContext)}}
-	if _, err := cm.Reply(context.Background(), long, 10, nil); !errors.Is(err, engine.ErrContextFull) {
+	if _, err := cm.Reply(context.Background(), long, assistant.Options{MaxTokens: 10}); !errors.Is(err, engine.ErrContextFull) {
 		t.Fatalf("too long: %v, want ErrContextFull", err)
 	}
 }

@@ -3,8 +3,12 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -76,9 +80,10 @@ type fakeModel struct {
 	emitted chan string   // each piece, once passed to onText
 	release chan struct{} // when set, each piece after the first waits for a receive
 
-	mu     sync.Mutex
-	turns  [][]chat.Message
-	closed bool
+	mu       sync.Mutex
+	turns    [][]chat.Message
+	sampling []*engine.Sampling // each Reply's
+	closed   bool
 }
 
 func (m *fakeModel) Path() string { return m.path }
@@ -91,9 +96,11 @@ func (m *fakeModel) Close() error {
 	return nil
 }
 
-func (m *fakeModel) Reply(ctx context.Context, turns []chat.Message, maxTokens int, onText func(string)) (Reply, error) {
+func (m *fakeModel) Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
+	onText := opts.OnText
 	m.mu.Lock()
 	m.turns = append(m.turns, turns)
+	m.sampling = append(m.sampling, opts.Sampling)
 	m.mu.Unlock()
 	r := Reply{Prompt: 10 * len(turns), Context: 4096, Rate: 25, PPRate: 100}
 	var text strings.Builder
@@ -351,6 +358,37 @@ func TestChatTurnStreamsAndSaves(t *testing.T) {
 		t.Fatalf("clipboard %q", got)
 	}
 	t.Logf("status: %s", u.chat.status.Text)
+}
+
+// TestVariedAnswersSample checks the answers choice: Exact asks the model for greedy answers,
+// Varied for sampled ones with a fresh nonzero seed each, which the saved answer and the status
+// line record.
+func TestVariedAnswersSample(t *testing.T) {
+	be := &fakeBackend{prof: bigMachine(), answer: []string{"Hello."}}
+	u, dirs := newTestUI(t, be, Options{})
+	pickAndLoad(t, u, tinyModelFile(t, dirs.Models, "tiny.gguf"))
+	say(t, u, "Hi")
+	u.chat.answers.SetSelected(answersVaried)
+	say(t, u, "Again")
+	u.chat.regenerate()
+	u.Wait()
+	m := be.last()
+	m.mu.Lock()
+	sp := slices.Clone(m.sampling)
+	m.mu.Unlock()
+	if len(sp) != 3 || sp[0] != nil || sp[1] == nil || sp[2] == nil {
+		t.Fatalf("the model was asked with %v", sp)
+	}
+	if sp[1].Temperature != variedSampling(1).Temperature || sp[1].Seed == 0 || sp[1].Seed == sp[2].Seed {
+		t.Fatalf("varied answers sampled with %+v and %+v", *sp[1], *sp[2])
+	}
+	msgs := u.chat.conv.Messages
+	if last := msgs[len(msgs)-1]; last.Seed != sp[2].Seed || msgs[1].Seed != 0 {
+		t.Fatalf("saved seeds %d (greedy answer %d), asked with %d", last.Seed, msgs[1].Seed, sp[2].Seed)
+	}
+	if !strings.Contains(u.chat.status.Text, fmt.Sprintf("seed %d", sp[2].Seed)) {
+		t.Fatalf("status %q", u.chat.status.Text)
+	}
 }
 
 // waitPieces waits until the model has emitted n pieces.
