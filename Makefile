@@ -1,7 +1,9 @@
 # Trochilus — the two set-up commands are `make run` and `make test`; everything else is a helper.
 SHELL := /bin/bash
 GO ?= go
-export TROCHILUS_DEPS := $(CURDIR)/.deps
+# Where tools/deps.sh installs; tools/isolated.sh points a copy of the checkout back here.
+TROCHILUS_DEPS ?= $(CURDIR)/.deps
+export TROCHILUS_DEPS
 BIN := bin
 CLI := $(BIN)/trochilus
 APP := $(BIN)/trochilus-app
@@ -9,7 +11,7 @@ TINY := testdata/gen/tiny-q8_0.gguf
 # Packages that make up the engine side (everything but the cgo window app).
 ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
 
-.PHONY: oracle-report all deps deps-run deps-package build cli run test gate fmt-check vet unit check-long fuzz bench clean app test-ui screenshot package check-package
+.PHONY: oracle-report all deps deps-run deps-package build cli run test gate check-self-contained fmt-check vet unit unit-v1 unit-v3 check-long fuzz bench clean app test-ui screenshot package check-package
 
 all: build
 
@@ -38,7 +40,7 @@ run: deps-run cli
 # make test: the whole gate.
 test: deps gate
 
-gate: fmt-check vet unit oracle-report check-long test-ui screenshot check-package
+gate: check-self-contained fmt-check vet unit oracle-report check-long test-ui screenshot check-package
 	@echo "gate: all green"
 
 fmt-check:
@@ -51,10 +53,22 @@ vet:
 	CGO_ENABLED=0 GOOS=windows $(GO) build -o /dev/null ./app/trochilus
 	@tools/check-nocgo.sh
 
+# The repository needs nothing beside it (tools/check-self-contained.sh).
+check-self-contained:
+	@tools/check-self-contained.sh
+
 # The unit tests run twice: GOAMD64=v3 lets the compiler fuse x*y+z into FMA, so any missing
 # float32() rounding in a definition shows up as a difference between the two runs' outputs.
-unit:
+# The second run happens in a copy of the checkout alone in a temporary folder
+# (tools/isolated.sh), so a test that reads a file from beside the checkout, or from one of its
+# ignored paths, fails the gate.
+unit: unit-v1
+	tools/isolated.sh $(MAKE) --no-print-directory unit-v3
+
+unit-v1:
 	TROCHILUS_REQUIRE_ORACLES=1 GOAMD64=v1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m $(ENGINE_PKGS)
+
+unit-v3:
 	TROCHILUS_REQUIRE_ORACLES=1 GOAMD64=v3 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m $(ENGINE_PKGS)
 
 # The engine against the PyTorch reference, with the measured maximum logit difference per model

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -52,7 +53,7 @@ func TestCLIGOAMD64Long(t *testing.T) {
 	models = append(models, testModel{"q4_k_m-full-vocab", modelgen.Tiny(modelgen.Q4KM())})
 	for _, tm := range models {
 		t.Run(tm.name, func(t *testing.T) {
-			path := modelgen.TestModel(t, tm.cfg)
+			path := modelgentest.TestModel(t, tm.cfg)
 			prompt := testPrompts(tm.cfg.Vocab)[1]
 			ids := make([]string, len(prompt))
 			for i, v := range prompt {

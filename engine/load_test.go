@@ -11,6 +11,7 @@ import (
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
 // rewrite copies the GGUF at src to a new file, letting edit change the metadata (by key) and
@@ -61,7 +62,7 @@ func rewrite(t *testing.T, src string, editKV func(kv gguf.KV) (gguf.KV, bool),
 }
 
 func tinyQ8(t *testing.T) string {
-	return modelgen.TestModel(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)))
+	return modelgentest.TestModel(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)))
 }
 
 // TestLoadRefusesBadFiles checks that a file that is not what its metadata says is an error

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
-func TestMain(m *testing.M) { os.Exit(modelgen.RunTests(m)) }
+func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }

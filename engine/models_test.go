@@ -7,6 +7,7 @@ import (
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
 // testVocab is the vocabulary of the test models: smaller than OLMoE's 50304 so that the
@@ -55,7 +56,7 @@ func tinyConfig(w modelgen.Weights) modelgen.Config {
 // loadTest writes (once per test binary) and loads cfg's model.
 func loadTest(t testing.TB, cfg modelgen.Config, opts Options) *Model {
 	t.Helper()
-	path := modelgen.TestModel(t, cfg)
+	path := modelgentest.TestModel(t, cfg)
 	m, err := Load(context.Background(), path, opts)
 	if err != nil {
 		t.Fatalf("Load: %v", err)

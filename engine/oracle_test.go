@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -62,6 +62,11 @@ func referenceCases(t *testing.T) []refCase {
 	if refErr != nil {
 		t.Fatalf("reference: %v", refErr)
 	}
+	// A first caller that stopped inside the Once (skipped, or failed by t.Fatal) leaves no
+	// cases and no error: that must not read as a pass with nothing compared.
+	if len(refCasesCache) == 0 {
+		t.Fatal("reference: no cases (the first run of olmoe_ref.py stopped early; see its test)")
+	}
 	return refCasesCache
 }
 
@@ -75,7 +80,7 @@ var (
 func runReference(t *testing.T, py, script string) ([]refCase, error) {
 	var cases []refCase
 	for _, m := range testModels() {
-		path := modelgen.TestModel(t, m.cfg)
+		path := modelgentest.TestModel(t, m.cfg)
 		for _, p := range testPrompts(m.cfg.Vocab) {
 			cases = append(cases, refCase{model: m, job: refJob{Model: path, Tokens: p, Generate: oracleGenerate}})
 		}

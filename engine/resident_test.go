@@ -11,6 +11,7 @@ import (
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
 // TestWeightsPlacement loads one model mapped, resident and by the loader's own choice and
@@ -22,7 +23,7 @@ func TestWeightsPlacement(t *testing.T) {
 	if got := mapped.Weights(); got != WeightsMapped {
 		t.Fatalf("mapped load reports %v", got)
 	}
-	path := modelgen.TestModel(t, cfg)
+	path := modelgentest.TestModel(t, cfg)
 	resident, err := Load(context.Background(), path, Options{Threads: 2, Weights: WeightsResident})
 	if runtime.GOOS != "linux" {
 		if !errors.Is(err, errNotResident) {

@@ -53,10 +53,7 @@ type hfFile struct {
 func TestCrossCheckHuggingFaceGGUF(t *testing.T) {
 	node := oracle.Node(t)
 	oracle.NPM(t, "@huggingface/gguf")
-	vocab, err := filepath.Glob(filepath.Join(oracle.Shared(t, "fixtures/vocab"), "*.gguf"))
-	if err != nil || len(vocab) == 0 {
-		t.Fatalf("no vocab GGUFs: %v", err)
-	}
+	vocab := oracle.VocabFiles(t)
 	dir := t.TempDir()
 	kvs, ts := everyKind(t)
 	// @huggingface/gguf keeps metadata in a JavaScript object, which puts integer-like keys

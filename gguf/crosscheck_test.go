@@ -25,10 +25,7 @@ type crossCount struct {
 // same order, the same values element by element, the same tensors, types, dims and absolute
 // offsets.
 func TestCrossCheckGGUFParser(t *testing.T) {
-	vocab, err := filepath.Glob(filepath.Join(oracle.Shared(t, "fixtures/vocab"), "*.gguf"))
-	if err != nil || len(vocab) == 0 {
-		t.Fatalf("no vocab GGUFs: %v", err)
-	}
+	vocab := oracle.VocabFiles(t)
 	dir := t.TempDir()
 	kvs, ts := everyKind(t)
 	var written []string

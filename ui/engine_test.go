@@ -10,6 +10,7 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -57,7 +58,7 @@ func freshAnswer(t *testing.T, path string, turns []chat.Message, maxTokens int)
 }
 
 func TestEngineChatThroughTheWindow(t *testing.T) {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	u, dirs := newTestUI(t, &EngineBackend{Context: chatContext}, Options{MaxAnswer: 12})
 	if err := dirs.AddOpened(path); err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestEngineChatThroughTheWindow(t *testing.T) {
 }
 
 func TestEngineReplyStopEditAndContext(t *testing.T) {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	be := &EngineBackend{Context: chatContext}
 	cm, err := be.Load(context.Background(), path)
 	if err != nil {
@@ -170,7 +171,7 @@ func TestEngineBackendRefusesNonModels(t *testing.T) {
 		t.Fatal("loaded a missing file")
 	}
 	// A model without a tokenizer cannot chat.
-	path := modelgen.TestModel(t, modelgen.Tiny(modelgen.Uniform(gguf.TypeQ8_0)))
+	path := modelgentest.TestModel(t, modelgen.Tiny(modelgen.Uniform(gguf.TypeQ8_0)))
 	if _, err := be.Load(context.Background(), path); err == nil {
 		t.Fatal("loaded a model without a tokenizer for chat")
 	} else {

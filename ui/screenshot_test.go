@@ -13,6 +13,7 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/download"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
 // TestScreenshots draws the three screens with Fyne's software painter into PNG files under
@@ -23,7 +24,7 @@ func TestScreenshots(t *testing.T) {
 	if dir == "" {
 		t.Skip("set TROCHILUS_SCREENSHOTS to a folder to draw the screenshots")
 	}
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	be := &EngineBackend{Context: chatContext}
 	u, dirs := newTestUI(t, be, Options{MaxAnswer: 24})
 	be.ModelsDir = dirs.Models

@@ -52,6 +52,9 @@ type chatIO struct {
 	out, err   io.Writer
 	interrupts <-chan os.Signal
 	prompt     bool // show a prompt before each line (a terminal)
+	// cancelled, when not nil, is called once an interrupt has cancelled an answer, so that a
+	// test can wait for exactly that instead of sleeping.
+	cancelled func()
 }
 
 const chatHelp = `Type a message and press Enter. Commands: /reset starts a new conversation
@@ -171,6 +174,9 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 			select {
 			case <-term.interrupts:
 				cancel()
+				if term.cancelled != nil {
+					term.cancelled()
+				}
 			case <-ctx.Done():
 				cancel()
 			case <-stop:

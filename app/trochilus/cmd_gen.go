@@ -22,7 +22,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	typ := fs.String("type", "q8_0", "weight types: "+strings.Join(modelgen.MixNames(), ", "))
 	seed := fs.Uint64("seed", 1, "the random seed")
 	name := fs.String("name", "", "general.name (default: made from the preset and type)")
-	tokDir := fs.String("tokenizer", "", "folder holding the tokenizer.json (default: OLMoE's from testdata or ../shared; Qwen3's from .deps/npm)")
+	tokDir := fs.String("tokenizer", "", "folder holding the tokenizer.json (default: OLMoE's, built in; Qwen3's from .deps/npm in a source tree)")
 	noTok := fs.Bool("no-tokenizer", false, "write no tokenizer metadata")
 	layers := fs.Int("layers", 0, "override: layers")
 	hidden := fs.Int("hidden", 0, "override: hidden width")

@@ -11,9 +11,10 @@ import (
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
-func TestMain(m *testing.M) { os.Exit(modelgen.RunTests(m)) }
+func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 
 // runCLI runs the command line and returns its exit code and outputs.
 func runCLI(args ...string) (int, string, string) {
@@ -108,7 +109,7 @@ func fmt3(v any) string { return fmt.Sprint(v) }
 // TestInspectText checks the text report of a tiny model with its tokenizer: each section is
 // there, long arrays are elided with their length, and the totals add up.
 func TestInspectText(t *testing.T) {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	code, out, errOut := runCLI("inspect", path)
 	if code != 0 {
 		t.Fatalf("inspect: exit %d: %s", code, errOut)

@@ -27,7 +27,7 @@ type modelFlags struct {
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	return &modelFlags{
-		path:    fs.String("m", "", "the GGUF model to run (required)"),
+		path:    fs.String("m", "", "the GGUF model to run: a path, or a name in the models folder (required)"),
 		threads: fs.Int("t", 0, "worker threads (0: one per physical core)"),
 		pass:    fs.Int("b", engine.DefaultPassSize, "most tokens evaluated in one forward pass"),
 		context: fs.Int("c", 0, "positions the session holds (0: the model's context length)"),
@@ -92,6 +92,9 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 	}
 	budget, err := f.expertBudget()
 	if err != nil {
+		return nil, nil, err
+	}
+	if *f.path, err = resolveModel(*f.path); err != nil {
 		return nil, nil, err
 	}
 	start := time.Now()

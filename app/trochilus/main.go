@@ -1,6 +1,6 @@
 // Command trochilus is the command-line face of Trochilus: it inspects GGUF files, reports what
-// the machine offers, generates test models and runs Mixture-of-Experts models. It is built
-// without cgo and needs no display.
+// the machine offers, generates test models, downloads and lists models in the app's models
+// folder and runs Mixture-of-Experts models. It is built without cgo and needs no display.
 //
 // Exit codes: 0 success, 1 a failure while working (bad file, I/O error), 2 a usage error,
 // 130 interrupted (Ctrl-C).
@@ -32,6 +32,9 @@ func commands() map[string]command {
 		"gen":      {"write a deterministic test model (tiny or full-size OLMoE shape)", runGen},
 		"generate": {"generate greedily from token ids; print the new ids", runGenerate},
 		"logits":   {"write the float32 logits after every token of a prompt", runLogits},
+		"ls":       {"list the models folder: size, architecture, weight types, fit", runLs},
+		"pull":     {"download a model from Hugging Face (REPO[:FILE]), verified and resumable", runPull},
+		"rm":       {"delete a model (and its unfinished download) from the models folder", runRm},
 		"run":      {"generate greedily from text with the model's tokenizer", runRun},
 		"serve":    {"answer OpenAI-style HTTP requests (chat, completions, streaming)", runServe},
 		"tokenize": {"print the token ids and pieces of a text", runTokenize},

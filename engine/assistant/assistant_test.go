@@ -11,11 +11,12 @@ import (
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
-func TestMain(m *testing.M) { os.Exit(modelgen.RunTests(m)) }
+func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 
 const testContext = 320
 
@@ -108,7 +109,7 @@ func tokenizerOf(t *testing.T, path string) *tokenizer.Tokenizer {
 }
 
 func TestReplyAsAFreshSession(t *testing.T) {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	c := open(t, path)
 	if !c.CanChat() {
 		t.Fatal("the tiny model has no chat template")
@@ -144,7 +145,7 @@ func TestReplyAsAFreshSession(t *testing.T) {
 }
 
 func TestStopTextEndsTheAnswer(t *testing.T) {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	turns := []chat.Message{{Role: "user", Content: "Count to ten, please."}}
 	full := freshReply(t, path, turns, 24)
 	if len(full) < 6 {
@@ -180,7 +181,7 @@ func TestStopTextEndsTheAnswer(t *testing.T) {
 }
 
 func TestCompleteRawText(t *testing.T) {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ4_K))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ4_K))
 	c := open(t, path)
 	tok := tokenizerOf(t, path)
 	text := "The capital of France is <|endoftext|> not a token here"
@@ -197,7 +198,7 @@ func TestCompleteRawText(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	c := open(t, path)
 	long := []chat.Message{{Role: "user", Content: strings.Repeat("word ", testContext)}}
 	if _, err := c.Reply(context.Background(), long, Options{}); !errors.Is(err, engine.ErrContextFull) {
@@ -237,7 +238,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Tokenizer = &modelgen.Tokenizer{JSON: olmoe.JSON, Config: noTemplate, Pre: olmoe.Pre}
-	plain := open(t, modelgen.TestModel(t, cfg))
+	plain := open(t, modelgentest.TestModel(t, cfg))
 	if plain.CanChat() {
 		t.Fatal("a file without a template can chat")
 	}

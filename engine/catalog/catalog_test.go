@@ -14,9 +14,10 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
-func TestMain(m *testing.M) { os.Exit(modelgen.RunTests(m)) }
+func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 
 func TestUserDirsFromEnv(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "home")
@@ -102,7 +103,7 @@ func sortedCopy(s []string) []string {
 
 func TestDescribeTinyModel(t *testing.T) {
 	cfg := modelgen.Tiny(modelgen.Uniform(gguf.TypeQ8_0))
-	path := modelgen.TestModel(t, cfg)
+	path := modelgentest.TestModel(t, cfg)
 	m, err := Describe(path)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
+
+	"github.com/trochilus-llm/trochilus/gguf"
 )
 
 // FileInfo is what a Hugging Face repository publishes about one of its files.
@@ -63,6 +66,62 @@ func LookupFile(ctx context.Context, client *http.Client, hub, repo, file string
 		return FileInfo{}, fmt.Errorf("catalog: %s: listing has more than %d pages", repo, maxListingPages)
 	}
 	return FileInfo{}, fmt.Errorf("catalog: %s is not in the main branch of %s", file, repo)
+}
+
+// maxListedFiles bounds the files ListFiles collects over all pages, so a hostile listing
+// cannot grow the list without end within the page limits.
+const maxListedFiles = 100_000
+
+// ListFiles returns the files on the main branch of repo, in every folder, as hub's tree API
+// lists them (https://huggingface.co/api/models/<repo>/tree/main?recursive=true), following
+// the listing's pages, in the order listed. A file stored with Git LFS carries the SHA-256 the
+// listing publishes for it; one stored without (a README, a small config) has SHA256 "".
+// Folders are not listed.
+func ListFiles(ctx context.Context, client *http.Client, hub, repo string) ([]FileInfo, error) {
+	if !repoName.MatchString(repo) || strings.Contains(repo, "..") {
+		return nil, fmt.Errorf("catalog: %q is not a repository name (owner/name)", repo)
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	next := strings.TrimRight(hub, "/") + "/api/models/" + repo + "/tree/main?recursive=true"
+	var files []FileInfo
+	for page := 0; next != "" && page < maxListingPages; page++ {
+		items, link, err := fetchListing(ctx, client, next)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: listing %s: %w", repo, err)
+		}
+		for _, it := range items {
+			if it.Type != "file" {
+				continue
+			}
+			if len(files) == maxListedFiles {
+				return nil, fmt.Errorf("catalog: %s: listing has more than %d files", repo, maxListedFiles)
+			}
+			files = append(files, it.info())
+		}
+		next = link
+	}
+	if next != "" {
+		return nil, fmt.Errorf("catalog: %s: listing has more than %d pages", repo, maxListingPages)
+	}
+	return files, nil
+}
+
+// info is what a listed file is: its size is the LFS object's when stored with LFS (the
+// listing's own size is then the pointer's), and its SHA-256 the LFS object id when that is
+// one.
+func (it listingItem) info() FileInfo {
+	fi := FileInfo{Path: it.Path, Size: it.Size}
+	if it.LFS != nil {
+		if it.LFS.Size > 0 {
+			fi.Size = it.LFS.Size
+		}
+		if isDigest(it.LFS.Oid) {
+			fi.SHA256 = strings.ToLower(it.LFS.Oid)
+		}
+	}
+	return fi
 }
 
 type listingItem struct {
@@ -128,4 +187,86 @@ func nextLink(headers []string, base *url.URL) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// Limits on reading a GGUF header over HTTP (DescribeRemote). Real models' headers take a few
+// MiB, most of it the tokenizer's vocabulary; the limits keep a hostile or broken server (or a
+// file that is not a GGUF) from making the app read a whole model in small pieces.
+const (
+	maxRemoteHeader   = 64 << 20
+	maxRemoteRequests = 256
+)
+
+// DescribeRemote reads the header of the GGUF file of size bytes at addr with HTTP range
+// requests and describes the model as Describe does a local file, so that whether it fits
+// this machine can be told before it is downloaded. It reads at most 64 MiB; a server that
+// does not answer range requests (206 Partial Content) is an error. The Model's Path is addr.
+func DescribeRemote(ctx context.Context, client *http.Client, addr string, size int64) (Model, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	r := &rangeReader{ctx: ctx, client: client, addr: addr}
+	f, err := gguf.Read(r, size)
+	if err != nil {
+		return Model{}, fmt.Errorf("catalog: reading the header of %s: %w", addr, err)
+	}
+	m, err := describe(f)
+	if err != nil {
+		return Model{}, fmt.Errorf("catalog: %s: %w", addr, err)
+	}
+	m.Path = addr
+	if m.Name == "" {
+		base := addr
+		if u, err := url.Parse(addr); err == nil {
+			base = u.Path
+		}
+		m.Name = strings.TrimSuffix(path.Base(base), path.Ext(base))
+	}
+	return m, nil
+}
+
+// rangeReader reads a file over HTTP, one range request per ReadAt. It holds a context
+// because io.ReaderAt, which the GGUF parser reads through, takes none.
+type rangeReader struct {
+	ctx      context.Context
+	client   *http.Client
+	addr     string
+	read     int64 // bytes asked for so far
+	requests int
+}
+
+func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("read at negative offset %d", off)
+	}
+	if r.read+int64(len(p)) > maxRemoteHeader || r.requests >= maxRemoteRequests {
+		return 0, fmt.Errorf("the header takes more than %d MiB or %d requests to read", maxRemoteHeader>>20, maxRemoteRequests)
+	}
+	r.read += int64(len(p))
+	r.requests++
+	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, r.addr, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+strconv.FormatInt(off+int64(len(p))-1, 10))
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent {
+		return 0, fmt.Errorf("server answered %s to a range request", resp.Status)
+	}
+	if cr := resp.Header.Get("Content-Range"); !strings.HasPrefix(cr, "bytes "+strconv.FormatInt(off, 10)+"-") {
+		return 0, fmt.Errorf("asked for bytes from %d, server sent Content-Range %q", off, cr)
+	}
+	n, err := io.ReadFull(resp.Body, p)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = io.EOF // the file ends early; the parser reports which field was cut
+	}
+	return n, err
 }

@@ -74,7 +74,22 @@ type Options struct {
 	// FreeSpace reports the bytes available to this user on the file system holding dir; nil
 	// means asking the operating system. Tests use it to play a full disk.
 	FreeSpace func(dir string) (uint64, error)
+
+	// newStallTimer starts the timer that calls stalled once an attempt has received nothing
+	// for d; nil means time.AfterFunc. It is unexported because only this package's tests
+	// replace it: with timers that fire when the test says so, a slow but healthy transfer on
+	// a loaded machine can never be taken for a stall.
+	newStallTimer func(d time.Duration, stalled func()) stallTimer
 }
+
+// stallTimer is the part of *time.Timer an attempt uses to notice a silent server.
+type stallTimer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// afterFunc is the production stall timer.
+func afterFunc(d time.Duration, f func()) stallTimer { return time.AfterFunc(d, f) }
 
 // Errors Fetch returns, to be tested with errors.Is.
 var (
@@ -112,6 +127,17 @@ func Partial(path string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// PartialProgress returns how many bytes of path a paused or failed download left and the
+// size the whole file will have, as far as that download learnt it (0 when unknown), so a
+// listing can show an unfinished download's share without knowing how its state is kept.
+func PartialProgress(path string) (received, total int64) {
+	received = Partial(path)
+	if received == 0 {
+		return 0, 0
+	}
+	return received, max(readState(statePath(path)).Size, 0)
 }
 
 // Discard removes what an unfinished download of path left (the partial file and its state),
@@ -172,6 +198,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FreeSpace == nil {
 		o.FreeSpace = freeSpace
+	}
+	if o.newStallTimer == nil {
+		o.newStallTimer = afterFunc
 	}
 	return o
 }
@@ -428,7 +457,7 @@ func (d *fetcher) attempt(ctx context.Context) (done bool, err error) {
 
 	d.prog.Phase, d.prog.Rate = Connecting, 0
 	d.report(true)
-	stall := time.AfterFunc(d.opts.StallTimeout, func() { cancel(errStalled) })
+	stall := d.opts.newStallTimer(d.opts.StallTimeout, func() { cancel(errStalled) })
 	defer stall.Stop()
 
 	resp, err := d.opts.Client.Do(req)
@@ -522,7 +551,7 @@ func (d *fetcher) learnTotal(total int64) error {
 }
 
 // copyBody appends body to the partial file and the digest, keeping the stall timer wound.
-func (d *fetcher) copyBody(body io.Reader, stall *time.Timer) error {
+func (d *fetcher) copyBody(body io.Reader, stall stallTimer) error {
 	buf := make([]byte, 1<<20)
 	for {
 		n, rerr := body.Read(buf)

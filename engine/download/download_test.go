@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
@@ -107,10 +108,122 @@ func testData(n int) ([]byte, string) {
 	return b, hex.EncodeToString(sum[:])
 }
 
-// quick are options for tests: fast retries, plenty of free space.
+// quick are options for tests: fast retries, plenty of free space, and stall timers that
+// never fire by themselves, so that no test depends on how fast a loaded machine moves bytes.
 func quick() Options {
 	return Options{Backoff: time.Millisecond, StallTimeout: 2 * time.Second,
-		FreeSpace: func(string) (uint64, error) { return 1 << 40, nil }}
+		FreeSpace:     func(string) (uint64, error) { return 1 << 40, nil },
+		newStallTimer: (&manualTimers{}).start}
+}
+
+// manualTimers make stall timers that fire only when the test calls fire.
+type manualTimers struct {
+	mu     sync.Mutex
+	latest *manualTimer // the timer of the attempt under way
+}
+
+type manualTimer struct {
+	mu      sync.Mutex
+	stalled func()
+	armed   bool
+}
+
+func (m *manualTimers) start(_ time.Duration, stalled func()) stallTimer {
+	t := &manualTimer{stalled: stalled, armed: true}
+	m.mu.Lock()
+	m.latest = t
+	m.mu.Unlock()
+	return t
+}
+
+// fire plays the latest attempt's server having been silent for the whole stall timeout.
+func (m *manualTimers) fire() {
+	m.mu.Lock()
+	t := m.latest
+	m.mu.Unlock()
+	if t == nil {
+		panic("no stall timer to fire")
+	}
+	t.mu.Lock()
+	armed := t.armed
+	t.armed = false
+	t.mu.Unlock()
+	if armed {
+		t.stalled()
+	}
+}
+
+func (t *manualTimer) Reset(time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.armed
+	t.armed = true
+	return was
+}
+
+func (t *manualTimer) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.armed
+	t.armed = false
+	return was
+}
+
+// hooks is an http.RoundTripper that lets a test act at an exact point of a transfer: on a
+// chosen request (numbered from 1), once the body has handed the client a given number of
+// bytes and the client asks for more, it calls the test's function before reading on. When
+// the server went silent at that byte, this is the moment the client starts waiting on it.
+type hooks struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	n    int
+	at   map[int]hook
+}
+
+type hook struct {
+	after int64
+	do    func()
+}
+
+func newHooks(ts *httptest.Server) *hooks {
+	return &hooks{base: ts.Client().Transport, at: map[int]hook{}}
+}
+
+func (h *hooks) client() *http.Client { return &http.Client{Transport: h} }
+
+func (h *hooks) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.n++
+	hk, ok := h.at[h.n]
+	h.mu.Unlock()
+	resp, err := h.base.RoundTrip(r)
+	if err != nil || !ok {
+		return resp, err
+	}
+	resp.Body = &hookBody{ReadCloser: resp.Body, left: hk.after, do: hk.do}
+	return resp, nil
+}
+
+type hookBody struct {
+	io.ReadCloser
+	left int64 // bytes to hand over before calling do
+	do   func()
+	done bool
+}
+
+func (b *hookBody) Read(p []byte) (int, error) {
+	if b.left == 0 && !b.done {
+		b.done = true
+		b.do()
+	}
+	if b.left > 0 && int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	return n, err
 }
 
 // checkDone asserts the destination holds exactly want and nothing else was left beside it.
@@ -229,7 +342,13 @@ func TestFetchRetriesDropsAndStalls(t *testing.T) {
 	srv.status[3] = http.StatusServiceUnavailable
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	opts := quick()
-	opts.StallTimeout = 300 * time.Millisecond
+	// The stall timer fires when, and only when, the client has taken the 700,000 bytes the
+	// second request sends and waits for more from a server that went silent.
+	timers := &manualTimers{}
+	opts.newStallTimer = timers.start
+	h := newHooks(ts)
+	h.at[2] = hook{after: 700_000, do: timers.fire}
+	opts.Client = h.client()
 	var waits []string
 	opts.OnProgress = func(p Progress) {
 		if p.Phase == Waiting {
@@ -250,6 +369,53 @@ func TestFetchRetriesDropsAndStalls(t *testing.T) {
 		t.Fatalf("retry reasons %q", waits)
 	}
 	t.Logf("4 requests, ranges %q; retry reasons %q", srv.ranges, waits)
+}
+
+// The production stall timer (time.AfterFunc) ends an attempt whose server sends nothing. The
+// test asserts only what no machine's speed can change: the first attempt, which the server
+// never answers with a byte, ends as a stall, and the file arrives. A healthy attempt taken for
+// a stall on a very loaded machine would only cost a retry from where it stopped.
+func TestFetchStallTimerFires(t *testing.T) {
+	data, sum := testData(size)
+	srv, ts := newServer(t, data)
+	srv.stallAt[1] = 0
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	opts := quick()
+	opts.newStallTimer = nil // the real one
+	opts.StallTimeout = 500 * time.Millisecond
+	var waits []string
+	opts.OnProgress = func(p Progress) {
+		if p.Phase == Waiting {
+			waits = append(waits, p.Err.Error())
+		}
+	}
+	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts); err != nil {
+		t.Fatal(err)
+	}
+	checkDone(t, path, data)
+	if len(waits) == 0 || !strings.Contains(waits[0], "stalled") || srv.ranges[0] != "" {
+		t.Fatalf("retry reasons %q, ranges %q: want the first attempt to stall", waits, srv.ranges)
+	}
+}
+
+// PartialProgress tells an unfinished download's share from its partial file and state.
+func TestPartialProgress(t *testing.T) {
+	data, sum := testData(size)
+	srv, ts := newServer(t, data)
+	srv.dropAt[1] = 100_000
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if got, total := PartialProgress(path); got != 0 || total != 0 {
+		t.Fatalf("nothing downloaded: %d of %d", got, total)
+	}
+	opts := quick()
+	opts.Retries = -1
+	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum}, opts); err == nil {
+		t.Fatal("dropped download succeeded")
+	}
+	got, total := PartialProgress(path)
+	if got != Partial(path) || got <= 0 || total != size {
+		t.Fatalf("PartialProgress %d of %d, want %d of %d", got, total, Partial(path), size)
+	}
 }
 
 func TestFetchGivesUpAfterRetries(t *testing.T) {
@@ -293,12 +459,11 @@ func TestFetchPauseAndResume(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := quick()
-	opts.ProgressEvery = time.Nanosecond
-	opts.OnProgress = func(p Progress) {
-		if p.Received >= 1<<20 {
-			cancel()
-		}
-	}
+	// Pause once the client holds the first MiB and waits for more: not from a progress
+	// report, which the clock spaces and could skip the moment.
+	h := newHooks(ts)
+	h.at[1] = hook{after: 1 << 20, do: cancel}
+	opts.Client = h.client()
 	err := Fetch(ctx, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("paused fetch returned %v, want context.Canceled", err)
@@ -306,7 +471,6 @@ func TestFetchPauseAndResume(t *testing.T) {
 	if got := Partial(path); got != 1<<20 {
 		t.Fatalf("partial file holds %d bytes, want %d", got, 1<<20)
 	}
-	opts.OnProgress = nil
 	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts); err != nil {
 		t.Fatal(err)
 	}

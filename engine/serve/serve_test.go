@@ -17,10 +17,11 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
-func TestMain(m *testing.M) { os.Exit(modelgen.RunTests(m)) }
+func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 
 const testContext = 256
 
@@ -50,7 +51,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	path := modelgen.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	s := New(newChat(t, path), "tiny")
 	s.Log = t.Logf
 	srv := httptest.NewServer(s)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -66,15 +67,22 @@ func TestLlamaCppLoads(t *testing.T) {
 		{variants, "olmoe ?B Q4_0"},
 	}
 	files := make([]string, 0, len(cases)+2)
+	dir := t.TempDir()
+	write := func(cfg Config) string {
+		p := filepath.Join(dir, fmt.Sprintf("model-%d.gguf", len(files)))
+		if err := Write(context.Background(), p, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	for _, c := range cases {
 		cfg := c.cfg
 		if cfg.Tokenizer == nil {
-			files = append(files, TinyModel(t, cfg.Weights))
-		} else {
-			files = append(files, TestModel(t, cfg))
+			cfg.Tokenizer = testTokenizer(t)
 		}
+		files = append(files, write(cfg))
 	}
-	files = append(files, TestModel(t, gqa), broken)
+	files = append(files, write(gqa), broken)
 
 	out, err := exec.CommandContext(context.Background(), node,
 		append([]string{filepath.Join("testdata", "llama_load.cjs"), libs}, files...)...).Output()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/trochilus-llm/trochilus/assets"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/tokenizer/hfconv"
 )
@@ -41,66 +42,34 @@ func (t *Tokenizer) metadata(vocab int) ([]gguf.KV, error) {
 	return kvs, nil
 }
 
-// ErrNoTokenizer is returned by FindOLMoETokenizer when the tokenizer files are in none of the
-// places it looks.
-var ErrNoTokenizer = errors.New("OLMoE tokenizer.json not found")
+// ErrNoTokenizer is returned when the tokenizer files are not where they were looked for.
+var ErrNoTokenizer = errors.New("tokenizer.json not found")
 
-// Where the OLMoE tokenizer lives, relative to the module root: the project's own test data, then
-// the shared reference folder beside the checkout.
-const (
-	tokenizerDir       = "testdata/tokenizers/olmoe"
-	sharedTokenizerDir = "fixtures/tokenizers/olmoe"
-)
-
-// FindOLMoETokenizer reads OLMoE's tokenizer.json and tokenizer_config.json. It looks in dir if
-// dir is not empty; otherwise, from the module root found above the working directory, in
-// testdata/tokenizers/olmoe, then in fixtures/tokenizers/olmoe of $TROCHILUS_SHARED or of
-// ../shared. tokenizer_config.json is taken from beside tokenizer.json or, failing that, from
-// testdata/tokenizers/olmoe.
+// FindOLMoETokenizer returns OLMoE's tokenizer: the one the binaries carry (package assets) when
+// dir is empty, else the tokenizer.json in dir with the tokenizer_config.json beside it, or
+// OLMoE's own config (which carries the chat template) when dir has none.
 func FindOLMoETokenizer(dir string) (*Tokenizer, error) {
-	root := moduleRoot()
-	var dirs []string
-	if dir != "" {
-		dirs = []string{dir}
-	} else {
-		if root != "" {
-			dirs = append(dirs, filepath.Join(root, tokenizerDir))
-		}
-		if shared := os.Getenv("TROCHILUS_SHARED"); shared != "" {
-			dirs = append(dirs, filepath.Join(shared, sharedTokenizerDir))
-		}
-		if root != "" {
-			dirs = append(dirs, filepath.Join(root, "..", "shared", sharedTokenizerDir))
-		}
+	js, cfg, err := assets.OLMoETokenizer()
+	if err != nil {
+		return nil, fmt.Errorf("modelgen: %w", err)
 	}
-	for _, d := range dirs {
-		js, err := os.ReadFile(filepath.Join(d, "tokenizer.json"))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("modelgen: %w", err)
-		}
-		cfgPaths := []string{filepath.Join(d, "tokenizer_config.json")}
-		if root != "" {
-			cfgPaths = append(cfgPaths, filepath.Join(root, tokenizerDir, "tokenizer_config.json"))
-		}
-		for _, p := range cfgPaths {
-			cfg, err := os.ReadFile(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("modelgen: %w", err)
-			}
-			return &Tokenizer{JSON: js, Config: cfg, Pre: "olmo"}, nil
-		}
-		return nil, fmt.Errorf("modelgen: %s has tokenizer.json but no tokenizer_config.json was found (the chat template lives there)", d)
+	if dir == "" {
+		return &Tokenizer{JSON: js, Config: cfg, Pre: "olmo"}, nil
 	}
-	if len(dirs) == 0 {
-		return nil, fmt.Errorf("modelgen: %w: not inside the Trochilus source tree and TROCHILUS_SHARED is not set", ErrNoTokenizer)
+	js, err = os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("modelgen: %w in %s", ErrNoTokenizer, dir)
 	}
-	return nil, fmt.Errorf("modelgen: %w (looked in %q)", ErrNoTokenizer, dirs)
+	if err != nil {
+		return nil, fmt.Errorf("modelgen: %w", err)
+	}
+	switch c, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); {
+	case err == nil:
+		cfg = c
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("modelgen: %w", err)
+	}
+	return &Tokenizer{JSON: js, Config: cfg, Pre: "olmo"}, nil
 }
 
 // moduleRoot returns the nearest directory at or above the working directory holding go.mod,

@@ -17,7 +17,6 @@ import (
 	ggufparser "github.com/gpustack/gguf-parser-go"
 
 	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/oracle"
 )
 
 // mini is a small model that still has every feature: grouped-query attention, K-quant-sized
@@ -408,14 +407,10 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 
 var _ io.Writer = (*failingWriter)(nil)
 
-// testTokenizer returns the OLMoE tokenizer, or skips (fails when oracles are required): it is a
-// fixture kept outside the module.
+// testTokenizer returns the OLMoE tokenizer the binaries carry.
 func testTokenizer(t *testing.T) *Tokenizer {
 	t.Helper()
 	tok, err := FindOLMoETokenizer("")
-	if errors.Is(err, ErrNoTokenizer) {
-		oracle.Missing(t, "OLMoE tokenizer.json (shared/fixtures/tokenizers/olmoe)")
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

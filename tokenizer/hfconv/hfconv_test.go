@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trochilus-llm/trochilus/assets"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 )
@@ -88,8 +89,10 @@ func read(t *testing.T, path string) []byte {
 
 func olmoeFiles(t *testing.T) (tok, cfg []byte) {
 	t.Helper()
-	tok = read(t, oracle.Shared(t, "fixtures/tokenizers/olmoe/tokenizer.json"))
-	cfg = read(t, filepath.Join(oracle.Root(t), "testdata", "tokenizers", "olmoe", "tokenizer_config.json"))
+	tok, cfg, err := assets.OLMoETokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return tok, cfg
 }
 
@@ -172,7 +175,7 @@ func TestConvertAgainstLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := metadata(t, kvs)
-	ref, err := gguf.Open(oracle.Shared(t, "fixtures/vocab/ggml-vocab-gpt-neox.gguf"))
+	ref, err := gguf.Open(oracle.Vocab(t, "ggml-vocab-gpt-neox.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}

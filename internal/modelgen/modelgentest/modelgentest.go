@@ -1,10 +1,12 @@
-package modelgen
+// Package modelgentest gives tests generated models: each Config written once per test binary,
+// in a temporary folder removed when the tests end. It is test support, kept out of package
+// modelgen so that the programs, which link modelgen, do not link package testing.
+package modelgentest
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trochilus-llm/trochilus/internal/oracle"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
 )
 
 // testModels is the cache behind TestModel: the models one test binary has written, in one
@@ -22,7 +24,7 @@ var testModels struct {
 	mu      sync.Mutex
 	dir     string
 	entries map[string]*testEntry
-	tok     *Tokenizer
+	tok     *modelgen.Tokenizer
 	tokErr  error
 	tokOnce sync.Once
 }
@@ -44,7 +46,7 @@ const staleAfter = 2 * time.Hour
 // asks for it and shared by every later call, whatever the test. The file lives in a temporary
 // directory that RunTests removes when the tests end; without RunTests it is left behind and
 // removed by a later test binary once it is two hours old.
-func TestModel(t testing.TB, cfg Config) string {
+func TestModel(t testing.TB, cfg modelgen.Config) string {
 	t.Helper()
 	key, err := cacheKey(&cfg)
 	if err != nil {
@@ -70,33 +72,29 @@ func TestModel(t testing.TB, cfg Config) string {
 	}
 	testModels.mu.Unlock()
 
-	e.once.Do(func() { e.err = Write(context.Background(), e.path, cfg) })
+	e.once.Do(func() { e.err = modelgen.Write(context.Background(), e.path, cfg) })
 	if e.err != nil {
 		t.Fatalf("modelgen: writing a test model: %v", e.err)
 	}
 	return e.path
 }
 
-// TinyModel returns the path of Tiny(w) with OLMoE's tokenizer, written once per test binary
-// (see TestModel). The tokenizer is a fixture outside the module: when it cannot be found the
-// test is skipped, or failed where oracles are required (see package oracle).
-func TinyModel(t testing.TB, w Weights) string {
+// TinyModel returns the path of modelgen.Tiny(w) with OLMoE's tokenizer, written once per test
+// binary (see TestModel).
+func TinyModel(t testing.TB, w modelgen.Weights) string {
 	t.Helper()
-	testModels.tokOnce.Do(func() { testModels.tok, testModels.tokErr = FindOLMoETokenizer("") })
-	if errors.Is(testModels.tokErr, ErrNoTokenizer) {
-		oracle.Missing(t, "OLMoE tokenizer.json (shared/fixtures/tokenizers/olmoe)")
-	}
+	testModels.tokOnce.Do(func() { testModels.tok, testModels.tokErr = modelgen.FindOLMoETokenizer("") })
 	if testModels.tokErr != nil {
-		t.Fatalf("modelgen: %v", testModels.tokErr)
+		t.Fatalf("modelgentest: %v", testModels.tokErr)
 	}
-	cfg := Tiny(w)
+	cfg := modelgen.Tiny(w)
 	cfg.Tokenizer = testModels.tok
 	return TestModel(t, cfg)
 }
 
 // RunTests runs m and then removes the models TestModel wrote; call it from TestMain:
 //
-//	func TestMain(m *testing.M) { os.Exit(modelgen.RunTests(m)) }
+//	func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 func RunTests(m *testing.M) int {
 	code := m.Run()
 	testModels.mu.Lock()
@@ -112,14 +110,14 @@ func RunTests(m *testing.M) int {
 
 // cacheKey names a Config: its fields (the tokenizer by a digest of its contents) and the
 // generator's Version.
-func cacheKey(cfg *Config) (string, error) {
+func cacheKey(cfg *modelgen.Config) (string, error) {
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
 	h := sha256.New()
 	c := *cfg
 	c.Tokenizer = nil
-	fmt.Fprintf(h, "modelgen %d\n%+v\n", Version, c)
+	fmt.Fprintf(h, "modelgen %d\n%+v\n", modelgen.Version, c)
 	if tok := cfg.Tokenizer; tok != nil {
 		fmt.Fprintf(h, "tokenizer %q %d %d\n", tok.Pre, len(tok.JSON), len(tok.Config))
 		h.Write(tok.JSON)

@@ -1,4 +1,4 @@
-package modelgen
+package modelgentest
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
 )
 
 // testDir is the directory TestModel used, for TestMain to check it is gone afterwards.
@@ -35,9 +36,9 @@ func TestTestModel(t *testing.T) {
 		for i := range paths {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
-				w := Uniform(gguf.TypeQ8_0)
+				w := modelgen.Uniform(gguf.TypeQ8_0)
 				if i%2 == 1 {
-					w = Uniform(gguf.TypeQ4_0)
+					w = modelgen.Uniform(gguf.TypeQ4_0)
 				}
 				paths[i] = TestModel(t, mini(w))
 			})
@@ -64,8 +65,8 @@ func TestTestModel(t *testing.T) {
 		t.Errorf("q4_0 test model: ffn_down_exps %+v", ti)
 	}
 
-	tiny := TinyModel(t, Q4KM())
-	if again := TinyModel(t, Q4KM()); again != tiny {
+	tiny := TinyModel(t, modelgen.Q4KM())
+	if again := TinyModel(t, modelgen.Q4KM()); again != tiny {
 		t.Errorf("TinyModel gave %s then %s", tiny, again)
 	}
 	g, err := gguf.Open(tiny)
@@ -79,4 +80,11 @@ func TestTestModel(t *testing.T) {
 	if _, ok := g.Get("tokenizer.ggml.merges"); !ok {
 		t.Errorf("tiny q4_k_m has no tokenizer")
 	}
+}
+
+// mini is a small model with every feature: grouped-query attention, K-quant-sized rows, several
+// experts; no tokenizer (its vocabulary is too small for the real one).
+func mini(w modelgen.Weights) modelgen.Config {
+	return modelgen.Config{Layers: 2, Hidden: 256, Heads: 4, KVHeads: 2, Experts: 4, ExpertsUsed: 2,
+		ExpertFFN: 256, Vocab: 512, Context: 128, RopeTheta: 10000, RMSEps: 1e-5, Weights: w, Seed: 9}
 }
