@@ -33,9 +33,10 @@ build: cli
 app:
 	CGO_ENABLED=1 $(GO) build -trimpath -o $(APP) ./app/trochilus-app
 
-# make run: install what is needed, build, then start the app (or, with no display, the CLI demo).
-run: deps-run cli
-	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(MAKE) --no-print-directory app && $(APP); else tools/demo.sh $(CLI); fi
+# make run: install what is needed, build, then start the app (or, with no display, the CLI demo,
+# which needs nothing but Go: the window app's GL headers are installed only for the app).
+run: cli
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then tools/deps.sh run && $(MAKE) --no-print-directory app && $(APP); else tools/demo.sh $(CLI); fi
 
 # make test: the whole gate.
 test: deps gate

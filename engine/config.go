@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 )
@@ -42,7 +43,7 @@ type metaReader struct {
 }
 
 func (r *metaReader) fail(err error) {
-	if r.err == nil {
+	if r.err == nil && err != nil {
 		r.err = err
 	}
 }
@@ -52,14 +53,15 @@ func (r *metaReader) count(key string) int {
 	return r.countOr(key, -1)
 }
 
-// countOr reads a positive integer key, or returns def when the key is absent and def >= 0.
+// countOr reads a positive integer key, or returns def when the key is absent and def >= 0
+// (0, and the key's absence is the error, when def < 0).
 func (r *metaReader) countOr(key string, def int) int {
 	full := r.prefix + key
 	if _, ok := r.f.Get(full); !ok {
 		if def < 0 {
 			r.fail(fmt.Errorf("metadata key %q is missing", full))
 		}
-		return def
+		return max(def, 0)
 	}
 	v, err := r.f.Uint64(full)
 	if err != nil {
@@ -126,4 +128,34 @@ func (c *Config) check() error {
 		return fmt.Errorf("clip_qkv %g is negative or NaN", c.ClipQKV)
 	}
 	return nil
+}
+
+// ReadConfig reads the model's shape and hyperparameters from f's metadata and tensor shapes,
+// strictly: a file Load would refuse for its architecture or configuration is an error naming
+// why. Describe is the lenient form, for listing files the engine does not run.
+func ReadConfig(f *gguf.File) (Config, error) {
+	name, err := f.Str("general.architecture")
+	if err != nil {
+		return Config{}, err
+	}
+	arch, ok := architectures()[name]
+	if !ok {
+		return Config{Arch: name}, unsupportedArch(name)
+	}
+	return readConfig(f, name, arch)
+}
+
+// readConfig reads a known architecture's configuration.
+func readConfig(f *gguf.File, name string, arch architecture) (Config, error) {
+	cfg, err := arch.config(f)
+	cfg.Arch = name
+	if err != nil {
+		return cfg, fmt.Errorf("%s config: %w", name, err)
+	}
+	return cfg, nil
+}
+
+// unsupportedArch is the error for an architecture Load does not know.
+func unsupportedArch(name string) error {
+	return fmt.Errorf("architecture %q is not supported (supported: %s)", name, strings.Join(Architectures(), ", "))
 }

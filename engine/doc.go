@@ -1,9 +1,12 @@
 // Package engine loads Mixture-of-Experts models from GGUF files and runs them exactly: the
-// forward pass, sessions with their KV cache, and greedy generation.
+// forward pass, sessions with their KV cache, and generation: greedy, or sampled with a seed that
+// draws the same tokens on every machine.
 //
 // A Model maps its file read-only and multiplies the mapped bytes in place, so the weights stay
 // off the Go heap and the page cache holds them once. A Session owns a float32 KV cache and a
-// position; it evaluates tokens in passes of at most PassSize tokens and can rewind.
+// position; it evaluates tokens in passes of at most PassSize tokens, can rewind, and gives its
+// cache back on Close. Sessions of one Model may evaluate on different goroutines at once, with
+// the experts in memory or streamed, each getting the bits it gets alone (see Session).
 //
 // # Exactness
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/gguf"
 )
@@ -12,6 +11,11 @@ import (
 // expertLayout finds every layer's stacked expert tensors (blk.N.NAME.weight, ggml dims
 // [cols, rows, experts]) in the file.
 func expertLayout(f *gguf.File, c *Config, names []string) (experts.Layout, error) {
+	// Checked before the layers are allocated: a corrupt count must be an error, not a
+	// table of billions of layers.
+	if c.Experts < 1 || c.Layers < 1 || int64(c.Layers)*int64(len(names)) > int64(len(f.Tensors)) {
+		return experts.Layout{}, fmt.Errorf("%d layers of %d experts in %d tensors: not a Mixture-of-Experts layout", c.Layers, c.Experts, len(f.Tensors))
+	}
 	l := experts.Layout{Experts: c.Experts, Layers: make([][]experts.Part, c.Layers)}
 	for i := range c.Layers {
 		for _, name := range names {
@@ -30,39 +34,16 @@ func expertLayout(f *gguf.File, c *Config, names []string) (experts.Layout, erro
 	return l, nil
 }
 
-// sessionAllowance is the memory planned for a session besides the weights: the KV cache of
-// the context a chat or server opens (the model's, at most 4096 positions).
-func sessionAllowance(c *Config) uint64 {
-	positions := uint64(min(c.Context, 4096))
-	return 2 * uint64(c.Layers) * uint64(c.KVHeads*c.HeadDim) * 4 * positions
-}
-
-// planExperts decides where the experts live (see Options.ExpertBudget): in the model's
-// memory (Resident), or streamed through a store of Slots slots. A file that does not fit
-// even with the fewest slots is refused, saying how much memory is missing.
-func planExperts(ctx context.Context, size int64, l *experts.Layout, c *Config, opts *Options,
-	ram func(context.Context) (uint64, uint64, error)) (experts.Plan, error) {
-	need := experts.Need{Dense: uint64(size) - min(l.Bytes(), uint64(size)), Experts: l.Bytes(),
-		Session: sessionAllowance(c), SlotBytes: l.SlotBytes(), MinSlots: l.MinSlots(c.ExpertsUsed)}
-	switch {
-	case opts.ExpertBudget > 0:
-		return experts.WithBudget(need, uint64(opts.ExpertBudget))
-	case opts.ExpertBudget == ExpertBudgetMin:
-		return experts.WithBudget(need, 0)
-	case opts.ExpertBudget < 0:
-		return experts.Plan{}, fmt.Errorf("expert budget %d: want bytes, 0 (automatic) or ExpertBudgetMin", opts.ExpertBudget)
-	case opts.Weights != WeightsAuto:
-		// A placement was asked for: mapped, the page cache decides what stays; resident,
-		// the whole file is read in or refused.
-		return experts.Plan{Resident: true}, nil
+// planLoad is the loader's plan (see PlanMemory): it reads the machine's memory through ram
+// (machine.RAM; tests pass their own) only when the placement is the planner's to choose, and
+// returns a refusal as the error, with the numbers.
+func planLoad(ctx context.Context, req PlanRequest, ram func(context.Context) (uint64, uint64, error)) (Plan, error) {
+	if req.ExpertBudget == 0 && req.Weights == WeightsAuto {
+		total, avail, err := ram(ctx)
+		if err != nil {
+			return Plan{}, fmt.Errorf("planning memory: %w", err)
+		}
+		req.RAMTotal, req.RAMAvailable = total, avail
 	}
-	total, avail, err := ram(ctx)
-	if err != nil {
-		return experts.Plan{}, err
-	}
-	reserve := machine.Reserve(total)
-	if uint64(size) <= avail && avail-uint64(size) >= reserve {
-		return experts.Plan{Resident: true}, nil
-	}
-	return experts.PlanFor(need, experts.Machine{Total: total, Available: avail, Reserve: reserve})
+	return PlanMemory(req)
 }

@@ -70,37 +70,57 @@ func TestPlanExperts(t *testing.T) {
 	ram := func(avail uint64) func(context.Context) (uint64, uint64, error) {
 		return func(context.Context) (uint64, uint64, error) { return 16 * gib, avail, nil }
 	}
-	plan := func(avail uint64, opts Options) (experts.Plan, error) {
-		return planExperts(context.Background(), size, &l, &cfg, &opts, ram(avail))
+	plan := func(avail uint64, opts Options) (Plan, error) {
+		req := PlanRequest{Config: cfg, Footprint: footprint(size, &l, &cfg), Threads: 2,
+			Context: opts.Context, ExpertBudget: opts.ExpertBudget, Weights: opts.Weights}
+		return planLoad(context.Background(), req, ram(avail))
+	}
+	// The session the plan holds: 16 layers × 2 × 2048 × 4 bytes × 4096 positions = 1 GiB of
+	// KV cache, and the pass buffers of 512 tokens.
+	sz := newSessionSizes(&cfg, 4096, 512, 2)
+	kv, pass, store := sz.bytes()
+	if kv != gib {
+		t.Fatalf("KV cache %d bytes, want 1 GiB", kv)
 	}
 	reserve := uint64(2 * gib) // machine.Reserve of 16 GiB
-	if p, err := plan(reserve+uint64(size), Options{}); err != nil || !p.Resident {
-		t.Fatalf("the file fits: %+v %v", p, err)
+	if p, err := plan(reserve+uint64(size)+kv+pass, Options{}); err != nil || p.Placement != InMemory || p.KV != kv || p.Pass != pass {
+		t.Fatalf("the file and the session fit: %+v %v", p, err)
 	}
-	session := sessionAllowance(&cfg) // 16 layers × 2 × 2048 × 4 bytes × 4096 positions = 1 GiB
-	if session != gib {
-		t.Fatalf("session allowance %d", session)
+	if p, err := plan(reserve+uint64(size)+kv+pass-1, Options{}); err != nil || p.Placement != ExpertsStreamed {
+		t.Fatalf("the file fits, the session does not: %+v %v", p, err)
 	}
+	session := kv + pass + store
 	slot := l.SlotBytes() // three areas of 2 MiB + a page
 	avail := reserve + gib + session + 100*slot
-	if p, err := plan(avail, Options{}); err != nil || p.Resident || p.Slots != 100 {
+	if p, err := plan(avail, Options{}); err != nil || p.Placement != ExpertsStreamed || p.UnitsInRAM != 100 || p.Session() != session {
 		t.Fatalf("streaming: %+v %v", p, err)
 	}
-	if p, err := plan(avail-(100-72)*slot, Options{}); err != nil || p.Slots != 72 {
+	if p, err := plan(avail-(100-72)*slot, Options{}); err != nil || p.UnitsInRAM != 72 {
 		t.Fatalf("the fewest slots (64 + 8): %+v %v", p, err)
 	}
-	if _, err := plan(avail-(100-71)*slot, Options{}); !errors.Is(err, experts.ErrTooBig) || !strings.Contains(err.Error(), "short") {
-		t.Fatalf("too little memory: %v", err)
+	// One slot short: a context asked for is refused with the numbers; the default one is
+	// halved to what fits, and the plan says so.
+	p, err := plan(avail-(100-71)*slot, Options{Context: 4096})
+	if !errors.Is(err, experts.ErrTooBig) || !strings.Contains(err.Error(), "short") || p.Placement != Refused ||
+		p.NeedAtLeast != gib+session+72*slot || p.Err() != err || !strings.HasPrefix(p.Text(), "Won't fit: ") {
+		t.Fatalf("too little memory: %+v %v", p, err)
+	}
+	t.Logf("refused: %v; %s", err, p.Text())
+	if p, err := plan(avail-(100-71)*slot, Options{}); err != nil || p.Placement != ExpertsStreamed || p.Context != 2048 ||
+		p.AskedContext != 4096 || !strings.Contains(p.Text(), "context 2048 (the model's 4096 does not fit)") {
+		t.Fatalf("the default context one slot short: %+v %v", p, err)
+	} else {
+		t.Logf("shrunk: %s", p.Text())
 	}
 	for _, o := range []Options{{Weights: WeightsMapped}, {Weights: WeightsResident}} {
-		if p, err := plan(0, o); err != nil || !p.Resident {
+		if p, err := plan(0, o); err != nil || p.Placement != InMemory || !p.Forced {
 			t.Fatalf("%v asked for: %+v %v", o.Weights, p, err)
 		}
 	}
-	if p, err := plan(0, Options{ExpertBudget: ExpertBudgetMin}); err != nil || p.Slots != 72 {
+	if p, err := plan(0, Options{ExpertBudget: ExpertBudgetMin}); err != nil || p.UnitsInRAM != 72 {
 		t.Fatalf("ExpertBudgetMin: %+v %v", p, err)
 	}
-	if p, err := plan(0, Options{ExpertBudget: int64(200 * slot)}); err != nil || p.Slots != 200 {
+	if p, err := plan(0, Options{ExpertBudget: int64(200 * slot)}); err != nil || p.UnitsInRAM != 200 {
 		t.Fatalf("a budget of 200 slots: %+v %v", p, err)
 	}
 	if _, err := plan(0, Options{ExpertBudget: -2}); err == nil {

@@ -51,8 +51,8 @@ func rate(n int, d time.Duration) float64 {
 }
 
 // Generate evaluates prompt and then chooses tokens greedily (the largest logit, the lowest id
-// among equals), or draws them as opts.Sampling says, until a stop token or MaxTokens. Each chosen token but the last is evaluated,
-// so the session ends holding the prompt and every new token except the last, whose logits
+// among equals), or draws them as opts.Sampling says, until a stop token or MaxTokens. Each
+// chosen token but the last is evaluated, so the session ends holding the prompt and every new token except the last, whose logits
 // are never needed here: a caller continuing the sequence evaluates it next. The tokens made
 // before an error (a cancelled ctx included) are returned with it.
 func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOptions) (Generation, error) {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/trochilus-llm/trochilus/experts"
 	"os"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -35,10 +34,17 @@ type Options struct {
 
 	// ExpertBudget streams the experts from disk through a store of at most this many bytes
 	// (ExpertBudgetMin: the fewest slots a pass can run with), for measurements and tests.
-	// Zero lets the loader decide: the experts stream when the file does not fit in RAM with
-	// the system's reserve left free, under the budget the machine's memory allows. It
-	// changes speed and memory use, never a result.
+	// Zero lets the loader decide (PlanMemory): the experts stream when the file and the
+	// planned session do not fit in RAM with the system's reserve left free, under the budget
+	// the machine's memory allows. It changes speed and memory use, never a result.
 	ExpertBudget int64
+
+	// Context and PassSize describe the session the load plans room for (see PlanRequest):
+	// the positions it holds (0: the default, DefaultContext or the model's context when
+	// shorter, less when that does not fit) and the most tokens a pass evaluates (0:
+	// DefaultPassSize). Open the session with Plan().Context and the same pass size: a longer
+	// session, or a second one, takes memory the plan did not count.
+	Context, PassSize int
 
 	// mutant, set only by this package's tests, plants a deliberate bug (see mutant.go).
 	mutant mutant
@@ -78,8 +84,12 @@ func (w Weights) String() string {
 }
 
 // Model is a loaded model: its configuration, its weights (resident or mapped, see Weights) and
-// the worker pool that runs its sessions. Sessions of one Model may be used from different goroutines at once
-// (their matrix products take turns on the pool); one Session is used by one goroutine at a time.
+// the worker pool that runs its sessions. Sessions of one Model may evaluate on different
+// goroutines at once, with the experts in memory or streamed, each getting bit for bit the
+// logits it gets alone: their matrix products take turns on the pool, and with streamed experts
+// the store keeps each session's units of a layer pinned until its expert products are done, its
+// calls taking turns (see experts.Store); one Session is used by one goroutine at a time, Close
+// included.
 type Model struct {
 	path string
 	cfg  Config
@@ -92,6 +102,8 @@ type Model struct {
 	// store, when the experts stream from disk, holds those in RAM; nil when every expert
 	// is in the model's memory.
 	store *experts.Store
+
+	plan Plan // the memory plan the load followed
 
 	closed atomic.Bool
 }
@@ -159,32 +171,12 @@ func Load(ctx context.Context, path string, opts Options) (*Model, error) {
 }
 
 func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model, error) {
-	name, err := f.Str("general.architecture")
+	cfg, layout, plan, err := planFile(ctx, f, &opts, machine.RAM)
 	if err != nil {
 		return nil, err
 	}
-	arch, ok := architectures()[name]
-	if !ok {
-		return nil, fmt.Errorf("architecture %q is not supported (supported: %s)", name, strings.Join(Architectures(), ", "))
-	}
-	cfg, err := arch.config(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s config: %w", name, err)
-	}
-	cfg.Arch = name
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	layout, err := expertLayout(f, &cfg, arch.experts)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := planExperts(ctx, f.Size(), &layout, &cfg, &opts, machine.RAM)
-	if err != nil {
-		return nil, err
-	}
-	if !plan.Resident {
+	arch := architectures()[cfg.Arch]
+	if plan.Placement == ExpertsStreamed {
 		// The dense weights go through the page cache, the experts through the store.
 		opts.Weights = WeightsMapped
 	}
@@ -198,8 +190,8 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 		return nil, err
 	}
 	var store *experts.Store
-	if !plan.Resident {
-		if store, err = experts.NewStore(path, layout, plan.Slots); err != nil {
+	if plan.Placement == ExpertsStreamed {
+		if store, err = experts.NewStore(path, layout, plan.UnitsInRAM); err != nil {
 			data.close()
 			return nil, err
 		}
@@ -227,7 +219,40 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 		}
 	}
 	return &Model{path: path, cfg: cfg, file: f, data: data, pool: kernels.NewPool(opts.Threads),
-		tier: tier, net: net, store: store}, nil
+		tier: tier, net: net, store: store, plan: plan}, nil
+}
+
+// PlanLoad returns the plan Load would follow for the model whose header f is (gguf.Open, or
+// gguf.Read of the header alone) on a machine with total and avail bytes of memory
+// (machine.RAM), without reading a weight: the same steps and the same planner as Load.
+func PlanLoad(f *gguf.File, opts Options, total, avail uint64) (Plan, error) {
+	ram := func(context.Context) (uint64, uint64, error) { return total, avail, nil }
+	_, _, plan, err := planFile(context.Background(), f, &opts, ram)
+	if err != nil {
+		return plan, fmt.Errorf("engine: %w", err)
+	}
+	return plan, nil
+}
+
+// planFile reads f's configuration and expert layout and plans the load (PlanMemory through
+// planLoad, with the machine's memory from ram): the steps of load before any weight is
+// touched, which a test runs on a header alone.
+func planFile(ctx context.Context, f *gguf.File, opts *Options, ram func(context.Context) (uint64, uint64, error)) (Config, experts.Layout, Plan, error) {
+	cfg, err := ReadConfig(f)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return cfg, experts.Layout{}, Plan{}, err
+	}
+	layout, err := expertLayout(f, &cfg, architectures()[cfg.Arch].experts)
+	if err != nil {
+		return cfg, layout, Plan{}, err
+	}
+	plan, err := planLoad(ctx, PlanRequest{Config: cfg, Footprint: footprint(f.Size(), &layout, &cfg),
+		Context: opts.Context, PassSize: opts.PassSize, Threads: opts.Threads,
+		ExpertBudget: opts.ExpertBudget, Weights: opts.Weights}, ram)
+	return cfg, layout, plan, err
 }
 
 // placeWeights brings the file's bytes into memory as opts.Weights asks (see Weights); ram
@@ -274,7 +299,8 @@ func placeWeights(ctx context.Context, fd *os.File, size int64, opts Options, ra
 }
 
 // Close stops the model's workers and unmaps its file. Its sessions' evaluations fail
-// afterwards; Close must not run while one is in progress.
+// afterwards; Close must not run while one is in progress. Its sessions may be closed before
+// or after it.
 func (m *Model) Close() error {
 	if m.closed.Swap(true) {
 		return nil
@@ -289,6 +315,10 @@ func (m *Model) Close() error {
 	}
 	return err
 }
+
+// Plan returns the memory plan the load followed: where the weights are, and the session it
+// holds room for (open it with Plan().Context positions).
+func (m *Model) Plan() Plan { return m.plan }
 
 // Config returns the model's configuration.
 func (m *Model) Config() Config { return m.cfg }

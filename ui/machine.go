@@ -114,12 +114,13 @@ func (s *machineScreen) planText() string {
 	}
 	pl := row.plan
 	lines := []string{
-		row.desc.Name + " — " + pl.Verdict.String(),
+		row.desc.Name + " — " + pl.Placement.String(),
 		pl.Text(),
-		fmt.Sprintf("Dense weights %s, experts %s (%d units of %s), session %s (KV cache and buffers for %d positions).",
-			sizeText(pl.Dense), sizeText(pl.Experts), pl.Units, sizeText(pl.UnitBytes), sizeText(pl.Session), row.desc.Context),
+		fmt.Sprintf("Dense weights %s, experts %s (%d units of %s), session %s (KV cache %s and buffers for %d positions).",
+			sizeText(int64(pl.Dense)), sizeText(int64(pl.Experts)), pl.Units, sizeText(int64(pl.UnitBytes)),
+			sizeText(int64(pl.Session())), sizeText(int64(pl.KV)), pl.Context),
 	}
-	if pl.Verdict == catalog.FitsExpertsFromDisk && s.u.machine != nil && s.u.machine.DiskErr == nil && s.u.machine.Disk.BytesPerSec > 0 {
+	if pl.Placement == catalog.FitsExpertsFromDisk && s.u.machine != nil && s.u.machine.DiskErr == nil && s.u.machine.Disk.BytesPerSec > 0 {
 		// Each token routes ExpertsUsed experts per layer; with a share of them resident, the
 		// rest come from disk at the measured speed: a rough ceiling, before any caching wins.
 		missing := 1 - float64(pl.UnitsInRAM)/float64(max(pl.Units, 1))

@@ -110,7 +110,7 @@ func (r *modelRow) summary() string {
 	}
 	parts := []string{r.desc.Arch, sizeText(r.desc.Size), r.desc.TypesText()}
 	if r.hasPlan {
-		parts = append(parts, r.plan.Verdict.String())
+		parts = append(parts, r.plan.Placement.String())
 	} else {
 		parts = append(parts, "measuring the machine…")
 	}
@@ -166,6 +166,7 @@ func (s *modelsScreen) refreshVerdicts() {
 	for i := range s.rows {
 		r := &s.rows[i]
 		if r.err == nil && m != nil {
+			// At the context a load opens by default: the plan the load will follow.
 			r.plan, r.hasPlan = r.desc.PlanFor(m.Profile, 0), true
 		}
 	}
@@ -228,7 +229,7 @@ func (s *modelsScreen) cannotLoad(r *modelRow) string {
 		return fmt.Sprintf("architecture %q is not supported (supported: %s)", r.desc.Arch, strings.Join(s.u.be.Architectures(), ", "))
 	case !r.hasPlan:
 		return "the machine is still being measured"
-	case r.plan.Verdict == catalog.WontFit:
+	case r.plan.Placement == catalog.WontFit:
 		return "it does not fit this machine's RAM"
 	case s.loading != "":
 		return "another model is loading"

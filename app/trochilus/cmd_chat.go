@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strings"
@@ -68,7 +68,7 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 	temp := fs.Float64("temp", 0, "sampling temperature (0: greedy, the most likely token each time)")
 	topK := fs.Int("top-k", 0, "with -temp: draw from the K most likely tokens only (0: all)")
 	topP := fs.Float64("top-p", 1, "with -temp: draw from the most likely tokens adding up to P")
-	seed := fs.Uint64("seed", 0, "with -temp: the random seed (0: a random one, printed); answer i uses seed+i")
+	seed := fs.Uint64("seed", 0, "with -temp: the random seed (default: a fresh one, printed); answer i uses seed+i")
 	fs.Usage = func() {
 		fmt.Fprintln(term.err, "usage: trochilus chat -m MODEL [-system TEXT] [-n N] [-t T] [-b B] [-c C]\n\n"+
 			"Chat with the model on the terminal, through its own chat template: greedily, or sampled\n"+
@@ -90,8 +90,10 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 		if err := sampling.Check(); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
-		if sampling.Seed == 0 {
-			sampling.Seed = rand.Uint64()
+		seeded := false
+		fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
+		if !seeded {
+			sampling.Seed = engine.NewSeed()
 		}
 	}
 	c, done, err := mf.openChat(ctx, term.err)

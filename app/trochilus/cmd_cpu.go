@@ -6,15 +6,21 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 )
 
-// runCPU prints the machine profile: processor, cores, SIMD features and RAM.
+// runCPU prints the machine profile: processor, cores, SIMD features and RAM; with -m, how a
+// model would sit in that memory.
 func runCPU(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cpu", stderr)
-	asJSON := fs.Bool("json", false, "print the profile as JSON")
+	asJSON := fs.Bool("json", false, "print the profile (and with -m the plan) as JSON")
+	model := fs.String("m", "", "also plan this GGUF model in this machine's memory: a path, or a name in the models folder")
+	positions := fs.Int("c", 0, "with -m: positions the session holds (0: the default a load opens)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus cpu [-json]\n\nPrint what this machine offers: processor, cores, SIMD features, RAM.")
+		fmt.Fprintln(stderr, "usage: trochilus cpu [-json] [-m MODEL [-c C]]\n\n"+
+			"Print what this machine offers: processor, cores, SIMD features, RAM. With -m, the memory plan\n"+
+			"a load of the model would follow: every weight in RAM, experts from disk, or won't fit, with the numbers.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -23,14 +29,48 @@ func runCPU(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
+	if *positions < 0 || *positions > 0 && *model == "" {
+		return fmt.Errorf("%w: -c %d: want a context of 0 or more, with -m", errUsage, *positions)
+	}
 	p, err := machine.Probe(ctx)
 	if err != nil {
 		return err
 	}
+	var desc catalog.Model
+	var plan catalog.Plan
+	if *model != "" {
+		path, err := resolveModel(*model)
+		if err != nil {
+			return err
+		}
+		if desc, err = catalog.Describe(path); err != nil {
+			return err
+		}
+		plan = desc.PlanFor(p, *positions)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+		if *model == "" {
+			return enc.Encode(p)
+		}
+		return enc.Encode(struct {
+			Machine machine.Profile `json:"machine"`
+			Model   string          `json:"model"`
+			Plan    catalog.Plan    `json:"plan"`
+			Text    string          `json:"text"`
+		}{p, desc.Path, plan, plan.Text()})
 	}
-	return p.Write(stdout)
+	if err := p.Write(stdout); err != nil {
+		return err
+	}
+	if *model == "" {
+		return nil
+	}
+	fmt.Fprintf(stdout, "\nmodel: %s (%s, %s)\n", desc.Path, desc.Arch, machine.Bytes(uint64(desc.Size)))
+	if desc.Unsupported != nil {
+		fmt.Fprintf(stdout, "engine: cannot run it: %v\n", desc.Unsupported)
+	}
+	_, err = fmt.Fprintf(stdout, "plan: %s\n", plan.Text())
+	return err
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 )
 
-// runGen writes a deterministic OLMoE-shaped model with random weights.
+// runGen writes a deterministic OLMoE- or Qwen3-MoE-shaped model with random weights.
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gen", stderr)
 	out := fs.String("o", "", "the GGUF file to write (required)")
@@ -39,7 +39,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	clip := fs.Float64("clip-qkv", 0, "clamp q, k, v to this magnitude (olmoe.attention.clamp_kqv); 0: no clamp")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: trochilus gen -o FILE [-preset tiny|full] [-type TYPE] [-seed N] [overrides]\n\n"+
-			"Write an OLMoE-shaped GGUF with random weights; the same flags give the same bytes.")
+			"Write an OLMoE- or Qwen3-MoE-shaped GGUF with random weights; the same flags give the same bytes.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

@@ -30,7 +30,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		path:    fs.String("m", "", "the GGUF model to run: a path, or a name in the models folder (required)"),
 		threads: fs.Int("t", 0, "worker threads (0: one per physical core)"),
 		pass:    fs.Int("b", engine.DefaultPassSize, "most tokens evaluated in one forward pass"),
-		context: fs.Int("c", 0, "positions the session holds (0: the model's context length)"),
+		context: fs.Int("c", 0, fmt.Sprintf("positions the session holds (0: %d, or the model's context when shorter; less when that does not fit)", engine.DefaultContext)),
 		profile: fs.String("cpuprofile", "", "write a CPU profile of the run (pprof format) to this file"),
 		experts: fs.String("expert-budget", "", "stream the experts from disk through this many MiB of RAM, or \"min\" (default: only when the file does not fit)"),
 	}
@@ -54,14 +54,14 @@ func (f *modelFlags) expertBudget() (int64, error) {
 
 // open loads the model and makes a session, reporting the load on stderr, and starts the CPU
 // profile when one is asked for. The caller calls done when finished: it stops the profile and
-// closes the model.
+// closes the session and the model.
 func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (m *engine.Model, s *engine.Session, done func(), err error) {
 	m, s, err = f.load(ctx, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if *f.profile == "" {
-		return m, s, func() { m.Close() }, nil
+		return m, s, func() { s.Close(); m.Close() }, nil
 	}
 	pf, err := os.Create(*f.profile)
 	if err == nil {
@@ -71,6 +71,7 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (m *engine.Mode
 		}
 	}
 	if err != nil {
+		s.Close()
 		m.Close()
 		return nil, nil, nil, fmt.Errorf("cpu profile: %w", err)
 	}
@@ -79,6 +80,7 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (m *engine.Mode
 		if err := pf.Close(); err != nil {
 			fmt.Fprintf(stderr, "cpu profile %s: %v\n", *f.profile, err)
 		}
+		s.Close()
 		m.Close()
 	}, nil
 }
@@ -98,18 +100,23 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 		return nil, nil, err
 	}
 	start := time.Now()
-	m, err := engine.Load(ctx, *f.path, engine.Options{Threads: *f.threads, ExpertBudget: budget})
+	// The loader plans the memory for the session opened here: the context -c asks for
+	// (honoured or refused with the numbers), or the default, shortened when it does not fit.
+	m, err := engine.Load(ctx, *f.path, engine.Options{Threads: *f.threads, ExpertBudget: budget,
+		Context: *f.context, PassSize: *f.pass})
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := m.NewSession(engine.SessionOptions{Context: *f.context, PassSize: *f.pass})
+	plan := m.Plan()
+	s, err := m.NewSession(engine.SessionOptions{Context: plan.Context, PassSize: *f.pass})
 	if err != nil {
 		m.Close()
 		return nil, nil, err
 	}
 	c := m.Config()
-	fmt.Fprintf(stderr, "model: %s (%s, %d layers, %d experts, %d used), %d threads, context %d, pass %d, kernels %s, weights %v, experts %s, loaded in %.2fs\n",
-		*f.path, c.Arch, c.Layers, c.Experts, c.ExpertsUsed, m.Threads(), s.Context(), s.PassSize(), m.Kernels(), m.Weights(), m.Experts(), time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "model: %s (%s, %d layers, %d experts, %d used), %d threads, %s, pass %d, kernels %s, weights %v, experts %s, loaded in %.2fs\n",
+		*f.path, c.Arch, c.Layers, c.Experts, c.ExpertsUsed, m.Threads(), plan.ContextText(), s.PassSize(), m.Kernels(), m.Weights(), m.Experts(), time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "memory: %s\n", plan.Text())
 	return m, s, nil
 }
 

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 )
@@ -70,8 +70,8 @@ type description struct {
 	Sum         typeTotal    `json:"sum"`
 }
 
-// archConfig is the model's shape as its <arch>.* keys give it; a key that is absent or of the
-// wrong type leaves its field nil.
+// archConfig is the model's shape as the engine reads it from the <arch>.* keys and the
+// tensors' shapes; what the file does not give is nil.
 type archConfig struct {
 	Architecture      string   `json:"architecture"`
 	Name              string   `json:"name,omitempty"`
@@ -91,6 +91,8 @@ type archConfig struct {
 	ClampKQV          *float64 `json:"clamp_kqv,omitempty"`
 	FileType          *uint64  `json:"file_type,omitempty"`
 	FileTypeName      string   `json:"file_type_name,omitempty"`
+	// Unsupported says why the engine would not run the file; "" when it does.
+	Unsupported string `json:"unsupported,omitempty"`
 }
 
 type metaLine struct {
@@ -135,82 +137,54 @@ func describe(path string, f *gguf.File, took time.Duration) *description {
 		}
 		d.Metadata = append(d.Metadata, metaLine{Key: kv.Key, Type: typ, Value: kv.Value.String()})
 	}
-	byType := map[gguf.Type]*typeTotal{}
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		d.Tensors = append(d.Tensors, tensorLine{Name: t.Name, Type: t.Type.String(), Dims: t.Dims, Bytes: t.Size, Offset: t.Offset})
-		tt := byType[t.Type]
-		if tt == nil {
-			tt = &typeTotal{Type: t.Type.String()}
-			byType[t.Type] = tt
-		}
-		tt.Tensors++
-		tt.Elems += t.Elems()
-		tt.Bytes += t.Size
-		d.Sum.Tensors++
-		d.Sum.Elems += t.Elems()
-		d.Sum.Bytes += t.Size
 	}
-	d.Sum.Type = "all"
+	byType, all := engine.TensorTotals(f) // the same totals the library lists
 	for _, tt := range byType {
-		d.Totals = append(d.Totals, *tt)
+		d.Totals = append(d.Totals, typeTotal{Type: tt.Type.String(), Tensors: tt.Tensors, Elems: tt.Elems, Bytes: tt.Bytes})
 	}
-	sort.Slice(d.Totals, func(i, j int) bool { return d.Totals[i].Bytes > d.Totals[j].Bytes })
+	d.Sum = typeTotal{Type: "all", Tensors: all.Tensors, Elems: all.Elems, Bytes: all.Bytes}
 	return d
 }
 
-// configOf reads the architecture's hyperparameters from their llama.cpp keys.
+// configOf is the model's shape as the engine reads it (engine.Describe, the reading the
+// loader and the library use); a field the metadata does not give is left nil.
 func configOf(f *gguf.File) archConfig {
 	var c archConfig
-	c.Architecture, _ = f.Str("general.architecture")
-	c.Name, _ = f.Str("general.name")
-	a := c.Architecture
-	u := func(key string) *uint64 {
-		if v, err := f.Uint64(key); err == nil {
-			return &v
+	if v, err := f.Uint64("general.file_type"); err == nil {
+		c.FileType, c.FileTypeName = &v, fileTypeNames[v]
+	}
+	desc, err := engine.Describe(f)
+	if err != nil {
+		return c // no architecture: nothing more to say
+	}
+	count := func(n int) *uint64 {
+		if n <= 0 {
+			return nil
 		}
-		return nil
+		v := uint64(n)
+		return &v
 	}
-	fl := func(key string) *float64 {
-		if v, ok := f.Get(key); ok {
-			if x, ok := v.Float64(); ok {
-				return &x
-			}
+	float := func(x float32) *float64 {
+		if x <= 0 {
+			return nil
 		}
-		return nil
+		v := float64(x)
+		return &v
 	}
-	c.Layers = u(a + ".block_count")
-	c.Hidden = u(a + ".embedding_length")
-	c.Heads = u(a + ".attention.head_count")
-	c.KVHeads = u(a + ".attention.head_count_kv")
-	c.HeadDim = u(a + ".attention.key_length")
-	if c.HeadDim == nil && c.Hidden != nil && c.Heads != nil && *c.Heads > 0 {
-		hd := *c.Hidden / *c.Heads
-		c.HeadDim = &hd
+	m := &desc.Config
+	c.Architecture, c.Name = m.Arch, desc.Name
+	c.Layers, c.Hidden, c.Heads, c.KVHeads = count(m.Layers), count(m.Hidden), count(m.Heads), count(m.KVHeads)
+	c.HeadDim, c.FFN, c.Experts, c.ExpertsUsed = count(m.HeadDim), count(m.ExpertFFN), count(m.Experts), count(m.ExpertsUsed)
+	c.Vocab, c.Context = count(m.Vocab), count(m.Context)
+	c.RopeTheta, c.RMSEps, c.ClampKQV = float(m.RopeTheta), float(m.RMSEps), float(m.ClipQKV)
+	if m.NormTopKProb {
+		c.ExpertWeightsNorm = &m.NormTopKProb
 	}
-	c.FFN = u(a + ".expert_feed_forward_length")
-	if c.FFN == nil {
-		c.FFN = u(a + ".feed_forward_length")
-	}
-	c.Experts = u(a + ".expert_count")
-	c.ExpertsUsed = u(a + ".expert_used_count")
-	c.Context = u(a + ".context_length")
-	c.RopeTheta = fl(a + ".rope.freq_base")
-	c.RMSEps = fl(a + ".attention.layer_norm_rms_epsilon")
-	if b, err := f.Bool(a + ".expert_weights_norm"); err == nil {
-		c.ExpertWeightsNorm = &b
-	}
-	c.ClampKQV = fl(a + ".attention.clamp_kqv")
-	if c.FileType = u("general.file_type"); c.FileType != nil {
-		c.FileTypeName = fileTypeNames[*c.FileType]
-	}
-	// The vocabulary is the embedding's rows; the token list may be shorter or absent.
-	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
-		v := t.Dims[1]
-		c.Vocab = &v
-	} else if v, ok := f.Get("tokenizer.ggml.tokens"); ok && v.Type() == gguf.ValueArray {
-		n := uint64(v.Len())
-		c.Vocab = &n
+	if desc.Unsupported != nil {
+		c.Unsupported = desc.Unsupported.Error()
 	}
 	return c
 }
@@ -263,6 +237,9 @@ func (d *description) write(w io.Writer) error {
 	}
 	if c.FileType != nil {
 		p("  file type\t%d %s\n", *c.FileType, c.FileTypeName)
+	}
+	if c.Unsupported != "" {
+		p("  engine\tcannot run it: %s\n", c.Unsupported)
 	}
 	p("  parameters\t%s\n", count(d.Sum.Elems))
 	if err := tw.Flush(); err != nil {

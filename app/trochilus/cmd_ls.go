@@ -118,7 +118,7 @@ func lsModelRow(models, p string, prof *machine.Profile) []string {
 	}
 	fit := "unknown"
 	if prof != nil {
-		fit = m.PlanFor(*prof, 0).Verdict.String()
+		fit = m.PlanFor(*prof, 0).Placement.String() // at the context a load opens by default
 	}
 	types := make([]string, len(m.Types))
 	for i, s := range m.Types { // by share of the bytes, largest first

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
 	"github.com/trochilus-llm/trochilus/engine/machine"
@@ -183,10 +184,10 @@ func sayFit(ctx context.Context, stdout io.Writer, client *http.Client, url stri
 		return ctx.Err()
 	}
 	if err == nil {
-		pl := m.PlanFor(prof, 0)
+		pl := m.PlanFor(prof, 0) // the plan a load of it would follow, at the default context
 		fmt.Fprintf(stdout, "model: %s, %s\n", m.Arch, m.TypesText())
 		fmt.Fprintln(stdout, pl.Text())
-		if pl.Verdict == catalog.WontFit {
+		if pl.Placement == catalog.WontFit {
 			fmt.Fprintln(stdout, "downloading anyway: another machine may run it")
 		}
 		return nil
@@ -194,14 +195,14 @@ func sayFit(ctx context.Context, stdout io.Writer, client *http.Client, url stri
 	// Without the header the file's size is all there is: the whole file fitting in RAM is a
 	// safe "fits"; a larger one may still run with experts from disk, which only the header
 	// can tell.
-	est := catalog.Model{Layers: 1, Size: size, DenseBytes: size}
+	est := catalog.Model{Size: size, Description: engine.Description{Footprint: engine.Footprint{FileSize: size}}}
 	pl := est.PlanFor(prof, 0)
 	room := uint64(0)
 	if pl.Available > pl.Reserve {
 		room = pl.Available - pl.Reserve
 	}
 	why := fmt.Sprintf("(the header could not be read, so this goes by the size alone: %v)", err)
-	if pl.Verdict == catalog.Fits {
+	if pl.Placement == catalog.Fits {
 		fmt.Fprintf(stdout, "Fits: the whole file (%s) fits in the %s of RAM usable %s.\n",
 			sizeOrUnknown(size), machine.Bytes(room), why)
 		return nil

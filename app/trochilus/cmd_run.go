@@ -6,11 +6,11 @@ import (
 	"io"
 	"os"
 
-	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/tokenizer"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
 )
 
-// runRun tokenizes text with the model's own tokenizer, generates greedily and prints the text.
+// runRun continues raw text (no chat template) greedily through assistant.Complete, so that it
+// streams the same valid UTF-8 text as chat and serve, and prints it.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	mf := addModelFlags(fs)
@@ -44,41 +44,30 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		text = string(b)
 	}
-	m, s, done, err := mf.open(ctx, stderr)
+	c, done, err := mf.openChat(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
-	tok, err := tokenizer.FromGGUF(m.File())
+	var werr error
+	r, err := c.Complete(ctx, text, assistant.Options{MaxTokens: *n, SpecialText: *special, IgnoreEOS: *ignoreEOS,
+		OnText: func(piece string) {
+			if _, e := io.WriteString(stdout, piece); e != nil && werr == nil {
+				werr = e
+			}
+		}})
+	io.WriteString(stdout, "\n")
+	if err == nil {
+		err = werr
+	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", *mf.path, err)
-	}
-	var ids []int32
-	if tok.AddBOS() {
-		ids = append(ids, tok.BOS())
-	}
-	ids = tok.AppendEncode(ids, text, *special)
-	if len(ids) == 0 {
-		return fmt.Errorf("%w: the prompt is empty after tokenization", errUsage)
-	}
-	opts := engine.GenerateOptions{MaxTokens: *n}
-	if eos := tok.EOS(); eos >= 0 && !*ignoreEOS {
-		opts.Stop = []int32{eos}
-	}
-	dec := tok.NewStreamDecoder()
-	opts.OnToken = func(id int32) error {
-		if id == tok.EOS() {
-			return nil
+		if r.Prompt == 0 {
+			return fmt.Errorf("%w: %v", errUsage, err)
 		}
-		_, err := io.WriteString(stdout, dec.Next(id))
 		return err
 	}
-	g, err := s.Generate(ctx, ids, opts)
-	io.WriteString(stdout, dec.Flush()+"\n")
-	if err != nil {
-		return err
-	}
-	reportRates(stderr, &g)
-	reportExperts(stderr, m)
+	fmt.Fprintf(stderr, "prompt: %d tokens in %.3fs, %.2f tok/s\n", r.Prompt, r.PromptTime.Seconds(), r.PPRate)
+	fmt.Fprintf(stderr, "generation: %d tokens in %.3fs, %.2f tok/s\n", r.Tokens, r.DecodeTime.Seconds(), r.Rate)
+	reportExperts(stderr, c.Model())
 	return nil
 }

@@ -24,7 +24,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "usage: trochilus serve -m MODEL [-addr HOST:PORT] [-name ID] [-t T] [-b B] [-c C]\n\n"+
 			"Answer HTTP requests in the shape of OpenAI's API: POST /v1/chat/completions,\n"+
 			"POST /v1/completions (\"stream\": true for server-sent events), GET /v1/models, GET /health.\n"+
-			"Decoding is greedy; requests are answered one at a time.")
+			"Greedy unless a request sets a temperature (then sampled with its seed, or a fresh one\n"+
+			"the response reports); requests are answered one at a time.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

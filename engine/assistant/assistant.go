@@ -1,7 +1,7 @@
 // Package assistant holds a conversation with a model: it renders the turns with the model's
 // own chat template (as apply_chat_template does), keeps the KV cache of whatever the new
-// prompt repeats of what the session already holds, generates greedily and streams the answer
-// as whole UTF-8 text. The desktop app's chat, `trochilus chat` and `trochilus serve` all
+// prompt repeats of what the session already holds, generates (greedily, or sampled with a seed)
+// and streams the answer as whole UTF-8 text. The desktop app's chat, `trochilus chat` and `trochilus serve` all
 // answer through it, so an answer is the same bytes wherever it is asked for.
 package assistant
 
@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/tokenizer"
@@ -80,6 +81,12 @@ type Options struct {
 	// Sampling, when set, draws the tokens at random with its seed (see engine.Sampling);
 	// nil answers greedily.
 	Sampling *engine.Sampling
+	// SpecialText makes Complete turn control-token text in its prompt (<|endoftext|>, …) into
+	// those tokens instead of reading it as text. Reply ignores it: templates always do.
+	SpecialText bool
+	// IgnoreEOS goes on past the end-of-sequence token (for benchmarks; the token's own text is
+	// never shown).
+	IgnoreEOS bool
 	// OnText, when set, receives the answer as it grows, in pieces of whole, valid UTF-8
 	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
 	OnText func(string)
@@ -97,6 +104,8 @@ type Reply struct {
 	Rate    float64 // generated tokens per second (one-token passes)
 	PPRate  float64 // prompt tokens evaluated per second
 	Context int     // positions the session holds
+
+	PromptTime, DecodeTime time.Duration // spent evaluating the prompt, and generating
 }
 
 // Finished reports whether the answer came to an end of its own (end-of-sequence or a stop
@@ -125,13 +134,13 @@ func (c *Chat) Reply(ctx context.Context, turns []chat.Message, opts Options) (R
 }
 
 // Complete continues raw text (no chat template): the tokenizer's BOS first when it adds
-// one, control-token text left as text.
+// one, control-token text left as text unless opts.SpecialText.
 func (c *Chat) Complete(ctx context.Context, text string, opts Options) (Reply, error) {
 	var ids []int32
 	if c.tok.AddBOS() {
 		ids = append(ids, c.tok.BOS())
 	}
-	return c.answer(ctx, c.tok.AppendEncode(ids, text, false), opts)
+	return c.answer(ctx, c.tok.AppendEncode(ids, text, opts.SpecialText), opts)
 }
 
 // errStopText ends a generation at a stop text; it never leaves answer.
@@ -163,9 +172,13 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	}
 	dec := c.tok.NewStreamDecoder()
 	out := newStopWriter(opts.Stop, opts.OnText)
+	var stop []int32
+	if !opts.IgnoreEOS {
+		stop = []int32{c.eos}
+	}
 	g, err := c.s.Generate(ctx, ids[keep:], engine.GenerateOptions{
 		MaxTokens: maxTokens,
-		Stop:      []int32{c.eos},
+		Stop:      stop,
 		Sampling:  opts.Sampling,
 		OnToken: func(id int32) error {
 			if id != c.eos && out.write(tokenizer.ValidUTF8(dec.Next(id))) {
@@ -188,6 +201,7 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 
 	r.Text = out.text()
 	r.Tokens, r.Ended = len(g.Tokens), g.Stopped
+	r.PromptTime, r.DecodeTime = g.PromptTime, g.DecodeTime
 	r.Used = c.s.Pos()
 	r.Rate, r.PPRate = g.DecodeRate(), g.PromptRate()
 	return r, err

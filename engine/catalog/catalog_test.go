@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
@@ -110,33 +111,78 @@ func TestDescribeTinyModel(t *testing.T) {
 	}
 	if m.Arch != "olmoe" || m.Name != cfg.Name || m.Layers != cfg.Layers || m.Experts != cfg.Experts ||
 		m.ExpertsUsed != cfg.ExpertsUsed || m.Context != cfg.Context || m.Hidden != cfg.Hidden ||
-		m.KVWidth != cfg.KVHeads*cfg.HeadDim() || m.ExpertFFN != cfg.ExpertFFN || m.Vocab != cfg.Vocab {
+		m.KVHeads*m.HeadDim != cfg.KVHeads*cfg.HeadDim() || m.ExpertFFN != cfg.ExpertFFN || m.Vocab != cfg.Vocab ||
+		m.Unsupported != nil {
 		t.Fatalf("described %+v from config %+v", m, cfg)
 	}
 	fi, _ := os.Stat(path)
-	if m.Size != fi.Size() {
-		t.Fatalf("size %d, file has %d", m.Size, fi.Size())
+	if m.Size != fi.Size() || m.Footprint.FileSize != m.Size {
+		t.Fatalf("size %d (footprint %d), file has %d", m.Size, m.Footprint.FileSize, fi.Size())
 	}
 	// Three stacked expert matrices per layer (gate, up: hidden→ffn; down: ffn→hidden), Q8_0:
 	// 34 bytes per 32 weights.
-	wantExperts := int64(3*cfg.Layers*cfg.Experts*cfg.Hidden*cfg.ExpertFFN) * 34 / 32
-	if m.ExpertBytes != wantExperts {
-		t.Fatalf("expert bytes %d, want %d", m.ExpertBytes, wantExperts)
+	wantExperts := uint64(3*cfg.Layers*cfg.Experts*cfg.Hidden*cfg.ExpertFFN) * 34 / 32
+	fp := m.Footprint
+	if fp.Experts != wantExperts || fp.Units != cfg.Layers*cfg.Experts || fp.MinSlots != cfg.Experts+cfg.ExpertsUsed {
+		t.Fatalf("footprint %+v, want %d expert bytes", fp, wantExperts)
 	}
-	if m.ExpertUnitBytes() != wantExperts/int64(cfg.Layers*cfg.Experts) {
-		t.Fatalf("unit bytes %d", m.ExpertUnitBytes())
+	if unit := wantExperts / uint64(fp.Units); fp.SlotBytes < unit || fp.SlotBytes > unit+6*4096 {
+		t.Fatalf("slot bytes %d for units of %d (each of three parts on whole pages, and one more)", fp.SlotBytes, unit)
 	}
 	var typed int64
 	for _, s := range m.Types {
 		typed += s.Bytes
 	}
-	if typed != m.DenseBytes+m.ExpertBytes || m.DenseBytes+m.ExpertBytes > m.Size {
-		t.Fatalf("type shares %d, dense+experts %d, file %d", typed, m.DenseBytes+m.ExpertBytes, m.Size)
+	if typed != m.All.Bytes || uint64(typed) < fp.Experts || typed > m.Size || fp.Dense() != uint64(m.Size)-fp.Experts {
+		t.Fatalf("type shares %d, all %d, experts %d, dense %d, file %d", typed, m.All.Bytes, fp.Experts, fp.Dense(), m.Size)
 	}
 	if len(m.Types) != 2 || m.Types[0].Type != gguf.TypeQ8_0 || m.Types[1].Type != gguf.TypeF32 {
 		t.Fatalf("types %+v, want Q8_0 then F32", m.Types)
 	}
-	t.Logf("%s: %s, %d params, dense %d B, experts %d B, types %s", m.Name, machine.Bytes(uint64(m.Size)), m.Params, m.DenseBytes, m.ExpertBytes, m.TypesText())
+	t.Logf("%s: %s, %d params, dense %d B, experts %d B, types %s", m.Name, machine.Bytes(uint64(m.Size)), m.All.Elems, fp.Dense(), fp.Experts, m.TypesText())
+}
+
+// A file of an architecture the engine does not run is described with the reason.
+func TestDescribeUnsupported(t *testing.T) {
+	src, err := gguf.Open(modelgentest.TestModel(t, modelgen.Tiny(modelgen.Uniform(gguf.TypeQ8_0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	w := gguf.NewWriter()
+	for _, kv := range src.KVs {
+		key, v := kv.Key, kv.Value
+		if key == "general.architecture" {
+			v = gguf.String("mixtral")
+		}
+		key = strings.Replace(key, "olmoe.", "mixtral.", 1)
+		if err := w.Set(key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range src.Tensors {
+		ti := &src.Tensors[i]
+		data := make([]byte, ti.Size)
+		if err := src.ReadTensor(ti, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "mixtral.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Describe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Arch != "mixtral" || m.Unsupported == nil || !strings.Contains(m.Unsupported.Error(), `"mixtral" is not supported`) ||
+		m.Layers != 2 || m.Experts != 8 || m.Footprint.Units != 16 {
+		t.Fatalf("described %+v", m)
+	}
+	t.Logf("%s: %v; %s", m.Arch, m.Unsupported, m.PlanFor(machine.Profile{RAMTotal: 16 << 30, RAMAvailable: 8 << 30}, 0).Text())
 }
 
 func TestDescribeRejectsNonModels(t *testing.T) {
@@ -167,47 +213,52 @@ func TestDescribeRejectsNonModels(t *testing.T) {
 
 // olmoe is OLMoE-1B-7B Q4_K_M as the header describes it (sizes rounded).
 func olmoe() Model {
-	return Model{Arch: "olmoe", Layers: 16, Experts: 64, ExpertsUsed: 8, Context: 4096, Hidden: 2048,
-		KVWidth: 2048, ExpertFFN: 1024, Vocab: 50304, DenseBytes: 500 << 20, ExpertBytes: 3584 << 20}
-}
-
-func TestSessionBytes(t *testing.T) {
-	m := olmoe()
-	// KV: 2·16·4096·2048 floats; pass of 512 tokens: 512·(3·2048 + 2·2048 + 2·2048 + 64) +
-	// 512·8·(2·2048 + 2·1024) + 50304 floats (the engine's buffers, olmoe_forward.go).
-	const want = 4 * (2*16*4096*2048 + 512*14400 + 512*8*6144 + 50304)
-	if got := m.SessionBytes(0); got != want {
-		t.Fatalf("session bytes %d, want %d", got, want)
-	}
-	if m.SessionBytes(1024) >= m.SessionBytes(4096) {
-		t.Fatal("a shorter context does not take less")
-	}
+	return Model{Size: 4084 << 20, Description: engine.Description{
+		Config: engine.Config{Arch: "olmoe", Layers: 16, Experts: 64, ExpertsUsed: 8, Context: 4096, Hidden: 2048,
+			Heads: 16, KVHeads: 16, HeadDim: 128, ExpertFFN: 1024, Vocab: 50304},
+		Footprint: engine.Footprint{FileSize: 4084 << 20, Experts: 3584 << 20, SlotBytes: 3584 << 10, Units: 1024, MinSlots: 72}}}
 }
 
 func TestPlanFor(t *testing.T) {
 	m := olmoe()
-	unit := m.ExpertUnitBytes() // 3.5 MiB
-	session := m.SessionBytes(0)
+	unit := m.Footprint.SlotBytes // 3.5 MiB
 	gib := uint64(1 << 30)
+	big := m.PlanFor(machine.Profile{RAMTotal: 64 * gib, RAMAvailable: 40 * gib}, 0)
+	// KV: 16 layers × 2 × 2048 floats × 4096 positions; the rest is the pass buffers of 512
+	// tokens (the engine's sessionSizes).
+	if big.KV != 16*2*2048*4096*4 || big.Context != 4096 || big.Pass == 0 || big.Pass > 200<<20 {
+		t.Fatalf("session: KV %d, pass %d, context %d", big.KV, big.Pass, big.Context)
+	}
+	dense := m.Footprint.Dense() // 500 MiB
 	cases := []struct {
 		name         string
 		total, avail uint64
 		verdict      Verdict
 		reserve      uint64
-		units        int
+		context      int
 	}{
-		{"big machine", 64 * gib, 40 * gib, Fits, 6554 * gib / 1024, 1024},
-		{"8 GiB, 7.5 free", 8 * gib, 7*gib + gib/2, Fits, 2 * gib, 1024},
-		// room = 4 GiB − 2 GiB; dense 500 MiB + session ≈ 1.12 GiB leave ≈ 412 MiB: 117 units.
-		{"8 GiB, 4 free", 8 * gib, 4 * gib, FitsExpertsFromDisk, 2 * gib, int((int64(2*gib) - m.DenseBytes - session) / unit)},
-		{"8 GiB, 3 free", 8 * gib, 3 * gib, WontFit, 2 * gib, 0},
-		{"reserve eats all", 4 * gib, 2 * gib, WontFit, 2 * gib, 0},
+		{"big machine", 64 * gib, 40 * gib, Fits, 6554 * gib / 1024, 4096},
+		{"8 GiB, 7.5 free", 8 * gib, 7*gib + gib/2, Fits, 2 * gib, 4096},
+		// room = 4 GiB − 2 GiB; dense 500 MiB + session ≈ 1.1 GiB leave ≈ 412 MiB: 117 units.
+		{"8 GiB, 4 free", 8 * gib, 4 * gib, FitsExpertsFromDisk, 2 * gib, 4096},
+		// room 1 GiB: dense 500 MiB, the pass buffers of 512 tokens (124 MiB) and the fewest
+		// experts (252 MiB) leave room for the KV cache of 512 positions, not 1024: the
+		// default context is halved three times.
+		{"8 GiB, 3 free", 8 * gib, 3 * gib, FitsExpertsFromDisk, 2 * gib, 512},
+		{"reserve eats all", 4 * gib, 2 * gib, WontFit, 2 * gib, 4096},
 	}
 	for _, c := range cases {
 		pl := m.PlanFor(machine.Profile{RAMTotal: c.total, RAMAvailable: c.avail}, 0)
-		if pl.Verdict != c.verdict || pl.Reserve/gib != c.reserve/gib || pl.UnitsInRAM != c.units {
-			t.Errorf("%s: %v, reserve %d, %d units; want %v, %d, %d (%s)", c.name, pl.Verdict, pl.Reserve, pl.UnitsInRAM,
-				c.verdict, c.reserve, c.units, pl.Text())
+		units := 0
+		switch c.verdict {
+		case Fits:
+			units = 1024
+		case FitsExpertsFromDisk:
+			units = int((c.avail - pl.Reserve - dense - pl.Session()) / unit)
+		}
+		if pl.Placement != c.verdict || pl.Reserve/gib != c.reserve/gib || pl.UnitsInRAM != units || pl.Context != c.context {
+			t.Errorf("%s: %v, reserve %d, %d units, context %d; want %v, %d, %d, %d (%s)", c.name, pl.Placement, pl.Reserve, pl.UnitsInRAM,
+				pl.Context, c.verdict, c.reserve, units, c.context, pl.Text())
 			continue
 		}
 		if pl.MinUnits != 72 || pl.Units != 1024 {
@@ -215,14 +266,15 @@ func TestPlanFor(t *testing.T) {
 		}
 		t.Logf("%s: %s", c.name, pl.Text())
 	}
-	// Just below and just above the least it can run in.
-	need := uint64(m.DenseBytes + session + 72*unit)
+	// Just below and just above the least it can run in, at the context asked for.
+	streamed := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 4 * gib}, 4096)
+	need := dense + streamed.Session() + 72*unit
 	for _, c := range []struct {
 		avail uint64
 		want  Verdict
 	}{{2*gib + need - 1, WontFit}, {2*gib + need, FitsExpertsFromDisk}} {
-		if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: c.avail}, 0); pl.Verdict != c.want || pl.NeedAtLeast != int64(need) {
-			t.Errorf("available %d: %v (need %d), want %v (need %d)", c.avail, pl.Verdict, pl.NeedAtLeast, c.want, need)
+		if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: c.avail}, 4096); pl.Placement != c.want || pl.NeedAtLeast != need {
+			t.Errorf("available %d: %v (need %d), want %v (need %d)", c.avail, pl.Placement, pl.NeedAtLeast, c.want, need)
 		}
 	}
 	if Reserve(100*gib) != 10*gib || Reserve(4*gib) != 2*gib {
@@ -231,13 +283,14 @@ func TestPlanFor(t *testing.T) {
 }
 
 func TestPlanForDenseModel(t *testing.T) {
-	m := Model{Layers: 2, Hidden: 64, KVWidth: 64, Context: 128, Vocab: 100, DenseBytes: 1 << 30}
+	m := Model{Description: engine.Description{Config: engine.Config{Layers: 2, Hidden: 64, Heads: 1, KVHeads: 1, HeadDim: 64,
+		Context: 128, Vocab: 100}, Footprint: engine.Footprint{FileSize: 1 << 30}}}
 	gib := uint64(1 << 30)
-	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 4 * gib}, 0); pl.Verdict != Fits {
-		t.Fatalf("dense 1 GiB in 2 GiB of room: %v", pl.Verdict)
+	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 4 * gib}, 0); pl.Placement != Fits {
+		t.Fatalf("dense 1 GiB in 2 GiB of room: %v", pl.Placement)
 	}
-	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 3 * gib}, 0); pl.Verdict != WontFit {
-		t.Fatalf("dense 1 GiB in 1 GiB of room less the session: %v", pl.Verdict)
+	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 3 * gib}, 0); pl.Placement != WontFit {
+		t.Fatalf("dense 1 GiB in 1 GiB of room less the session: %v", pl.Placement)
 	}
 }
 

@@ -68,7 +68,7 @@ func (o *options) check() (assistant.Options, error) {
 		if o.Seed != nil {
 			sp.Seed = *o.Seed
 		} else {
-			sp.Seed = randomSeed()
+			sp.Seed = engine.NewSeed()
 		}
 		a.Sampling = sp
 	}

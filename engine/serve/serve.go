@@ -13,7 +13,6 @@ package serve
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -150,13 +149,6 @@ func (s *Server) logf(format string, args ...any) {
 	if s.Log != nil {
 		s.Log(format, args...)
 	}
-}
-
-// randomSeed draws a sampling seed for a request that names none.
-func randomSeed() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:])
 }
 
 func newID(prefix string) string {

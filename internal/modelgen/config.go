@@ -1,8 +1,9 @@
-// Package modelgen writes deterministic OLMoE-shaped GGUF files with random weights, for tests,
+// Package modelgen writes deterministic OLMoE- and Qwen3-MoE-shaped GGUF files with random
+// weights, for tests,
 // benchmarks and races against llama.cpp where the real model cannot be had.
 //
 // A file is laid out as llama.cpp's convert_hf_to_gguf.py and llama-quantize lay out
-// OLMoE-1B-7B: the same tensor names, ggml shapes, metadata keys and value types, and the same
+// OLMoE-1B-7B and Qwen3-30B-A3B: the same tensor names, ggml shapes, metadata keys and value types, and the same
 // choice of types per tensor for the named mixes (Q4_K_M included). Only the numbers are random.
 // Quantized tensors are written as random but well-formed blocks, not by quantizing floats: each
 // block's quants are uniform and its scales are chosen so the weights have the magnitude a

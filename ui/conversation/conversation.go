@@ -37,7 +37,7 @@ type Message struct {
 	Tokens  int     `json:"tokens,omitempty"`  // tokens generated
 	Rate    float64 `json:"rate,omitempty"`    // generated tokens per second
 	Stopped bool    `json:"stopped,omitempty"` // cut short (Stop, an error, the context's end)
-	Seed    uint64  `json:"seed,omitempty"`    // sampled with this seed (0: greedy)
+	Seed    *uint64 `json:"seed,omitempty"`    // sampled with this seed (any value, 0 included); nil: greedy
 }
 
 // Conversation is a chat: a system prompt and the messages so far.

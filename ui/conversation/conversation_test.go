@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,26 @@ func TestStore(t *testing.T) {
 	}
 	if _, err := s.Load(a.ID); err == nil {
 		t.Fatal("deleted conversation loaded")
+	}
+}
+
+// A sampled answer keeps its seed, 0 included, and a greedy one has none: the JSON says which
+// (files written before seeds were pointers, where a greedy answer had no "seed", read the same).
+func TestSeedRoundTrip(t *testing.T) {
+	zero, big := uint64(0), uint64(1<<53-1)
+	msgs := []Message{{Role: Assistant, Content: "a"}, {Role: Assistant, Content: "b", Seed: &zero}, {Role: Assistant, Content: "c", Seed: &big}}
+	data, err := json.Marshal(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"role":"assistant","content":"a"},{"role":"assistant","content":"b","seed":0},{"role":"assistant","content":"c","seed":9007199254740991}]`; string(data) != want {
+		t.Fatalf("JSON %s\nwant %s", data, want)
+	}
+	var back []Message
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back[0].Seed != nil || back[1].Seed == nil || *back[1].Seed != 0 || *back[2].Seed != big {
+		t.Fatalf("read back %+v", back)
 	}
 }

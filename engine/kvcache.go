@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"unsafe"
+
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+// sessionSizes is the length, in elements, of every buffer a session of an OLMoE-family model
+// allocates. newRunner makes its slices with these lengths and the planner (PlanMemory) counts
+// their bytes with bytes, so that what a plan holds room for and what a session takes cannot
+// drift apart: a buffer added to the runner is added here, or TestSessionBytesMatchAllocation
+// fails.
+type sessionSizes struct {
+	cache int64 // floats in each of the K and V caches: layers × positions × KV width
+	rope  int64 // floats of the RoPE table: cos and sin, positions × head width/2 each
+
+	hidden     int64 // x, h, tmp: pass × hidden
+	q          int64 // q, att: pass × heads × head width
+	kv         int64 // k, v: pass × KV width
+	router     int64 // pass × experts
+	pairs      int64 // sel, selW, order, where: pass × experts used
+	pairHidden int64 // xe, ye: pairs × hidden
+	pairFFN    int64 // ge, ue: pairs × expert width
+	experts    int64 // fill, expertIn, expertOut (offsets has one more); with a store, its lists
+	jobs       int64 // the products of one pool pass: q, k, v, or two per expert
+	steps      int64 // stepErr: pass
+
+	threads int64 // workers of the model's pool, each with:
+	scores  int64 // the attention scores of one query: positions
+	row     int64 // one dequantized matrix row (the multiplier's): the widest row
+
+	logits int64 // the session's logits: vocab
+}
+
+// maxElems caps each size, so that a corrupt header's shape gives a plan refused for its
+// absurd bytes rather than sums that wrap around; no machine holds 2^50 floats.
+const maxElems = 1 << 50
+
+// mul returns the product of non-negative factors, at most maxElems.
+func mul(fs ...int) int64 {
+	p := int64(1)
+	for _, f := range fs {
+		if f <= 0 {
+			return 0
+		}
+		if p > maxElems/int64(f) {
+			return maxElems
+		}
+		p *= int64(f)
+	}
+	return p
+}
+
+// widestRow is the widest row of any matrix of c's model: the multiplier's dequantized-row
+// scratch.
+func widestRow(c *Config) int { return max(c.Hidden, c.Heads*c.HeadDim, c.ExpertFFN) }
+
+// newSessionSizes returns the buffers of a session of ctxLen positions evaluating at most pass
+// tokens at a time (pass ≤ ctxLen, as NewSession makes it) on a pool of threads workers.
+func newSessionSizes(c *Config, ctxLen, pass, threads int) sessionSizes {
+	n, k := pass, c.ExpertsUsed
+	qDim, kvDim := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	return sessionSizes{
+		cache: mul(c.Layers, ctxLen, kvDim),
+		rope:  2 * mul(ctxLen, c.HeadDim/2),
+
+		hidden:     mul(n, c.Hidden),
+		q:          mul(n, qDim),
+		kv:         mul(n, kvDim),
+		router:     mul(n, c.Experts),
+		pairs:      mul(n, k),
+		pairHidden: mul(n, k, c.Hidden),
+		pairFFN:    mul(n, k, c.ExpertFFN),
+		experts:    int64(max(c.Experts, 0)),
+		jobs:       int64(max(3, 2*min(c.Experts, n*k))),
+		steps:      int64(max(n, 0)),
+
+		threads: int64(max(threads, 0)),
+		scores:  int64(max(ctxLen, 0)),
+		row:     int64(max(widestRow(c), 0)),
+
+		logits: int64(max(c.Vocab, 0)),
+	}
+}
+
+// Element sizes of the buffers, as the compiler lays them out.
+const (
+	sizeF32    = 4
+	sizeInt32  = 4
+	sizeInt    = int64(unsafe.Sizeof(int(0)))
+	sizeErr    = int64(unsafe.Sizeof(error(nil)))
+	sizeSlice  = int64(unsafe.Sizeof([]float32(nil)))
+	sizeBatch  = int64(unsafe.Sizeof(kernels.Batch{}))
+	sizeJob    = int64(unsafe.Sizeof(kernels.MatMulJob{}))
+	sizeMatrix = int64(unsafe.Sizeof(kernels.Matrix{}))
+)
+
+// bytes returns the session's memory: kv, its float32 KV cache (keys and values), and pass,
+// everything else it allocates (RoPE table, pass buffers, per-worker scratch, logits), with
+// store the part of pass only a session over an expert store allocates. Not counted: the
+// Q4_K/Q6_K preparation of a product's input rows, which package kernels grows inside each
+// kernels.Batch on the first product that needs it.
+func (z *sessionSizes) bytes() (kv, pass, store uint64) {
+	kv = uint64(2 * z.cache * sizeF32)
+	p := z.rope*sizeF32 +
+		3*z.hidden*sizeF32 + 2*z.q*sizeF32 + 2*z.kv*sizeF32 + z.router*sizeF32 +
+		z.pairs*(sizeInt+sizeF32+2*sizeInt32) + 2*z.pairHidden*sizeF32 + 2*z.pairFFN*sizeF32 +
+		(2*z.experts+1)*sizeInt + 2*z.experts*sizeBatch + z.jobs*sizeJob + z.steps*sizeErr +
+		2*z.threads*sizeSlice + z.threads*(z.scores*sizeF32+z.row*sizeF32+sizeErr) +
+		z.logits*sizeF32
+	// named and counts (capacity experts), acquired (three matrices an expert), and the
+	// gate, up and down matrices by expert id.
+	s := 2*z.experts*sizeInt + 6*z.experts*sizeMatrix
+	return kv, uint64(p), uint64(s)
+}
