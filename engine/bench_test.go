@@ -56,7 +56,7 @@ func BenchmarkDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.r.(*olmoeRunner).splitProducts = v.split
+		s.r.(*moeRunner).splitProducts = v.split
 		if _, err := s.Eval(ctx, prompt); err != nil {
 			b.Fatal(err)
 		}

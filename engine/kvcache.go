@@ -6,7 +6,7 @@ import (
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
-// sessionSizes is the length, in elements, of every buffer a session of an OLMoE-family model
+// sessionSizes is the length, in elements, of every buffer a session of a moe model (moeRunner)
 // allocates. newRunner makes its slices with these lengths and the planner (PlanMemory) counts
 // their bytes with bytes, so that what a plan holds room for and what a session takes cannot
 // drift apart: a buffer added to the runner is added here, or TestSessionBytesMatchAllocation

@@ -46,7 +46,8 @@ type Options struct {
 	// session, or a second one, takes memory the plan did not count.
 	Context, PassSize int
 
-	// mutant, set only by this package's tests, plants a deliberate bug (see mutant.go).
+	// mutant, set only by this package's mutation tests, plants a deliberate bug (see
+	// mutant.go); without the trochilus_mutants build tag it is an empty struct.
 	mutant mutant
 }
 
@@ -136,8 +137,8 @@ type architecture struct {
 // architectures lists the architectures Load knows, by general.architecture.
 func architectures() map[string]architecture {
 	return map[string]architecture{
-		"olmoe":    {config: olmoeConfig, build: buildOLMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
-		"qwen3moe": {config: qwen3moeConfig, build: buildOLMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
+		"olmoe":    {config: olmoeConfig, build: buildMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
+		"qwen3moe": {config: qwen3moeConfig, build: buildMoE, experts: []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}},
 	}
 }
 
@@ -344,7 +345,7 @@ func (m *Model) Experts() string {
 	}
 	how := "buffered reads"
 	if m.store.Direct() {
-		how = "unbuffered reads (O_DIRECT)"
+		how = "unbuffered reads"
 	}
 	return fmt.Sprintf("streamed from disk: %d slots of %s, %s", m.store.Slots(), machine.Bytes(m.store.SlotBytes()), how)
 }

@@ -183,8 +183,8 @@ func TestRouterNarrowing(t *testing.T) {
 	src := tinyQ8(t)
 	narrow := loadTest(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)), Options{Threads: 2})
 	wide := loadTest(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)), Options{Threads: 2, KeepF32Routers: true})
-	for l, ly := range narrow.net.(*olmoe).layers {
-		wl := wide.net.(*olmoe).layers[l]
+	for l, ly := range narrow.net.(*moe).layers {
+		wl := wide.net.(*moe).layers[l]
 		if ly.router.Type != gguf.TypeBF16 || len(ly.router.Data) != len(wl.router.Data)/2 || wl.router.Type != gguf.TypeF32 {
 			t.Fatalf("layer %d router: %v of %d bytes (kept: %v of %d bytes), want BF16 of half",
 				l, ly.router.Type, len(ly.router.Data), wl.router.Type, len(wl.router.Data))
@@ -204,7 +204,7 @@ func TestRouterNarrowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if got := m.net.(*olmoe).layers; got[0].router.Type != gguf.TypeBF16 || got[1].router.Type != gguf.TypeF32 {
+	if got := m.net.(*moe).layers; got[0].router.Type != gguf.TypeBF16 || got[1].router.Type != gguf.TypeF32 {
 		t.Fatalf("routers after one low bit in layer 1: %v, %v; want BF16, F32", got[0].router.Type, got[1].router.Type)
 	}
 

@@ -1,10 +1,22 @@
+//go:build trochilus_mutants
+
 package engine
 
-import "github.com/trochilus-llm/trochilus/kernels"
+import (
+	"slices"
 
-// A mutant is a deliberate bug that the tests plant (through Options.mutant, which only this
-// package can set) to show that the oracle and determinism checks catch each kind of broken
-// contract. The zero value is the correct engine.
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+// A mutant is a deliberate bug that the mutation tests (mutant_test.go) plant, through
+// Options.mutant, which only this package can set, to show that the oracle and determinism
+// checks catch each kind of broken contract. The zero value is the correct engine.
+//
+// This file and the tests exist only in a build with the trochilus_mutants tag
+// (go test -tags trochilus_mutants -run Mutant ./engine). A normal build takes mutant_none.go
+// instead, where mutant is an empty struct and every hook below is the correct engine's step,
+// which the compiler inlines: the production hot path carries no mutant branches. Each hook
+// here is that same step unless its mutant is planted.
 type mutant int
 
 const (
@@ -38,6 +50,63 @@ func (m mutant) String() string {
 		return "split-attention-sum"
 	}
 	return "unknown"
+}
+
+// clipQKV returns the magnitude q, k and v are clamped to (0: none), given the model's clip.
+func (m mutant) clipQKV(clip float32) float32 {
+	if m == mutantNoClip {
+		return 0
+	}
+	return clip
+}
+
+// rope rotates the heads of x for position p.
+func (m mutant) rope(rt *kernels.RopeTable, x []float32, p int) error {
+	if m == mutantRopePairs {
+		ropeAdjacentPairs(rt, x, p)
+		return nil
+	}
+	return rt.Apply(x, p)
+}
+
+// normTopK reports whether the chosen experts' weights are renormalised, given the model's
+// flag.
+func (m mutant) normTopK(norm bool) bool { return norm != (m == mutantFlipNormTopK) }
+
+// carried returns the weights the sort by expert id moves along with the ids: w itself, or,
+// for mutantUnsortedWeights, a copy, so that w stays in rank order.
+func (m mutant) carried(w []float32) []float32 {
+	if m == mutantUnsortedWeights {
+		return slices.Clone(w)
+	}
+	return w
+}
+
+// causal returns how many positions a token attends to: npos, its own and those before it,
+// or, for mutantNoCausalInPass, pass: every position up to the end of its pass.
+func (m mutant) causal(npos, pass int) int {
+	if m == mutantNoCausalInPass {
+		return pass
+	}
+	return npos
+}
+
+// kvHead returns the kv head query head head reads, given the right one, kv.
+func (m mutant) kvHead(kv, head, kvHeads int) int {
+	if m == mutantGQAModulo {
+		return head % kvHeads
+	}
+	return kv
+}
+
+// attend runs the tier's attention of one query; with several threads, mutantSplitAttention
+// cuts its sum over positions in two.
+func (m mutant) attend(t *kernels.Tier, threads int, out, q, keys, values []float32, npos, stride int, scale float32, scores []float32) {
+	if m == mutantSplitAttention && threads > 1 {
+		attendSplit(out, q, keys, values, npos, stride, scale, scores)
+		return
+	}
+	t.Attend(out, q, keys, values, npos, stride, scale, scores)
 }
 
 // ropeAdjacentPairs is the wrong RoPE layout: pair (x_2i, x_2i+1) instead of (x_i, x_i+half).

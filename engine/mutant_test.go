@@ -1,3 +1,5 @@
+//go:build trochilus_mutants
+
 package engine
 
 import (

@@ -24,7 +24,7 @@ func bytesOf[T any](s []T) uint64 {
 // buffers themselves, not sessionSizes, so a buffer the runner grows without the planner
 // knowing shows up as a difference.
 func allocated(s *Session) (kv, rest uint64) {
-	r := s.r.(*olmoeRunner)
+	r := s.r.(*moeRunner)
 	kv = bytesOf(r.kcache) + bytesOf(r.vcache)
 	cos, sin := r.rope.CosSin(0) // rows of the table: their capacity runs to its end
 	rest = bytesOf(cos) + bytesOf(sin)

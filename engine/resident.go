@@ -8,11 +8,9 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
-)
 
-// hugePage is the size of the transparent huge pages Linux backs aligned anonymous memory with
-// (x86-64 and arm64 with 4 KiB base pages).
-const hugePage = 2 << 20
+	"github.com/trochilus-llm/trochilus/internal/osmem"
+)
 
 // residentChunk is the size of one read of a resident load: large enough that the system call
 // costs nothing beside the copy, small enough that cancellation is prompt and the threads
@@ -64,6 +62,23 @@ func readChunks(ctx context.Context, f *os.File, dst []byte, threads, chunk int)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// allocWeights returns size bytes of zeroed memory off the Go heap, starting on a 2 MiB
+// boundary and marked MADV_HUGEPAGE, so that the kernel backs it with huge pages where it can
+// (also under the common THP setting "madvise"); a kernel that refuses the advice still gives
+// the memory. Where the system gives no huge pages (outside Linux) it returns errNotResident:
+// owned memory pays for reading the whole file at load only through the 2 MiB pages (see
+// readResident), so the loader maps the file there instead.
+func allocWeights(size int64) (*mapping, error) {
+	if !osmem.HugePagesSupported {
+		return nil, errNotResident
+	}
+	r, err := osmem.Alloc(size, osmem.HugePage, true)
+	if err != nil {
+		return nil, fmt.Errorf("resident memory: %w", err) // osmem's error names the size
+	}
+	return &mapping{data: r.Data, resident: true, hugePages: r.HugePages, unmap: r.Free}, nil
 }
 
 // cacheFloats returns n zeroed floats for a session's KV cache, which every decode token reads

@@ -12,6 +12,7 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
+	"github.com/trochilus-llm/trochilus/internal/osmem"
 )
 
 // TestWeightsPlacement loads one model mapped, resident and by the loader's own choice and
@@ -38,7 +39,7 @@ func TestWeightsPlacement(t *testing.T) {
 	if got := resident.Weights(); got != WeightsResident {
 		t.Fatalf("resident load reports %v", got)
 	}
-	if p := uintptr(unsafe.Pointer(unsafe.SliceData(resident.data.data))); p%hugePage != 0 {
+	if p := uintptr(unsafe.Pointer(unsafe.SliceData(resident.data.data))); p%osmem.HugePage != 0 {
 		t.Errorf("resident weights start at %#x, not on a 2 MiB boundary", p)
 	}
 	auto := loadTest(t, cfg, Options{Threads: 1})

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/directio"
+	"github.com/trochilus-llm/trochilus/internal/osmem"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
@@ -145,12 +147,12 @@ func NewStore(path string, l Layout, slots int) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, free, err := allocate(int64(slots) * slotBytes)
+	mem, err := osmem.Alloc(int64(slots)*slotBytes, page, false)
 	if err != nil {
 		f.close()
 		return nil, fmt.Errorf("experts: %d slots of %d bytes: %w", slots, slotBytes, err)
 	}
-	s := &Store{layout: l, parts: parts, area: area, slotBytes: slotBytes, mem: mem, free: free, file: f,
+	s := &Store{layout: l, parts: parts, area: area, slotBytes: slotBytes, mem: mem.Data, free: mem.Free, file: f,
 		unitSlot: make([]int32, units), slotUnit: make([]int32, slots), shift: make([]int32, slots*parts),
 		hot: make([]uint32, units), named: make([]uint64, units), used: make([]uint64, slots),
 		pins: make([]int32, slots), period: 16 * uint64(len(l.Layers))}
@@ -179,7 +181,8 @@ func (s *Store) Close() error {
 // Slots returns the number of slots.
 func (s *Store) Slots() int { return len(s.slotUnit) }
 
-// Direct reports whether reads bypass the page cache (O_DIRECT).
+// Direct reports whether reads bypass the page cache (internal/directio: O_DIRECT on Linux,
+// FILE_FLAG_NO_BUFFERING on Windows, F_NOCACHE on macOS).
 func (s *Store) Direct() bool { return s.file.direct != nil }
 
 // Stats returns the work done so far.
@@ -393,7 +396,7 @@ func (s *Store) fill(slot int32, layer, e int) error {
 // the experts a second time: the memory the budget saves) and buffered otherwise.
 type reader struct {
 	buffered *os.File
-	direct   *os.File // nil when O_DIRECT is not available for this file
+	direct   *os.File // unbuffered (internal/directio); nil when that is refused for this file
 }
 
 func openReader(path string) (*reader, error) {
@@ -401,7 +404,8 @@ func openReader(path string) (*reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("experts: %w", err)
 	}
-	return &reader{buffered: f, direct: openDirect(path)}, nil
+	direct, _ := directio.Open(path) // nil where refused: the reads then go through the page cache
+	return &reader{buffered: f, direct: direct}, nil
 }
 
 func (r *reader) close() error {

@@ -11,4 +11,9 @@
 // Metadata values keep their file types (Value.Type); the typed getters of File accept any
 // integer kind whose value fits, the way llama.cpp's loader reads them. Writer writes GGUF v3,
 // in the order entries are added, with tensor data aligned and zero padding.
+//
+// The package also holds the one decoder of each weight format to float32 (F16ToF32,
+// BF16ToF32, DequantizeQ4_K, ...) and the half-float narrowings (F32ToF16, F32ToBF16), bit for
+// bit ggml's: gguf/quant's Dequantize and kernels' scalar definitions both run them, and both
+// import gguf.
 package gguf

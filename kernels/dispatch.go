@@ -8,22 +8,23 @@ import (
 	"strings"
 )
 
-// CPUMaxEnv names the environment variable that caps the tier Best hands out: one of
-// TierNames. Tests and benchmarks use it to run a slower tier on a faster CPU.
+// CPUMaxEnv names the environment variable that caps the tier Best hands out: one of scalar,
+// avx2, avx512 or avx512vnni (tierNames). Tests and benchmarks use it to run a slower tier on a
+// faster CPU.
 const CPUMaxEnv = "TROCHILUS_CPU_MAX"
 
-// TierNames lists the tiers from slowest to fastest. A tier needs every CPU feature of the ones
+// tierNames lists the tiers from slowest to fastest. A tier needs every CPU feature of the ones
 // before it and more:
 //
 //	scalar      the portable definitions (every CPU and architecture)
 //	avx2        amd64 with AVX2 and F16C
 //	avx512      amd64 with AVX-512 F, BW, VL and DQ (and AVX2, F16C)
 //	avx512vnni  avx512 with VNNI and VBMI: the Q4_K dot takes VPDPWSSD, the Q6_K decode VPERMB
-func TierNames() []string { return []string{"scalar", "avx2", "avx512", "avx512vnni"} }
+func tierNames() []string { return []string{"scalar", "avx2", "avx512", "avx512vnni"} }
 
-// tierLevel returns the position of a tier name in TierNames, or -1.
+// tierLevel returns the position of a tier name in tierNames, or -1.
 func tierLevel(name string) int {
-	for i, n := range TierNames() {
+	for i, n := range tierNames() {
 		if n == name {
 			return i
 		}
@@ -46,23 +47,23 @@ func Tiers() []*Tier {
 // Best returns the fastest tier this CPU can run, capped by the environment variable
 // TROCHILUS_CPU_MAX when it is set. An unknown value is an error, never ignored.
 func Best() (*Tier, error) {
-	t, err := BestUpTo(os.Getenv(CPUMaxEnv))
+	t, err := bestUpTo(os.Getenv(CPUMaxEnv))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", CPUMaxEnv, err)
 	}
 	return t, nil
 }
 
-// BestUpTo returns the fastest tier this CPU can run that is not above the named one (""
+// bestUpTo returns the fastest tier this CPU can run that is not above the named one (""
 // means no cap). Naming a tier the CPU lacks gives the best one below it.
-func BestUpTo(limit string) (*Tier, error) {
+func bestUpTo(limit string) (*Tier, error) {
 	tiers := Tiers()
 	if limit == "" {
 		return tiers[len(tiers)-1], nil
 	}
 	lvl := tierLevel(limit)
 	if lvl < 0 {
-		return nil, fmt.Errorf("kernels: unknown tier %q (want one of %s)", limit, strings.Join(TierNames(), ", "))
+		return nil, fmt.Errorf("kernels: unknown tier %q (want one of %s)", limit, strings.Join(tierNames(), ", "))
 	}
 	best := tiers[0]
 	for _, t := range tiers {
@@ -176,29 +177,29 @@ func (s *simdTier) tier() *Tier {
 	q8_0 := laneRows{a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}
 	t := &Tier{
 		Name:    s.name,
-		DotF32:  a.dotF32,
-		RMSNorm: a.rmsNorm,
-		Softmax: a.softmax,
-		SwiGLU:  a.swiGLUVec,
-		Attend:  a.attend,
-		F32:     f32.kernel,
-		F16:     f16.kernel,
-		BF16:    bf16.kernel,
-		Q8_0:    q8_0.kernel,
-		Q4K:     a.q4KRows,
-		Q5K:     floatRows(a.dotRowQ5K),
-		Q6K:     a.q6KRows,
+		dotF32:  a.dotF32,
+		rmsNorm: a.rmsNorm,
+		softmax: a.softmax,
+		swiGLU:  a.swiGLUVec,
+		attend:  a.attend,
+		f32:     f32.kernel,
+		f16:     f16.kernel,
+		bf16:    bf16.kernel,
+		q8_0:    q8_0.kernel,
+		q4K:     a.q4KRows,
+		q5K:     floatRows(a.dotRowQ5K),
+		q6K:     a.q6KRows,
 		prepQ4K: a.q4KPrep,
 	}
 	if a.panel != nil { // prompt batches through the panel tiles (see panel.go)
 		scratch := newPanelScratch()
-		panel := func(lanes laneRows, unitElems int, write func([]float32, []byte, int, int)) RowsKernel {
+		panel := func(lanes laneRows, unitElems int, write func([]float32, []byte, int, int)) rowsKernel {
 			return panelRows{lanes, unitElems, write, a.panelPack, a.panel, scratch, panelMinTokens, panelMinRows}.kernel
 		}
-		t.F32 = panel(f32, 16, a.panelF32)
-		t.F16 = panel(f16, 16, a.panelF16)
-		t.BF16 = panel(bf16, 16, a.panelBF16)
-		t.Q8_0 = panel(q8_0, q8_0Elems, a.panelQ8_0)
+		t.f32 = panel(f32, 16, a.panelF32)
+		t.f16 = panel(f16, 16, a.panelF16)
+		t.bf16 = panel(bf16, 16, a.panelBF16)
+		t.q8_0 = panel(q8_0, q8_0Elems, a.panelQ8_0)
 	}
 	return t
 }

@@ -1,5 +1,7 @@
 package kernels
 
+import "github.com/trochilus-llm/trochilus/gguf"
+
 // The row dot products: the contract dot of one weight row, stored as the file stores it,
 // against a float32 input x holding one float per element of the row. Each is defined as
 // DotF32 of the dequantized row with x; they decode the row 256 elements at a time so the 16
@@ -15,7 +17,7 @@ func DotRowF32(row []byte, x []float32) float32 {
 	n := len(row) / 4
 	for k := 0; k < n; k += kElems {
 		m := min(kElems, n-k)
-		decodeF32(w[:m], row[4*k:])
+		gguf.DequantizeF32(row[4*k:], w[:m])
 		l.AddProducts(w[:m], x[k:])
 	}
 	return l.Sum()
@@ -28,7 +30,7 @@ func DotRowF16(row []byte, x []float32) float32 {
 	n := len(row) / 2
 	for k := 0; k < n; k += kElems {
 		m := min(kElems, n-k)
-		decodeF16(w[:m], row[2*k:])
+		gguf.DequantizeF16(row[2*k:], w[:m])
 		l.AddProducts(w[:m], x[k:])
 	}
 	return l.Sum()
@@ -43,7 +45,7 @@ func DotRowBF16(row []byte, x []float32) float32 {
 	n := len(row) / 2
 	for k := 0; k < n; k += kElems {
 		m := min(kElems, n-k)
-		decodeBF16(w[:m], row[2*k:])
+		gguf.DequantizeBF16(row[2*k:], w[:m])
 		l.AddProducts(w[:m], x[k:])
 	}
 	return l.Sum()
@@ -54,7 +56,7 @@ func DotRowQ8_0(row []byte, x []float32) float32 {
 	var l Lanes
 	var w [q8_0Elems]float32
 	for b, k := 0, 0; b+q8_0Bytes <= len(row); b, k = b+q8_0Bytes, k+q8_0Elems {
-		decodeQ8_0(&w, row[b:])
+		gguf.DequantizeQ8_0((*[q8_0Bytes]byte)(row[b:]), &w)
 		l.AddProducts(w[:], x[k:])
 	}
 	return l.Sum()
@@ -65,7 +67,7 @@ func DotRowQ5K(row []byte, x []float32) float32 {
 	var l Lanes
 	var w [kElems]float32
 	for b, k := 0, 0; b+q5KBytes <= len(row); b, k = b+q5KBytes, k+kElems {
-		decodeQ5K(&w, row[b:])
+		gguf.DequantizeQ5_K((*[q5KBytes]byte)(row[b:]), &w)
 		l.AddProducts(w[:], x[k:])
 	}
 	return l.Sum()

@@ -171,37 +171,3 @@ func TestBF16MatchesF32(t *testing.T) {
 		}
 	}
 }
-
-func TestHalfToFloat32(t *testing.T) {
-	for h := range 1 << 16 {
-		got := HalfToFloat32(uint16(h))
-		want := halfReference(uint16(h))
-		if !sameBits(got, want) {
-			t.Fatalf("HalfToFloat32(%#04x) = %#08x, want %#08x", h, math.Float32bits(got), math.Float32bits(want))
-		}
-		if got == got && math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("HalfToFloat32(%#04x) = %#08x, want %#08x", h, math.Float32bits(got), math.Float32bits(want))
-		}
-	}
-}
-
-// halfReference decodes a half by its definition: (-1)^s · 2^(e-15) · (1 + m/1024), or
-// 2^-14 · m/1024 for e = 0.
-func halfReference(h uint16) float32 {
-	s := 1.0
-	if h&0x8000 != 0 {
-		s = -1
-	}
-	e := int(h>>10) & 31
-	m := float64(h & 0x3ff)
-	switch e {
-	case 0:
-		return float32(s * math.Ldexp(m/1024, -14))
-	case 31:
-		if m == 0 {
-			return float32(s * math.Inf(1))
-		}
-		return float32(math.NaN())
-	}
-	return float32(s * math.Ldexp(1+m/1024, e-15))
-}

@@ -128,15 +128,6 @@ func (b *Batch) prepare(lo, hi int) {
 	}
 }
 
-// Q4K returns the prepared Q4_K input of row t, preparing every row of the batch over p first if
-// that has not been done since the last Set. Cols must be a multiple of 256.
-func (b *Batch) Q4K(p *Pool, t int) (*Q4KInput, error) {
-	if err := b.prepareAll(p); err != nil {
-		return nil, err
-	}
-	return &b.q4k[t], nil
-}
-
 // prepareAll prepares every row of the batch over p through PrepareQ4K unless that has been
 // done since the last Set.
 func (b *Batch) prepareAll(p *Pool) error { return b.prepareWith(p, nil) }
@@ -173,53 +164,73 @@ func (b *Batch) prepareWith(p *Pool, prep q4KPrepKernel) error {
 	return nil
 }
 
-// RowsKernel computes dst[t·m.Rows + r] = dot(row r of m, row t of in) for r in [r0, r1) and
+// rowsKernel computes dst[t·m.Rows + r] = dot(row r of m, row t of in) for r in [r0, r1) and
 // every row t of in. A tier holds one per weight type; whatever order or width it works in,
 // each element must equal the scalar definition bit for bit.
-type RowsKernel func(dst []float32, m *Matrix, in *Batch, r0, r1 int)
+type rowsKernel func(dst []float32, m *Matrix, in *Batch, r0, r1 int)
 
 // Tier is a set of kernel implementations: the scalar one (the definition) or a SIMD tier that
 // reproduces it. Tiers are built once at start; a SIMD tier starts as a copy of Scalar() and
-// replaces what it accelerates.
+// replaces what it accelerates. Its kernels sit in unexported fields, so that only this package
+// chooses them (every tier must give the scalar bits); other packages call them through the
+// methods, each a one-line call the compiler inlines.
 type Tier struct {
 	Name string
 
-	// DotF32 is the contract dot of two float32 vectors (attention scores, norms).
-	DotF32 func(a, b []float32) float32
+	// dotF32 is the contract dot of two float32 vectors (attention scores, norms).
+	dotF32 func(a, b []float32) float32
 
-	// The vector operations (see the package functions of the same names).
-	RMSNorm func(dst, x, w []float32, eps float32)
-	Softmax func(x []float32)
-	SwiGLU  func(dst, gate, up []float32)
-	Attend  func(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32)
+	// The vector operations (see the package functions DotF32, RMSNorm, Softmax, SwiGLU and
+	// Attend).
+	rmsNorm func(dst, x, w []float32, eps float32)
+	softmax func(x []float32)
+	swiGLU  func(dst, gate, up []float32)
+	attend  func(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32)
 
-	// Matrix-times-batch kernels per weight type.
-	F32, F16, BF16, Q8_0, Q4K, Q5K, Q6K RowsKernel
+	// Matrix-times-batch kernels per weight type (see kernel).
+	f32, f16, bf16, q8_0, q4K, q5K, q6K rowsKernel
 
 	prepQ4K q4KPrepKernel // the Batch's Q4_K/Q6_K preparation (see prepareQ4K); nil: PrepareQ4K
+}
+
+// DotF32 is the tier's DotF32, the contract dot of two float32 vectors.
+func (t *Tier) DotF32(a, b []float32) float32 { return t.dotF32(a, b) }
+
+// RMSNorm is the tier's RMSNorm.
+func (t *Tier) RMSNorm(dst, x, w []float32, eps float32) { t.rmsNorm(dst, x, w, eps) }
+
+// Softmax is the tier's Softmax.
+func (t *Tier) Softmax(x []float32) { t.softmax(x) }
+
+// SwiGLU is the tier's SwiGLU.
+func (t *Tier) SwiGLU(dst, gate, up []float32) { t.swiGLU(dst, gate, up) }
+
+// Attend is the tier's Attend.
+func (t *Tier) Attend(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32) {
+	t.attend(out, q, keys, values, npos, stride, scale, scores)
 }
 
 // Scalar returns the scalar tier: the portable definitions.
 func Scalar() *Tier {
 	return &Tier{
 		Name:    "scalar",
-		DotF32:  DotF32,
-		RMSNorm: RMSNorm,
-		Softmax: Softmax,
-		SwiGLU:  SwiGLU,
-		Attend:  Attend,
-		F32:     floatRows(DotRowF32),
-		F16:     floatRows(DotRowF16),
-		BF16:    floatRows(DotRowBF16),
-		Q8_0:    floatRows(DotRowQ8_0),
-		Q4K:     q4KRows,
-		Q5K:     floatRows(DotRowQ5K),
-		Q6K:     q6KRows,
+		dotF32:  DotF32,
+		rmsNorm: RMSNorm,
+		softmax: Softmax,
+		swiGLU:  SwiGLU,
+		attend:  Attend,
+		f32:     floatRows(DotRowF32),
+		f16:     floatRows(DotRowF16),
+		bf16:    floatRows(DotRowBF16),
+		q8_0:    floatRows(DotRowQ8_0),
+		q4K:     q4KRows,
+		q5K:     floatRows(DotRowQ5K),
+		q6K:     q6KRows,
 	}
 }
 
 // floatRows makes the scalar rows kernel of a row dot.
-func floatRows(dot func(row []byte, x []float32) float32) RowsKernel {
+func floatRows(dot func(row []byte, x []float32) float32) rowsKernel {
 	return func(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 		for r := r0; r < r1; r++ {
 			row := m.Row(r)
@@ -240,24 +251,24 @@ func q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	}
 }
 
-// Kernel returns the tier's rows kernel for weight type typ.
-func (t *Tier) Kernel(typ gguf.Type) (RowsKernel, error) {
-	var k RowsKernel
+// kernel returns the tier's rows kernel for weight type typ.
+func (t *Tier) kernel(typ gguf.Type) (rowsKernel, error) {
+	var k rowsKernel
 	switch typ {
 	case gguf.TypeF32:
-		k = t.F32
+		k = t.f32
 	case gguf.TypeF16:
-		k = t.F16
+		k = t.f16
 	case gguf.TypeBF16:
-		k = t.BF16
+		k = t.bf16
 	case gguf.TypeQ8_0:
-		k = t.Q8_0
+		k = t.q8_0
 	case gguf.TypeQ4_K:
-		k = t.Q4K
+		k = t.q4K
 	case gguf.TypeQ5_K:
-		k = t.Q5K
+		k = t.q5K
 	case gguf.TypeQ6_K:
-		k = t.Q6K
+		k = t.q6K
 	}
 	if k == nil {
 		return nil, fmt.Errorf("kernels: tier %s has no kernel for %v", t.Name, typ)

@@ -20,7 +20,7 @@ type MatMulJob struct {
 
 	// The call's plan, filled in by MatMulMany: the products' rows laid end to end in one
 	// range, each row weighted by its cost, the bytes of the row times the input rows.
-	kernel  RowsKernel
+	kernel  rowsKernel
 	m       Matrix // a copy of *M with its row size worked out, for the kernels
 	rowCost int64  // 0 for a product without outputs
 	start   int64  // the cost of all rows of the products before this one
@@ -116,7 +116,7 @@ func (t *Tier) plan(j *MatMulJob) error {
 	if len(j.Dst) < in.Ntok*m.Rows {
 		return fmt.Errorf("kernels: output of %d floats for %d×%d results", len(j.Dst), in.Ntok, m.Rows)
 	}
-	k, err := t.Kernel(m.Type)
+	k, err := t.kernel(m.Type)
 	if err != nil {
 		return err
 	}

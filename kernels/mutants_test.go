@@ -176,7 +176,7 @@ func TestMutantsDetected(t *testing.T) {
 		{"Q4_K blocks added in float32", func() (int, int, string) { return checkQ4K(mutantQ4KFloat32Blocks) }},
 		{"MatMul splitting a row's reduction in two", func() (int, int, string) {
 			tier := Scalar()
-			tier.Q8_0 = mutantRowsSplitColumns
+			tier.q8_0 = mutantRowsSplitColumns
 			return checkMatMul(tier)
 		}},
 	}

@@ -26,7 +26,7 @@ func BenchmarkTierPanel(b *testing.B) {
 	// definitions on prepared inputs, with panels of their own).
 	typ := gguf.TypeQ8_0
 	lanes := laneRows{a.q8_0x4, a.q8_0r4, a.q8_0x2, a.dotRowQ8_0, q8_0Bytes}
-	panel, err := tier.Kernel(typ)
+	panel, err := tier.kernel(typ)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func BenchmarkTierPanel(b *testing.B) {
 			dst := make([]float32, ntok*shape.rows)
 			for _, v := range []struct {
 				name string
-				k    RowsKernel
+				k    rowsKernel
 			}{{"lanes", lanes.kernel}, {"panel", panel}, {"panel-again", panel}} {
 				b.Run(fmt.Sprintf("%v/%dx%d/tok%d/%s", typ, shape.rows, shape.cols, ntok, v.name), func(b *testing.B) {
 					runtime.LockOSThread()

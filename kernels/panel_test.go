@@ -17,7 +17,7 @@ func checkPanelRows(a *asmKernels) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(23, 5))
 	tier := (&simdTier{asm: *a}).tier()
 	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
-		k, err := tier.Kernel(typ)
+		k, err := tier.kernel(typ)
 		if err != nil {
 			return checked, bad + 1, err.Error()
 		}

@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math"
+
+	"github.com/trochilus-llm/trochilus/gguf"
 )
 
 // q4kXMax bounds the fixed-point inputs of the Q4_K definition: 32295 + 64591·32295, the
@@ -138,11 +140,11 @@ func DotQ4K(row []byte, in *Q4KInput) float32 {
 // q4KBlock returns v for block b of a Q4_K row (see DotQ4K).
 func q4KBlock(blk []byte, in *Q4KInput, b int) float64 {
 	d, dmin := float64(half(blk[0:])), float64(half(blk[2:]))
-	scales := blk[4:16]
+	scales := (*[12]byte)(blk[4:16])
 	var t, m int64
 	for c := range 4 {
-		sc0, m0 := scaleMinK4(2*c, scales)
-		sc1, m1 := scaleMinK4(2*c+1, scales)
+		sc0, m0 := gguf.ScaleMinK4(2*c, scales)
+		sc1, m1 := gguf.ScaleMinK4(2*c+1, scales)
 		q := blk[16+32*c : 16+32*c+32]
 		X := in.x[b*kElems+64*c : b*kElems+64*c+64]
 		var s0, s1 int64

@@ -412,7 +412,7 @@ func q4KRows4Lanes(unsigned bool) q4KRows4Kernel {
 					for l := range 4 {
 						var p int64
 						for j := range 8 {
-							sc, _ := scaleMinK4(j, blk[4:16])
+							sc, _ := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
 							for e := 8 * l; e < 8*l+8; e++ {
 								q := blk[16+32*(j/2)+e] >> (4 * (j % 2)) & 15
 								p += int64(sc) * int64(q) * int64(digits[b*512+64*j+32*digit+e])
@@ -425,7 +425,7 @@ func q4KRows4Lanes(unsigned bool) q4KRows4Kernel {
 					}
 				}
 				for j := range 8 {
-					_, mn := scaleMinK4(j, blk[4:16])
+					_, mn := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
 					m += int64(mn) * int64(sums[8*b+j])
 				}
 				d, dmin := float64(half(blk[0:])), float64(half(blk[2:]))

@@ -23,12 +23,12 @@ func refQ4K(row []byte, x []float32) float32 {
 			y += math.NaN()
 			continue
 		}
-		d := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[0:])))
-		dmin := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[2:])))
+		d := float64(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[0:])))
+		dmin := float64(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[2:])))
 		T, M := new(big.Int), new(big.Int)
 		for k := range 256 {
 			j := k / 32
-			sc, mn := scaleMinK4(j, blk[4:16])
+			sc, mn := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
 			q := int64(blk[16+32*(k/64)+k%32] >> (4 * (j % 2)) & 15)
 			T.Add(T, big.NewInt(int64(sc)*q*X[k]))
 			M.Add(M, big.NewInt(int64(mn)*X[k]))
@@ -73,7 +73,7 @@ func refFixedPoint(xb []float32) (X []int64, sh int, ok bool) {
 func q4kTM(blk []byte, in *Q4KInput, b int) (T, M int64) {
 	for k := range 256 {
 		j := k / 32
-		sc, mn := scaleMinK4(j, blk[4:16])
+		sc, mn := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
 		q := int64(blk[16+32*(k/64)+k%32] >> (4 * (j % 2)) & 15)
 		T += int64(sc) * q * int64(in.x[256*b+k])
 		M += int64(mn) * int64(in.x[256*b+k])
@@ -105,11 +105,11 @@ func q4kWeightsExact(row []byte, n int) []*big.Float {
 	w := make([]*big.Float, n)
 	for b := range n / 256 {
 		blk := row[144*b:]
-		d := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[0:])))
-		dmin := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[2:])))
+		d := float64(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[0:])))
+		dmin := float64(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[2:])))
 		for k := range 256 {
 			j := k / 32
-			sc, mn := scaleMinK4(j, blk[4:16])
+			sc, mn := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
 			q := float64(blk[16+32*(k/64)+k%32] >> (4 * (j % 2)) & 15)
 			a := new(big.Float).SetPrec(128).SetFloat64(d * float64(sc)) // exact
 			a.Mul(a, big.NewFloat(q))
@@ -222,8 +222,8 @@ func TestQ4KAgainstExact(t *testing.T) {
 			// |d·T|, |dmin·M| and |v|, times the exact scale; then the running sum rounds
 			// (2^-53 of |y|). 2^-52 is used for slack.
 			tt, mm := q4kTM(blk, &in, b)
-			d := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[0:])))
-			dmin := float64(HalfToFloat32(binary.LittleEndian.Uint16(blk[2:])))
+			d := float64(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[0:])))
+			dmin := float64(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[2:])))
 			vs := v * in.scale[b]
 			y += vs
 			r := (math.Abs(d*float64(tt))+math.Abs(dmin*float64(mm))+math.Abs(v))*in.scale[b] + math.Abs(y)

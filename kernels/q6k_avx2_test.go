@@ -296,7 +296,7 @@ func q6KLaneModel(row []byte, in *Q4KInput, perDword int) float32 {
 				acc, count = [2][8]int32{}, 0
 			}
 		}
-		d := float64(HalfToFloat32(uint16(blk[208]) | uint16(blk[209])<<8))
+		d := float64(gguf.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8))
 		y += float64(d*float64(T)) * in.scale[b]
 	}
 	return float32(y)

@@ -56,7 +56,7 @@ func BenchmarkQ6KIntDecode(b *testing.B) {
 				}
 				pairs := *a
 				pairs.q6KQuad = nil
-				variants := []RowsKernel{pairs.q6KRows, a.q6KRows, pairs.q6KRows}
+				variants := []rowsKernel{pairs.q6KRows, a.q6KRows, pairs.q6KRows}
 				names := []string{"pair", "int", "again"}
 				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, where, st.name), func(b *testing.B) {
 					runtime.LockOSThread()

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/gguf/quant"
 )
 
 // refQ6K evaluates the Q6_K definition plainly and independently of q6KBlock's bit picking:
@@ -28,12 +27,12 @@ func refQ6K(row []byte, x []float32) float32 {
 		var blk [210]byte
 		copy(blk[:], row[210*b:210*b+210])
 		blk[208], blk[209] = 0x00, 0x3c
-		quant.DequantizeQ6_K(&blk, &w)
+		gguf.DequantizeQ6_K(&blk, &w)
 		T := new(big.Int)
 		for k := range xb {
 			T.Add(T, new(big.Int).Mul(big.NewInt(int64(w[k])), big.NewInt(X[k])))
 		}
-		d := float64(HalfToFloat32(uint16(row[210*b+208]) | uint16(row[210*b+209])<<8))
+		d := float64(gguf.F16ToF32(uint16(row[210*b+208]) | uint16(row[210*b+209])<<8))
 		var v float64
 		if math.IsNaN(d) || math.IsInf(d, 0) {
 			v = d * float64(T.Int64()) // IEEE: ±Inf, or NaN for Inf·0 and NaN
@@ -131,7 +130,7 @@ func TestQ6KAccuracy(t *testing.T) {
 		E := new(big.Float).SetPrec(768)
 		var lanes Lanes
 		for b := range blocks {
-			quant.DequantizeQ6_K((*[210]byte)(row[210*b:210*b+210]), &w)
+			gguf.DequantizeQ6_K((*[210]byte)(row[210*b:210*b+210]), &w)
 			lanes.AddProducts(w[:], x[256*b:])
 			for k := range 256 {
 				p := new(big.Float).SetPrec(768).SetFloat64(float64(w[k]))

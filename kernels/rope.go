@@ -66,9 +66,6 @@ func NewRopeTable(theta float64, headDim, positions int) (*RopeTable, error) {
 // HeadDim returns the head dimension the table rotates.
 func (rt *RopeTable) HeadDim() int { return rt.headDim }
 
-// Positions returns the number of positions in the table.
-func (rt *RopeTable) Positions() int { return rt.positions }
-
 // CosSin returns the cos and sin rows of position p (HeadDim/2 floats each).
 func (rt *RopeTable) CosSin(p int) (cos, sin []float32) {
 	half := rt.headDim / 2

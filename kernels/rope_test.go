@@ -37,7 +37,7 @@ type ropeFunc func(rt *RopeTable, x []float32, p int) error
 func checkRope(rt *RopeTable, apply ropeFunc) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(6, 6))
 	hd := rt.HeadDim()
-	for _, p := range []int{0, 1, 2, 7, 100, rt.Positions() - 1} {
+	for _, p := range []int{0, 1, 2, 7, 100, rt.positions - 1} {
 		x := randFloats(rng, 3*hd, p == 7, false)
 		want := make([]float32, 0, len(x))
 		for h := range 3 {

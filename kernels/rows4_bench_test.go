@@ -44,7 +44,7 @@ func BenchmarkTierRows4(b *testing.B) {
 			in := Batch{X: x, Ntok: 1, Cols: cols}
 			for _, v := range []struct {
 				name string
-				k    RowsKernel
+				k    rowsKernel
 			}{{"pairs", pairs.kernel}, {"rows4", k.kernel}, {"rows4-again", k.kernel}} {
 				b.Run(fmt.Sprintf("%v/%s/%s", typ, where.name, v.name), func(b *testing.B) {
 					runtime.LockOSThread()

@@ -3,6 +3,8 @@ package kernels
 import (
 	"math"
 	"unsafe"
+
+	"github.com/trochilus-llm/trochilus/gguf"
 )
 
 // The Go halves of the SIMD tiers: each function here is its scalar namesake with the whole
@@ -44,9 +46,9 @@ func (a *asmKernels) dotRowHalves(lanes func([16]float32, []byte, []float32) [16
 	if whole < n {
 		var w [16]float32
 		if bf16 {
-			decodeBF16(w[:n-whole], row[2*whole:])
+			gguf.DequantizeBF16(row[2*whole:], w[:n-whole])
 		} else {
-			decodeF16(w[:n-whole], row[2*whole:])
+			gguf.DequantizeF16(row[2*whole:], w[:n-whole])
 		}
 		l.AddProducts(w[:n-whole], x[whole:])
 	}
@@ -61,7 +63,7 @@ func (a *asmKernels) dotRowF32(row []byte, x []float32) float32 {
 	l = a.f32(l, row[:4*whole], x[:whole])
 	if whole < n {
 		var w [16]float32
-		decodeF32(w[:n-whole], row[4*whole:])
+		gguf.DequantizeF32(row[4*whole:], w[:n-whole])
 		l.AddProducts(w[:n-whole], x[whole:])
 	}
 	return l.Sum()
@@ -81,14 +83,15 @@ func (a *asmKernels) dotRowQ8_0(row []byte, x []float32) float32 {
 	return l.Sum()
 }
 
-// dotRowQ5K decodes each block in Go (the scalar decodeQ5K) and runs the products through the
-// float lanes kernel. The decoded block escapes to the heap (it goes to a func value as a
-// slice): one 1 KiB allocation a row, to remove when Q5_K gets a kernel of its own.
+// dotRowQ5K decodes each block in Go (gguf.DequantizeQ5_K, as the scalar DotRowQ5K does) and
+// runs the products through the float lanes kernel. The decoded block escapes to the heap (it
+// goes to a func value as a slice): one 1 KiB allocation a row, to remove when Q5_K gets a
+// kernel of its own.
 func (a *asmKernels) dotRowQ5K(row []byte, x []float32) float32 {
 	var l Lanes
 	var w [kElems]float32
 	for b, k := 0, 0; b+q5KBytes <= len(row); b, k = b+q5KBytes, k+kElems {
-		decodeQ5K(&w, row[b:])
+		gguf.DequantizeQ5_K((*[q5KBytes]byte)(row[b:]), &w)
 		l = a.f32(l, floatBytes(w[:]), x[k:k+kElems])
 	}
 	return l.Sum()

@@ -36,7 +36,7 @@ func BenchmarkTierDotRow(b *testing.B) {
 				if typ == gguf.TypeQ4_K {
 					batch.q4k, batch.q4kReady = []Q4KInput{in}, true
 				}
-				k, err := tier.Kernel(typ)
+				k, err := tier.kernel(typ)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -102,13 +102,13 @@ func BenchmarkTierPairs(b *testing.B) {
 			one := map[gguf.Type]func([]byte, []float32) float32{
 				gguf.TypeQ8_0: st.asm.dotRowQ8_0, gguf.TypeF32: st.asm.dotRowF32, gguf.TypeF16: st.asm.dotRowF16,
 			}[typ]
-			pair, err := st.tier().Kernel(typ)
+			pair, err := st.tier().kernel(typ)
 			if err != nil {
 				b.Fatal(err)
 			}
 			for _, v := range []struct {
 				name string
-				k    RowsKernel
+				k    rowsKernel
 			}{{"one", floatRows(one)}, {"pair", pair}, {"pair-again", pair}} {
 				b.Run(fmt.Sprintf("%v/%s/%s", typ, st.name, v.name), func(b *testing.B) {
 					in := Batch{X: x, Ntok: 1, Cols: cols}

@@ -58,7 +58,7 @@ func BenchmarkTierTiles(b *testing.B) {
 		m := randMatrix(rng, typ, rows, cols)
 		x := randFloats(rng, ntok*cols, false, false)
 		dst := make([]float32, rows*ntok)
-		k, err := tier.Kernel(typ)
+		k, err := tier.kernel(typ)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -158,7 +158,7 @@ func TestTierMatMulMatrix(t *testing.T) {
 // panels, four rows and two rows a call, an odd row alone) over matrices of 1 to 9 rows against
 // batches of 1 to 20 prepared inputs (special magnitudes, NaN and infinity blocks, special
 // scales) and compares every output with the definition.
-func checkPreparedRows(typ gguf.Type, k RowsKernel) (checked, bad int, first string) {
+func checkPreparedRows(typ gguf.Type, k rowsKernel) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(13, 7))
 	randCase := map[gguf.Type]func(*rand.Rand, int, bool, bool) ([]byte, []float32){gguf.TypeQ4_K: randQ4KCase, gguf.TypeQ6_K: randQ6KCase}[typ]
 	for i := range 36 {
@@ -232,7 +232,7 @@ func checkPairRows(a *asmKernels) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(17, 9))
 	tier := (&simdTier{asm: *a}).tier()
 	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
-		k, err := tier.Kernel(typ)
+		k, err := tier.kernel(typ)
 		if err != nil {
 			return checked, bad + 1, err.Error()
 		}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"unsafe"
+
+	"github.com/trochilus-llm/trochilus/gguf"
 )
 
 // Deliberately wrong vector kernels: each is swapped into a copy of a real tier's kernels, and
@@ -80,7 +82,7 @@ func q4KDot2Go(w0, w1 []byte, digits []int16, sums, scale []float64, wrap32, noM
 			var t, m int64
 			var t32 int32
 			for j := range 8 {
-				sc, mn := scaleMinK4(j, blk[4:16])
+				sc, mn := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
 				d := digits[b*512+64*j : b*512+64*j+64]
 				for l := range 32 {
 					q := blk[16+32*(j/2)+l] >> (4 * (j % 2)) & 15

@@ -25,7 +25,7 @@ func usableSIMD() []*simdTier {
 	return s
 }
 
-// TestTierSelection: Tiers lists exactly the tiers the CPU features allow, in TierNames order;
+// TestTierSelection: Tiers lists exactly the tiers the CPU features allow, in tierNames order;
 // Best is the fastest; the cap caps; an unknown cap is an error.
 func TestTierSelection(t *testing.T) {
 	want := []string{"scalar"}
@@ -51,7 +51,7 @@ func TestTierSelection(t *testing.T) {
 	if err != nil || best.Name != want[len(want)-1] {
 		t.Errorf("Best() = %v, %v; want %s", best, err, want[len(want)-1])
 	}
-	for i, name := range TierNames() {
+	for i, name := range tierNames() {
 		t.Setenv(CPUMaxEnv, name)
 		best, err := Best()
 		if err != nil {
@@ -128,11 +128,11 @@ func TestTierTableNotScalar(t *testing.T) {
 			name      string
 			got, want any
 		}{
-			{"DotF32", tier.DotF32, scalar.DotF32},
-			{"RMSNorm", tier.RMSNorm, scalar.RMSNorm},
-			{"Softmax", tier.Softmax, scalar.Softmax},
-			{"Attend", tier.Attend, scalar.Attend},
-			{"SwiGLU", tier.SwiGLU, scalar.SwiGLU},
+			{"DotF32", tier.dotF32, scalar.dotF32},
+			{"RMSNorm", tier.rmsNorm, scalar.rmsNorm},
+			{"Softmax", tier.softmax, scalar.softmax},
+			{"Attend", tier.attend, scalar.attend},
+			{"SwiGLU", tier.swiGLU, scalar.swiGLU},
 		}
 		for _, e := range entries {
 			if reflect.ValueOf(e.got).Pointer() == reflect.ValueOf(e.want).Pointer() {
@@ -381,7 +381,7 @@ func TestTierKernelsCount(t *testing.T) {
 						t.Fatal(err)
 					}
 				} else {
-					k, err := tier.Kernel(typ)
+					k, err := tier.kernel(typ)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unsafe"
+
+	"github.com/trochilus-llm/trochilus/internal/directio"
 )
 
 // ReadSpeed is how fast a folder's disk delivered a file it held.
@@ -34,11 +35,10 @@ func (s ReadSpeed) String() string {
 	return fmt.Sprintf("%.2f GB/s (%d MiB read in %v, %s)", s.BytesPerSec/1e9, s.Bytes>>20, s.Took.Round(time.Millisecond), how)
 }
 
-// Sizes of the measurement: reads of ioChunk bytes, aligned to ioAlign (the strictest sector
-// size unbuffered I/O asks for), at most readLimit in all; a folder without a large enough
-// model gets a probe file of probeSize.
+// Sizes of the measurement: reads of ioChunk bytes (a multiple of directio.Align, into a buffer
+// aligned to it, as unbuffered reads ask), at most readLimit in all; a folder without a large
+// enough model gets a probe file of probeSize.
 const (
-	ioAlign   = 4096
 	ioChunk   = 4 << 20
 	readLimit = 512 << 20
 	readTime  = 3 * time.Second
@@ -113,21 +113,18 @@ func writeProbe(dir string) (string, error) {
 }
 
 func measureFile(ctx context.Context, path string) (ReadSpeed, error) {
-	f, unbuffered, err := openUnbuffered(path)
-	if err != nil {
-		return ReadSpeed{}, err
-	}
-	defer f.Close()
-	s, err := timeReads(ctx, f)
-	if err != nil && unbuffered && errors.Is(err, errInvalidIO) {
-		// The file system takes unbuffered opens but not unbuffered reads: read normally.
-		f.Close()
+	f, err := directio.Open(path)
+	unbuffered := err == nil
+	if !unbuffered {
+		// The system or the file system refused unbuffered reads (tmpfs, some overlay and
+		// network file systems; directio proves the reads, not only the open): read through
+		// the page cache, and say so in the result.
 		if f, err = os.Open(path); err != nil {
 			return ReadSpeed{}, err
 		}
-		unbuffered = false
-		s, err = timeReads(ctx, f)
 	}
+	defer f.Close()
+	s, err := timeReads(ctx, f)
 	if err != nil {
 		return ReadSpeed{}, err
 	}
@@ -137,9 +134,7 @@ func measureFile(ctx context.Context, path string) (ReadSpeed, error) {
 
 // timeReads reads f from its start in aligned chunks until readLimit, readTime or its end.
 func timeReads(ctx context.Context, f *os.File) (ReadSpeed, error) {
-	raw := make([]byte, ioChunk+ioAlign)
-	shift := (ioAlign - int(uintptr(unsafe.Pointer(&raw[0]))%ioAlign)) % ioAlign
-	buf := raw[shift : shift+ioChunk]
+	buf := directio.AlignedBuffer(ioChunk)
 
 	var s ReadSpeed
 	start := time.Now()
@@ -153,9 +148,6 @@ func timeReads(ctx context.Context, f *os.File) (ReadSpeed, error) {
 			break
 		}
 		if err != nil {
-			if isInvalid(err) && s.Bytes == 0 {
-				return ReadSpeed{}, errInvalidIO
-			}
 			return ReadSpeed{}, err
 		}
 	}
@@ -166,5 +158,3 @@ func timeReads(ctx context.Context, f *os.File) (ReadSpeed, error) {
 	s.BytesPerSec = float64(s.Bytes) / s.Took.Seconds()
 	return s, nil
 }
-
-var errInvalidIO = errors.New("unbuffered reads refused")

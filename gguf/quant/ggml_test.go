@@ -189,13 +189,13 @@ func TestHalfConversionsMatchGGML(t *testing.T) {
 	want := make([]float32, 1<<16)
 	g.f16ToF32(halves, want)
 	for i, h := range halves {
-		if got := F16ToF32(h); math.Float32bits(got) != math.Float32bits(want[i]) {
+		if got := gguf.F16ToF32(h); math.Float32bits(got) != math.Float32bits(want[i]) {
 			t.Fatalf("F16ToF32(%#04x) = %#08x, ggml %#08x", h, math.Float32bits(got), math.Float32bits(want[i]))
 		}
 	}
 	g.bf16ToF32(halves, want)
 	for i, h := range halves {
-		if got := BF16ToF32(h); math.Float32bits(got) != math.Float32bits(want[i]) {
+		if got := gguf.BF16ToF32(h); math.Float32bits(got) != math.Float32bits(want[i]) {
 			t.Fatalf("BF16ToF32(%#04x) = %#08x, ggml %#08x", h, math.Float32bits(got), math.Float32bits(want[i]))
 		}
 	}
@@ -213,13 +213,13 @@ func compareNarrowing(g *ggml, src []float32) (f16, bf16 int) {
 	out := make([]uint16, len(src))
 	g.f32ToF16(src, out)
 	for i, f := range src {
-		if F32ToF16(f) != out[i] {
+		if gguf.F32ToF16(f) != out[i] {
 			f16++
 		}
 	}
 	g.f32ToBF16(src, out)
 	for i, f := range src {
-		if F32ToBF16(f) != out[i] {
+		if gguf.F32ToBF16(f) != out[i] {
 			bf16++
 		}
 	}

@@ -2,7 +2,10 @@
 //
 // Dequantize reproduces ggml's scalar dequantize_row_* functions (the to_float of ggml's type
 // traits) bit for bit, NaN payloads and signed zeros included, for the types Supported names.
-// It performs ggml's operations in ggml's order: the scale products d·sc and dmin·m rounded to
+// The per-block decoders and half-float conversions it runs are gguf's (gguf.DequantizeQ4_K,
+// gguf.F16ToF32, ...), the ones kernels' scalar definitions decode with too: this package holds
+// the checked whole-tensor entry point and the tests that compare those decoders with libggml.
+// They perform ggml's operations in ggml's order: the scale products d·sc and dmin·m rounded to
 // float32, then scale·q rounded, then the min subtracted. In these formats every one of those
 // products except Q6_K's last happens to be exact in float32 (a half times a 6- or 8-bit scale
 // times a quant of at most 6 bits), and no addition follows Q6_K's, so neither ggml's build nor
@@ -65,48 +68,48 @@ func Dequantize(t gguf.Type, src []byte, dst []float32) error {
 	}
 	switch t {
 	case gguf.TypeF32:
-		dequantizeF32(src, dst)
+		gguf.DequantizeF32(src, dst)
 	case gguf.TypeF16:
-		dequantizeF16(src, dst)
+		gguf.DequantizeF16(src, dst)
 	case gguf.TypeBF16:
-		dequantizeBF16(src, dst)
+		gguf.DequantizeBF16(src, dst)
 	case gguf.TypeQ8_0:
 		for i := 0; i < len(dst); i += 32 {
-			DequantizeQ8_0((*[34]byte)(src[i/32*34:]), (*[32]float32)(dst[i:]))
+			gguf.DequantizeQ8_0((*[34]byte)(src[i/32*34:]), (*[32]float32)(dst[i:]))
 		}
 	case gguf.TypeQ4_0:
 		for i := 0; i < len(dst); i += 32 {
-			DequantizeQ4_0((*[18]byte)(src[i/32*18:]), (*[32]float32)(dst[i:]))
+			gguf.DequantizeQ4_0((*[18]byte)(src[i/32*18:]), (*[32]float32)(dst[i:]))
 		}
 	case gguf.TypeQ2_K:
 		for i := 0; i < len(dst); i += 256 {
-			DequantizeQ2_K((*[84]byte)(src[i/256*84:]), (*[256]float32)(dst[i:]))
+			gguf.DequantizeQ2_K((*[84]byte)(src[i/256*84:]), (*[256]float32)(dst[i:]))
 		}
 	case gguf.TypeQ3_K:
 		for i := 0; i < len(dst); i += 256 {
-			DequantizeQ3_K((*[110]byte)(src[i/256*110:]), (*[256]float32)(dst[i:]))
+			gguf.DequantizeQ3_K((*[110]byte)(src[i/256*110:]), (*[256]float32)(dst[i:]))
 		}
 	case gguf.TypeQ4_K:
 		for i := 0; i < len(dst); i += 256 {
-			DequantizeQ4_K((*[144]byte)(src[i/256*144:]), (*[256]float32)(dst[i:]))
+			gguf.DequantizeQ4_K((*[144]byte)(src[i/256*144:]), (*[256]float32)(dst[i:]))
 		}
 	case gguf.TypeQ5_K:
 		for i := 0; i < len(dst); i += 256 {
-			DequantizeQ5_K((*[176]byte)(src[i/256*176:]), (*[256]float32)(dst[i:]))
+			gguf.DequantizeQ5_K((*[176]byte)(src[i/256*176:]), (*[256]float32)(dst[i:]))
 		}
 	case gguf.TypeQ6_K:
 		for i := 0; i < len(dst); i += 256 {
-			DequantizeQ6_K((*[210]byte)(src[i/256*210:]), (*[256]float32)(dst[i:]))
+			gguf.DequantizeQ6_K((*[210]byte)(src[i/256*210:]), (*[256]float32)(dst[i:]))
 		}
 	}
 	return nil
 }
 
 // Quantize encodes src into dst as type t. len(dst) must be exactly the bytes that len(src)
-// elements of t take. F32 keeps every bit; F16 and BF16 round each value as F32ToF16 and
-// F32ToBF16 do (so out-of-range values become infinities, as in ggml). The block types (Q8_0,
-// Q4_K, Q6_K) need finite input whose block scales fit a half: a NaN, an infinity or a block
-// too large for a half scale is an error, and dst is then left partly written.
+// elements of t take. F32 keeps every bit; F16 and BF16 round each value as gguf.F32ToF16 and
+// gguf.F32ToBF16 do (so out-of-range values become infinities, as in ggml). The block types
+// (Q8_0, Q4_K, Q6_K) need finite input whose block scales fit a half: a NaN, an infinity or a
+// block too large for a half scale is an error, and dst is then left partly written.
 func Quantize(t gguf.Type, src []float32, dst []byte) error {
 	if !QuantizeSupported(t) {
 		return fmt.Errorf("quant: quantize: type %v is not supported", t)
@@ -119,12 +122,12 @@ func Quantize(t gguf.Type, src []float32, dst []byte) error {
 		quantizeF32(src, dst)
 	case gguf.TypeF16:
 		for i, f := range src {
-			h := F32ToF16(f)
+			h := gguf.F32ToF16(f)
 			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
 		}
 	case gguf.TypeBF16:
 		for i, f := range src {
-			h := F32ToBF16(f)
+			h := gguf.F32ToBF16(f)
 			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
 		}
 	case gguf.TypeQ8_0:

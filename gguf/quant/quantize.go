@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/trochilus-llm/trochilus/gguf"
 )
 
 // The quantizers choose scales so that each sub-block's whole range is representable: every
@@ -19,14 +21,14 @@ func quantizeF32(src []float32, dst []byte) {
 
 // halfAtLeast returns the smallest half (and its value) that is at least v, for v >= 0.
 func halfAtLeast(v float64) (uint16, float32, error) {
-	h := F32ToF16(float32(v))
-	if float64(F16ToF32(h)) < v {
+	h := gguf.F32ToF16(float32(v))
+	if float64(gguf.F16ToF32(h)) < v {
 		h++
 	}
 	if h >= 0x7c00 {
 		return 0, 0, fmt.Errorf("scale %g does not fit a half", v)
 	}
-	return h, F16ToF32(h), nil
+	return h, gguf.F16ToF32(h), nil
 }
 
 func putHalf(b []byte, h uint16) { b[0], b[1] = byte(h), byte(h>>8) }

@@ -211,9 +211,9 @@ func TestQuantizeFloatTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, v := range x {
-			want := F32ToF16(v)
+			want := gguf.F32ToF16(v)
 			if typ == gguf.TypeBF16 {
-				want = F32ToBF16(v)
+				want = gguf.F32ToBF16(v)
 			}
 			if got := le16(h, 2*i); got != want {
 				t.Fatalf("%v element %d (%g): wrote %#04x, want %#04x", typ, i, v, got, want)

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/gguf/quant"
 )
 
 // A filler writes random well-formed blocks of one type. fill draws from r and fills dst, a
@@ -48,7 +47,7 @@ var fillers = map[gguf.Type]filler{
 // jitter returns a factor in [0.875, 1.125) from the low 8 bits of x, exactly.
 func jitter(x uint64) float32 { return float32(896+x&255) * (1.0 / 1024) }
 
-func putHalf(b []byte, v float32) { binary.LittleEndian.PutUint16(b, quant.F32ToF16(v)) }
+func putHalf(b []byte, v float32) { binary.LittleEndian.PutUint16(b, gguf.F32ToF16(v)) }
 
 // randomBytes fills b (a multiple of 8 bytes long) with random bytes.
 func randomBytes(r *rng, b []byte) {
@@ -89,7 +88,7 @@ func fillF16(r *rng, dst []byte, unit float32) {
 }
 
 func fillBF16(r *rng, dst []byte, unit float32) {
-	put := func(b []byte, v float32) { binary.LittleEndian.PutUint16(b, quant.F32ToBF16(v)) }
+	put := func(b []byte, v float32) { binary.LittleEndian.PutUint16(b, gguf.F32ToBF16(v)) }
 	for i := 0; i+4 <= len(dst); i += 4 {
 		a, b := triangular(r.next())
 		put(dst[i:], float32(a)*unit)

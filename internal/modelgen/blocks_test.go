@@ -67,7 +67,7 @@ func TestFillersMagnitude(t *testing.T) {
 // fillers promise, reading them as ggml lays them out (ScaleMinK4 for Q4_K and Q5_K; Q3_K's
 // scales through the dequantized values, so a mispacked bit shows as a scale out of range).
 func TestFillersFields(t *testing.T) {
-	halfAt := func(b []byte) float32 { return quant.F16ToF32(binary.LittleEndian.Uint16(b)) }
+	halfAt := func(b []byte) float32 { return gguf.F16ToF32(binary.LittleEndian.Uint16(b)) }
 	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ5_K} {
 		raw, _ := decode(t, typ, 64, 7)
 		bb := typ.BlockBytes()
@@ -82,7 +82,7 @@ func TestFillersFields(t *testing.T) {
 				t.Fatalf("%v block %d: d %g, dmin %g: want d > 0, dmin = %g·d", typ, b, d, dmin, offset)
 			}
 			for j := range 8 {
-				sc, m := quant.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
+				sc, m := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
 				if sc < 40 || sc > 63 || int(m) < int(sc)-1 || int(m) > int(sc)+1 {
 					t.Fatalf("%v block %d sub-block %d: scale %d min %d, want scale in 40..63 and min within 1", typ, b, j, sc, m)
 				}

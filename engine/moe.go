@@ -7,18 +7,23 @@ import (
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
-// olmoe is an OLMoE model's weights: matrices are slices of the mapped file, norms decoded
-// float32, routers narrowed to BF16 where that is exact.
-type olmoe struct {
-	cfg     Config
+// moe is the weights of a mixture-of-experts transformer: OLMoE's layer, which Qwen3-MoE runs
+// too with the flags of its Config (per-head q/k norms, grouped-query attention, renormalised
+// top-k). Matrices are slices of the mapped file, norms decoded float32, routers narrowed to
+// BF16 where that is exact.
+type moe struct {
+	cfg Config
+	// mutant's methods are the hooks the mutation tests plant bugs through: in a normal build
+	// an empty struct whose hooks are the correct steps (mutant_none.go), inlined away.
+	mutant  mutant
 	embd    kernels.Matrix // vocab rows of hidden
-	layers  []olmoeLayer
+	layers  []moeLayer
 	outNorm []float32
 	out     kernels.Matrix // vocab rows of hidden
-	mutant  mutant
 }
 
-type olmoeLayer struct {
+// moeLayer is one transformer block's weights: attention, then the routed experts.
+type moeLayer struct {
 	attnNorm, qNorm, kNorm, ffnNorm []float32
 	q, k, v, o                      kernels.Matrix
 	router                          kernels.Matrix   // experts rows of hidden
@@ -90,14 +95,14 @@ func moeConfig(f *gguf.File, arch string) (Config, error) {
 	return c, r.err
 }
 
-// buildOLMoE checks and collects every tensor of an OLMoE (or Qwen3-MoE) model.
-func buildOLMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
+// buildMoE checks and collects every tensor of an OLMoE or Qwen3-MoE model.
+func buildMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
 	h, q, kv := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	qNorm, kNorm := q, kv
 	if c.QKNormPerHead {
 		qNorm, kNorm = c.HeadDim, c.HeadDim
 	}
-	w := &olmoe{cfg: *c, layers: make([]olmoeLayer, c.Layers), mutant: opts.mutant}
+	w := &moe{cfg: *c, layers: make([]moeLayer, c.Layers), mutant: opts.mutant}
 	var err error
 	if w.embd, err = ts.matrix("token_embd.weight", c.Vocab, h); err != nil {
 		return nil, err
@@ -155,4 +160,4 @@ func buildOLMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
 }
 
 // maxCols returns the widest row any matrix of the model has (for dequantized-row scratch).
-func (w *olmoe) maxCols() int { return widestRow(&w.cfg) }
+func (w *moe) maxCols() int { return widestRow(&w.cfg) }

@@ -1,31 +1,45 @@
-package quant
+package gguf
 
 import (
 	"encoding/binary"
 	"math"
 )
 
-// The block decoders below follow ggml-quants.c's dequantize_row_* operation by operation: each
-// int quant is converted to float and multiplied by a float scale; the K types first round the
+// The element decoders: every conversion of a weight format to float32, written once.
+// gguf/quant's Dequantize (whole tensors, checked against libggml there) and kernels' row dots
+// (the scalar definitions the SIMD tiers must match) both decode through these, so the two
+// cannot disagree on a bit. They sit in gguf, below both, because kernels may not import
+// gguf/quant (internal/layers).
+//
+// The block decoders follow ggml-quants.c's dequantize_row_* operation by operation: each int
+// quant is converted to float and multiplied by a float scale; the K types first round the
 // sub-block scale products (d·sc, dmin·m) to float, then compute scale·q − min with the product
 // rounded before the subtraction. The explicit float32(...) conversions keep the Go compiler
-// from fusing those steps into FMAs (see the package comment for why it could not matter today).
+// from fusing those steps into FMAs (in these formats every such product but Q6_K's last is
+// exact in float32 anyway, so a fused build could not change a result today). Multi-byte fields
+// are little-endian; the layouts are ggml's ggml-common.h.
 
-func dequantizeF32(src []byte, dst []float32) {
+// DequantizeF32 writes to dst the len(dst) little-endian float32 values at the start of src,
+// every bit kept.
+func DequantizeF32(src []byte, dst []float32) {
 	src = src[:4*len(dst)] // fixing the length up front halves the per-element bounds checks
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i : 4*i+4]))
 	}
 }
 
-func dequantizeF16(src []byte, dst []float32) {
+// DequantizeF16 writes to dst the len(dst) IEEE halves at the start of src, widened by
+// F16ToF32.
+func DequantizeF16(src []byte, dst []float32) {
 	src = src[:2*len(dst)]
 	for i := range dst {
 		dst[i] = F16ToF32(binary.LittleEndian.Uint16(src[2*i : 2*i+2]))
 	}
 }
 
-func dequantizeBF16(src []byte, dst []float32) {
+// DequantizeBF16 writes to dst the len(dst) bfloat16 values at the start of src, widened by
+// BF16ToF32.
+func DequantizeBF16(src []byte, dst []float32) {
 	src = src[:2*len(dst)]
 	for i := range dst {
 		dst[i] = BF16ToF32(binary.LittleEndian.Uint16(src[2*i : 2*i+2]))

@@ -4,21 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/trochilus-llm/trochilus/experts"
 	"math"
 
+	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
-// olmoeRunner is one session's state for an OLMoE model: the KV cache and the buffers of a
-// pass. Every buffer is sized once for the largest pass, so a forward pass allocates nothing.
+// moeRunner is one session's state for a moe model (OLMoE, Qwen3-MoE): the KV cache and the
+// buffers of a pass. Every buffer is sized once for the largest pass, so a forward pass
+// allocates nothing.
 //
 // A pass of n tokens runs layer by layer; within a layer each step is split over the pool by
 // what it owns: matrix products by weight rows, per-token steps (norms, RoPE, routing, the
 // expert sum) by tokens, attention by (head, token) items. Nothing a token computes depends on
 // the other tokens of its pass.
-type olmoeRunner struct {
-	w    *olmoe
+type moeRunner struct {
+	w    *moe
 	c    *Config
 	mul  *multiplier
 	pool *kernels.Pool
@@ -74,7 +75,7 @@ type olmoeRunner struct {
 	// The step in flight, for the pool; the funcs are made once.
 	step       stepKind
 	n, pos     int
-	layer      *olmoeLayer
+	layer      *moeLayer
 	layerIndex int
 	tokens     []int32
 	stepErr    []error // per token: what its step failed with; checked after each step
@@ -96,13 +97,13 @@ const (
 	stepOutNorm                  // h = RMSNorm(x, output_norm)
 )
 
-func (w *olmoe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
+func (w *moe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 	c := &w.cfg
 	rope, err := kernels.NewRopeTable(float64(c.RopeTheta), c.HeadDim, ctxLen)
 	if err != nil {
 		return nil, err
 	}
-	r := &olmoeRunner{
+	r := &moeRunner{
 		w: w, c: c, pool: m.pool, tier: m.tier, rope: rope, ctxLen: ctxLen, passMax: pass,
 		qDim: c.Heads * c.HeadDim, kvDim: c.KVHeads * c.HeadDim,
 		scale: float32(1 / math.Sqrt(float64(c.HeadDim))),
@@ -149,14 +150,14 @@ func (w *olmoe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 
 // close gives the KV cache's memory back to the system now rather than when the runner is
 // collected; the runner must not run afterwards. A second call does nothing.
-func (r *olmoeRunner) close() error {
+func (r *moeRunner) close() error {
 	err := errors.Join(r.freeCache[0](), r.freeCache[1]())
 	r.kcache, r.vcache = nil, nil
 	return err
 }
 
 // forward implements runner.
-func (r *olmoeRunner) forward(ctx context.Context, tokens []int32, pos int, logits []float32, all bool) error {
+func (r *moeRunner) forward(ctx context.Context, tokens []int32, pos int, logits []float32, all bool) error {
 	c := r.c
 	n := len(tokens)
 	if n < 1 || n > r.passMax || pos < 0 || pos+n > r.ctxLen {
@@ -175,7 +176,7 @@ func (r *olmoeRunner) forward(ctx context.Context, tokens []int32, pos int, logi
 		if err := r.attention(l); err != nil {
 			return fmt.Errorf("layer %d attention: %w", l, err)
 		}
-		if err := r.moe(); err != nil {
+		if err := r.feedForward(); err != nil {
 			return fmt.Errorf("layer %d experts: %w", l, err)
 		}
 	}
@@ -200,7 +201,7 @@ func (r *olmoeRunner) forward(ctx context.Context, tokens []int32, pos int, logi
 }
 
 // attention runs the attention half of layer l: x += Wo·attend(RoPE(norm(Wq h)), ...).
-func (r *olmoeRunner) attention(l int) error {
+func (r *moeRunner) attention(l int) error {
 	c, ly, n := r.c, r.layer, r.n
 	if err := r.run(stepAttnNorm); err != nil {
 		return err
@@ -226,9 +227,9 @@ func (r *olmoeRunner) attention(l int) error {
 	return r.mul.matmul(r.tmp, &ly.o, &r.in)
 }
 
-// moe runs the expert half of the layer: route, group the (token, expert) pairs by expert,
+// feedForward runs the expert half of the layer: route, group the (token, expert) pairs by expert,
 // run each expert once over all its tokens, and add the weighted outputs back per token.
-func (r *olmoeRunner) moe() error {
+func (r *moeRunner) feedForward() error {
 	c, ly, n, k := r.c, r.layer, r.n, r.c.ExpertsUsed
 	if err := r.run(stepFFNNorm); err != nil {
 		return err
@@ -311,7 +312,7 @@ func (r *olmoeRunner) moe() error {
 // expertMatrices returns the layer's expert matrices by id: the model's own when its experts
 // are in memory, else those the store hands out for the experts this pass names (read from
 // disk when absent; the same bytes).
-func (r *olmoeRunner) expertMatrices() (gate, up, down []kernels.Matrix, err error) {
+func (r *moeRunner) expertMatrices() (gate, up, down []kernels.Matrix, err error) {
 	ly := r.layer
 	if r.store == nil {
 		return ly.gate, ly.up, ly.down, nil
@@ -334,7 +335,7 @@ func (r *olmoeRunner) expertMatrices() (gate, up, down []kernels.Matrix, err err
 
 // releaseExperts unpins the units expertMatrices acquired, once, so that other sessions'
 // misses may take their slots.
-func (r *olmoeRunner) releaseExperts() {
+func (r *moeRunner) releaseExperts() {
 	if r.holding {
 		r.holding = false
 		r.store.Release(r.layerIndex, r.named)
@@ -343,7 +344,7 @@ func (r *olmoeRunner) releaseExperts() {
 
 // products computes jobs in one pass of the pool (or, for a benchmark's baseline, one pass
 // each).
-func (r *olmoeRunner) products(jobs []kernels.MatMulJob) error {
+func (r *moeRunner) products(jobs []kernels.MatMulJob) error {
 	if !r.splitProducts {
 		return r.mul.matmulMany(jobs)
 	}
@@ -357,7 +358,7 @@ func (r *olmoeRunner) products(jobs []kernels.MatMulJob) error {
 
 // groupByExpert counting-sorts the pass's pairs by expert: each expert's rows then sit
 // together (in increasing token order), so its weights are read once for all its tokens.
-func (r *olmoeRunner) groupByExpert() {
+func (r *moeRunner) groupByExpert() {
 	k := r.c.ExpertsUsed
 	clear(r.offsets)
 	for _, e := range r.sel[:r.n*k] {
@@ -375,10 +376,10 @@ func (r *olmoeRunner) groupByExpert() {
 }
 
 // run runs a per-token step over the pass's tokens and returns the first error a token met.
-func (r *olmoeRunner) run(s stepKind) error { return r.runRows(s, r.n) }
+func (r *moeRunner) run(s stepKind) error { return r.runRows(s, r.n) }
 
 // runRows runs step s over rows [0, rows) split over the pool.
-func (r *olmoeRunner) runRows(s stepKind, rows int) error {
+func (r *moeRunner) runRows(s stepKind, rows int) error {
 	r.step = s
 	r.pool.For(rows, r.tokenFn)
 	for i, e := range r.stepErr[:min(rows, len(r.stepErr))] {

@@ -7,7 +7,7 @@ import (
 
 // tokenStep runs the step in flight over rows [lo, hi): tokens of the pass, or sorted expert
 // rows for stepGather and stepSwiGLU. Each row writes only its own slices.
-func (r *olmoeRunner) tokenStep(lo, hi int) {
+func (r *moeRunner) tokenStep(lo, hi int) {
 	c, ly := r.c, r.layer
 	hd := c.Hidden
 	for t := lo; t < hi; t++ {
@@ -50,7 +50,7 @@ func (r *olmoeRunner) tokenStep(lo, hi int) {
 // qk finishes token t's query and key: the RMSNorms over the whole projections (OLMoE norms
 // before splitting into heads) or over each head (Qwen3), the optional clamp of q, k and v, RoPE at the token's
 // position; then it stores k and v in the cache.
-func (r *olmoeRunner) qk(t int) error {
+func (r *moeRunner) qk(t int) error {
 	c, ly := r.c, r.layer
 	q := r.q[t*r.qDim : (t+1)*r.qDim]
 	k := r.k[t*r.kvDim : (t+1)*r.kvDim]
@@ -67,22 +67,17 @@ func (r *olmoeRunner) qk(t int) error {
 		r.tier.RMSNorm(q, q, ly.qNorm, c.RMSEps)
 		r.tier.RMSNorm(k, k, ly.kNorm, c.RMSEps)
 	}
-	if clip := c.ClipQKV; clip > 0 && r.w.mutant != mutantNoClip {
+	if clip := r.w.mutant.clipQKV(c.ClipQKV); clip > 0 {
 		clamp(q, clip)
 		clamp(k, clip)
 		clamp(v, clip)
 	}
 	p := r.pos + t
-	if r.w.mutant == mutantRopePairs {
-		ropeAdjacentPairs(r.rope, q, p)
-		ropeAdjacentPairs(r.rope, k, p)
-	} else {
-		if err := r.rope.Apply(q, p); err != nil {
-			return err
-		}
-		if err := r.rope.Apply(k, p); err != nil {
-			return err
-		}
+	if err := r.w.mutant.rope(r.rope, q, p); err != nil {
+		return err
+	}
+	if err := r.w.mutant.rope(r.rope, k, p); err != nil {
+		return err
 	}
 	d := c.HeadDim
 	for j := range c.KVHeads {
@@ -94,7 +89,7 @@ func (r *olmoeRunner) qk(t int) error {
 }
 
 // cacheAt returns the offset of (layer, kv head, position) in the KV cache.
-func (r *olmoeRunner) cacheAt(layer, head, pos int) int {
+func (r *moeRunner) cacheAt(layer, head, pos int) int {
 	return ((layer*r.c.KVHeads+head)*r.ctxLen + pos) * r.c.HeadDim
 }
 
@@ -112,7 +107,7 @@ func clamp(x []float32, c float32) {
 // route turns token t's router logits into its experts: softmax over all experts, the top k
 // (ties to the lower id), renormalised only when the model says so, then ordered by expert
 // id with their weights (the order transformers' index_add_ adds them in).
-func (r *olmoeRunner) route(t int) {
+func (r *moeRunner) route(t int) {
 	c := r.c
 	k := c.ExpertsUsed
 	probs := r.router[t*c.Experts : (t+1)*c.Experts]
@@ -123,33 +118,32 @@ func (r *olmoeRunner) route(t int) {
 	for j, e := range sel {
 		w[j] = probs[e]
 	}
-	if c.NormTopKProb != (r.w.mutant == mutantFlipNormTopK) {
+	if r.w.mutant.normTopK(c.NormTopKProb) {
 		s := kernels.SumF32(w) // the weights in rank order, as torch's sum sees them
 		for j := range w {
 			w[j] /= s
 		}
 	}
-	// Insertion sort by expert id, carrying the weights.
-	for j := 1; j < k; j++ {
+	sortByExpert(sel, r.w.mutant.carried(w))
+}
+
+// sortByExpert sorts the expert ids sel into increasing order by insertion (k is small),
+// moving each weight of w along with its id.
+func sortByExpert(sel []int, w []float32) {
+	for j := 1; j < len(sel); j++ {
 		e, v := sel[j], w[j]
 		i := j
 		for ; i > 0 && sel[i-1] > e; i-- {
-			sel[i] = sel[i-1]
-			if r.w.mutant != mutantUnsortedWeights {
-				w[i] = w[i-1]
-			}
+			sel[i], w[i] = sel[i-1], w[i-1]
 		}
-		sel[i] = e
-		if r.w.mutant != mutantUnsortedWeights {
-			w[i] = v
-		}
+		sel[i], w[i] = e, v
 	}
 }
 
 // combine adds token t's experts back into its residual: acc = +0, then acc += w_j·y_j for its
 // experts in increasing id (each product rounded, as torch multiplies y by its weight before
 // index_add_), then x += acc.
-func (r *olmoeRunner) combine(t int) {
+func (r *moeRunner) combine(t int) {
 	c := r.c
 	hd, k := c.Hidden, c.ExpertsUsed
 	acc := r.tmp[t*hd : (t+1)*hd]
@@ -170,7 +164,7 @@ func (r *olmoeRunner) combine(t int) {
 
 // attendItems runs worker slots [lo, hi) of the attention: the items (head, token), heads
 // outermost, are cut into one contiguous run per worker, each with its own scores buffer.
-func (r *olmoeRunner) attendItems(lo, hi int) {
+func (r *moeRunner) attendItems(lo, hi int) {
 	c := r.c
 	d := c.HeadDim
 	items := c.Heads * r.n
@@ -180,22 +174,12 @@ func (r *olmoeRunner) attendItems(lo, hi int) {
 		scores := r.scores[w]
 		for i := w * items / threads; i < (w+1)*items/threads; i++ {
 			head, t := i/r.n, i%r.n
-			npos := r.pos + t + 1
-			if r.w.mutant == mutantNoCausalInPass {
-				npos = r.pos + r.n
-			}
-			kvHead := head / group
-			if r.w.mutant == mutantGQAModulo {
-				kvHead = head % c.KVHeads
-			}
+			npos := r.w.mutant.causal(r.pos+t+1, r.pos+r.n) // its own position and those before
+			kvHead := r.w.mutant.kvHead(head/group, head, c.KVHeads)
 			at := r.cacheAt(r.layerIndex, kvHead, 0)
 			q := r.q[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
 			out := r.att[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
-			if r.w.mutant == mutantSplitAttention && threads > 1 {
-				attendSplit(out, q, r.kcache[at:], r.vcache[at:], npos, d, r.scale, scores)
-				continue
-			}
-			r.tier.Attend(out, q, r.kcache[at:], r.vcache[at:], npos, d, r.scale, scores)
+			r.w.mutant.attend(r.tier, threads, out, q, r.kcache[at:], r.vcache[at:], npos, d, r.scale, scores)
 		}
 	}
 }

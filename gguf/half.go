@@ -1,6 +1,9 @@
-package quant
+package gguf
 
 import "math"
+
+// The half-float conversions of the F16 and BF16 tensor types and of the f16 scales inside the
+// block formats (see dequant.go for why they live here).
 
 // F16ToF32 widens an IEEE 754 half to float32. Every finite half and both infinities convert
 // exactly. A NaN keeps its sign and payload and comes back quiet (bit 22 set), as ggml's
