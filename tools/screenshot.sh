@@ -22,11 +22,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # LANG: Fyne cannot parse the C locale (a CI default) and would log an error; the screenshots
 # are meant in English anyway.
-# Xvfb picks a free display itself and writes its number to -displayfd once it accepts clients:
-# reading it waits for exactly that (xvfb-run -a guessed a display from lock files and went on
-# when the server had failed, seen once as "Failed to open display :99").
+# Xvfb picks a free display itself and writes its number to -displayfd once it accepts
+# clients: reading it waits for exactly that. -noreset: an X server resets when its last client
+# disconnects, and the app's own display check (display_unix.go) is a client that connects and
+# leaves, so GLFW's connection right after it sometimes met a resetting server ("Failed to open
+# display", 4 of 12 runs under load; 0 of 20 with -noreset).
 mkfifo "$tmp/display"
-Xvfb -displayfd 3 -nolisten tcp -screen 0 1280x800x24 3>"$tmp/display" 2>"$tmp/xvfb.log" &
+Xvfb -displayfd 3 -noreset -nolisten tcp -screen 0 1280x800x24 3>"$tmp/display" 2>"$tmp/xvfb.log" &
 xvfb=$!
 trap 'kill $xvfb 2>/dev/null; rm -rf "$tmp"' EXIT
 read -r display < "$tmp/display" || true

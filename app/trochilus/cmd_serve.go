@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/trochilus-llm/trochilus/engine/serve"
@@ -20,12 +23,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mf := addModelFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on, host:port (port 0: any free port)")
 	name := fs.String("name", "", "the model id clients see (default: the file name without .gguf)")
+	apiKey := fs.String("api-key", "", "the key every /v1 request must send as \"Authorization: Bearer KEY\" (default: $TROCHILUS_API_KEY); required off loopback")
+	cors := fs.String("cors", "", "browser origins allowed to call the server, comma-separated (\"http://localhost:3000\"; \"*\": any); none by default")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus serve -m MODEL [-addr HOST:PORT] [-name ID] [-t T] [-b B] [-c C]\n\n"+
+		fmt.Fprintln(stderr, "usage: trochilus serve -m MODEL [-addr HOST:PORT] [-api-key KEY] [-cors ORIGINS] [-name ID] [-t T] [-b B] [-c C]\n\n"+
 			"Answer HTTP requests in the shape of OpenAI's API: POST /v1/chat/completions,\n"+
-			"POST /v1/completions (\"stream\": true for server-sent events), GET /v1/models, GET /health.\n"+
+			"POST /v1/completions (\"stream\": true for server-sent events), GET /v1/models[/ID], GET /health.\n"+
 			"Greedy unless a request sets a temperature (then sampled with its seed, or a fresh one\n"+
-			"the response reports); requests are answered one at a time.")
+			"the response reports); requests are answered one at a time. Listens on loopback unless\n"+
+			"-addr says otherwise, which then needs -api-key. SIGINT or SIGTERM stops it.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -34,6 +40,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
+	if *apiKey == "" {
+		*apiKey = os.Getenv("TROCHILUS_API_KEY")
+	}
+	hosts, err := servedHosts(*addr, *apiKey)
+	if err != nil {
+		return err
+	}
+	// SIGTERM (a service manager's stop) ends the server as gracefully as an interrupt, and as
+	// a normal end (status 0); an interrupt stays "interrupted" (130), as for every command.
+	interrupted := ctx
+	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stopSignals()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -49,6 +67,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		id = strings.TrimSuffix(filepath.Base(*mf.path), ".gguf")
 	}
 	srv := serve.New(c, id)
+	srv.APIKey, srv.Hosts = *apiKey, hosts
+	for _, o := range strings.Split(*cors, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			srv.Origins = append(srv.Origins, o)
+		}
+	}
 	srv.Log = func(format string, args ...any) {
 		fmt.Fprintf(stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 	}
@@ -57,15 +81,29 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		chatNote = "/v1/completions (the file has no chat template)"
 	}
 	fmt.Fprintf(stderr, "serving %s at http://%s: %s, /v1/models, /health\n", id, ln.Addr(), chatNote)
+	if *apiKey != "" {
+		fmt.Fprintln(stderr, "every /v1 request needs the API key (Authorization: Bearer KEY)")
+	}
+	if len(srv.Origins) > 0 {
+		fmt.Fprintf(stderr, "pages of %s may call the server\n", strings.Join(srv.Origins, ", "))
+	}
 
-	// Requests live in the command's context: an interrupt cancels the answers in flight
-	// (each stops at its next token) as well as the listening.
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Requests live in a context that a signal cancels with serve.ErrShuttingDown: the answers
+	// in flight stop at their next token and say why (a 503, or a last error event of a stream),
+	// then the server closes and the command ends with status 0.
+	//
+	// The timeouts bound what a client can hold without asking anything: the header, the body
+	// (8 MiB at most) and an idle keep-alive connection. There is no WriteTimeout: it counts
+	// from the request's end to the response's, so it would cut off every long stream.
+	base, cancelBase := context.WithCancelCause(context.Background())
+	defer cancelBase(nil)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 2 * time.Minute,
+		IdleTimeout: 2 * time.Minute, BaseContext: func(net.Listener) context.Context { return base }}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
+		cancelBase(serve.ErrShuttingDown)
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(shut)
@@ -73,9 +111,33 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	err = hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		<-stopped
-		err = ctx.Err()
+		fmt.Fprintln(stderr, "stopped")
+		err = interrupted.Err()
 	}
 	// No answer may still be running when done closes the model.
 	srv.Close()
 	return err
+}
+
+// servedHosts checks that a server on addr is safe to start and returns the Host names it
+// answers besides loopback ones. On loopback (the default) nothing else; anywhere else other
+// machines can reach it, so an API key is required, and then any Host is answered when it
+// listens on every address (its names are not known; the key is the guard) or the one
+// address it is bound to.
+func servedHosts(addr, apiKey string) ([]string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: -addr %q: %v", errUsage, addr, err)
+	}
+	ip := net.ParseIP(host)
+	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil, nil
+	}
+	if apiKey == "" {
+		return nil, fmt.Errorf("%w: -addr %s is reachable from other machines: set -api-key KEY (or $TROCHILUS_API_KEY)", errUsage, addr)
+	}
+	if host == "" || (ip != nil && ip.IsUnspecified()) {
+		return []string{"*"}, nil
+	}
+	return []string{host}, nil
 }

@@ -2,17 +2,23 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
-// options are the request fields shared by both completion endpoints.
+// options are the request fields shared by both endpoints that serve honours; decodeRequest
+// refuses the others (see request.go).
 type options struct {
 	Model               string          `json:"model"`
 	MaxTokens           *int            `json:"max_tokens"`
@@ -23,41 +29,34 @@ type options struct {
 	Temperature         *float64        `json:"temperature"`
 	TopP                *float64        `json:"top_p"`
 	TopK                *int            `json:"top_k"` // llama.cpp's extension
-	N                   *int            `json:"n"`
-	Logprobs            json.RawMessage `json:"logprobs"`
-	PresencePenalty     *float64        `json:"presence_penalty"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty"`
-	Tools               json.RawMessage `json:"tools"`
-	Seed                *uint64         `json:"seed"`
+	// Seed is any int64, as OpenAI's clients type it; the engine's seed is its 64 bits read
+	// as unsigned (two's complement: -1 is 2^64-1), and the response reports it back as the
+	// int64 sent. Drawn seeds are below 2^53 (engine.NewSeed), the same number either way.
+	Seed *int64 `json:"seed"`
 }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// check refuses what the engine cannot honour and returns the answer's options. A temperature
-// above 0 samples (with the request's seed, or a random one the response reports); none or 0
-// decodes greedily.
+// check refuses settings out of range and returns the answer's options. A temperature above
+// 0 samples (with the request's seed, or a random one the response reports); none or 0
+// decodes greedily, and so does top_p 0: the fewest most likely tokens whose probabilities
+// reach 0 are the single most likely one (as llama.cpp, which keeps at least one, reads it),
+// whereas the engine's TopP 0 would mean "all tokens", the opposite of what was asked.
 func (o *options) check() (assistant.Options, error) {
 	var a assistant.Options
 	switch {
-	case o.N != nil && *o.N != 1:
-		return a, badRequest("n %d: one choice per request", *o.N)
-	case o.PresencePenalty != nil && *o.PresencePenalty != 0, o.FrequencyPenalty != nil && *o.FrequencyPenalty != 0:
-		return a, badRequest("presence and frequency penalties are not supported")
-	case isSet(o.Logprobs):
-		return a, badRequest("logprobs are not supported")
-	case isSet(o.Tools):
-		return a, badRequest("tools are not supported")
 	case o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 100):
-		return a, badRequest("temperature %g: want 0 (greedy) to 100", *o.Temperature)
+		return a, badParam("temperature", "temperature %g: want 0 (greedy) to 100", *o.Temperature)
 	case o.TopP != nil && (*o.TopP < 0 || *o.TopP > 1):
-		return a, badRequest("top_p %g: want 0 to 1", *o.TopP)
+		return a, badParam("top_p", "top_p %g: want 0 to 1", *o.TopP)
 	case o.TopK != nil && *o.TopK < 0:
-		return a, badRequest("top_k %d: want 0 (all) or more", *o.TopK)
+		return a, badParam("top_k", "top_k %d: want 0 (all) or more", *o.TopK)
 	}
-	// A temperature too small for a float32 is the greedy limit it tends to.
-	if o.Temperature != nil && float32(*o.Temperature) > 0 {
+	// A temperature or top_p too small for a float32 is the greedy limit it tends to.
+	greedyTopP := o.TopP != nil && float32(*o.TopP) == 0
+	if o.Temperature != nil && float32(*o.Temperature) > 0 && !greedyTopP {
 		sp := &engine.Sampling{Temperature: float32(*o.Temperature), TopP: 1}
 		if o.TopP != nil {
 			sp.TopP = float32(*o.TopP)
@@ -66,7 +65,7 @@ func (o *options) check() (assistant.Options, error) {
 			sp.TopK = *o.TopK
 		}
 		if o.Seed != nil {
-			sp.Seed = *o.Seed
+			sp.Seed = uint64(*o.Seed)
 		} else {
 			sp.Seed = engine.NewSeed()
 		}
@@ -74,7 +73,7 @@ func (o *options) check() (assistant.Options, error) {
 	}
 	for _, n := range []*int{o.MaxTokens, o.MaxCompletionTokens} {
 		if n != nil && *n < 1 {
-			return a, badRequest("max_tokens %d: want at least 1", *n)
+			return a, badParam("max_tokens", "max_tokens %d: want at least 1", *n)
 		}
 		if n != nil {
 			a.MaxTokens = *n
@@ -88,19 +87,9 @@ func (o *options) check() (assistant.Options, error) {
 	return a, nil
 }
 
-// isSet reports whether a JSON field asks for something: present and not null, false, 0 or
-// an empty list.
-func isSet(raw json.RawMessage) bool {
-	switch string(bytes.TrimSpace(raw)) {
-	case "", "null", "false", "0", "[]":
-		return false
-	}
-	return true
-}
-
 // parseStop reads stop: a string or a list of strings.
 func parseStop(raw json.RawMessage) ([]string, error) {
-	if !isSet(raw) {
+	if len(raw) == 0 || isOneOf("[]")(raw) {
 		return nil, nil
 	}
 	var one string
@@ -109,38 +98,60 @@ func parseStop(raw json.RawMessage) ([]string, error) {
 	}
 	var list []string
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, badRequest("stop: want a string or a list of strings")
+		return nil, badParam("stop", "stop: want a string or a list of strings")
 	}
 	if len(list) > 16 {
-		return nil, badRequest("stop: %d texts, at most 16", len(list))
+		return nil, badParam("stop", "stop: %d texts, at most 16", len(list))
 	}
 	return list, nil
 }
 
-// parseMessages reads the messages of a chat request: a role, content as a string, null or a
-// list of text parts, and any other field (name, tool_call_id, ...) passed to the template.
+// roles maps the roles a message may have to those the templates know: developer is
+// OpenAI's newer name for system. A tool (or function) result cannot be rendered without tool
+// support, and dropping it would answer another conversation than the one asked: it is refused.
+var roles = map[string]string{"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+// toolFields are message fields that belong to tool calls, refused with them.
+var toolFields = map[string]bool{"tool_calls": true, "function_call": true, "tool_call_id": true}
+
+// parseMessages reads the messages of a chat request: a role, content as a string or a list of
+// text parts, and any other field (name, ...) passed to the template; a null field asks for
+// nothing and is left out.
 func parseMessages(raw []map[string]json.RawMessage) ([]chat.Message, error) {
 	if len(raw) == 0 {
-		return nil, badRequest("messages: want at least one")
+		return nil, badParam("messages", "messages: want at least one")
 	}
 	msgs := make([]chat.Message, len(raw))
 	for i, fields := range raw {
 		m := &msgs[i]
-		if err := json.Unmarshal(fields["role"], &m.Role); err != nil || m.Role == "" {
-			return nil, badRequest("messages[%d].role: want a non-empty string", i)
+		var role string
+		if err := json.Unmarshal(fields["role"], &role); err != nil || role == "" {
+			return nil, badParam("messages", "messages[%d].role: want a non-empty string", i)
+		}
+		switch r, ok := roles[role]; {
+		case ok:
+			m.Role = r
+		case role == "tool" || role == "function":
+			return nil, badParam("messages", "messages[%d].role %q: tool results are not supported yet (no tools)", i, role)
+		default:
+			return nil, badParam("messages", "messages[%d].role %q: want system, developer, user or assistant", i, role)
 		}
 		content, err := parseContent(fields["content"])
 		if err != nil {
-			return nil, badRequest("messages[%d].content: %v", i, err)
+			return nil, badParam("messages", "messages[%d].content: %v", i, err)
 		}
 		m.Content = content
-		for k, v := range fields {
-			if k == "role" || k == "content" {
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			v := fields[k]
+			if k == "role" || k == "content" || isOneOf()(v) {
 				continue
+			}
+			if toolFields[k] {
+				return nil, badParam("messages", "messages[%d].%s: tool calls are not supported yet", i, k)
 			}
 			var x any
 			if err := json.Unmarshal(v, &x); err != nil {
-				return nil, badRequest("messages[%d].%s: %v", i, k, err)
+				return nil, badParam("messages", "messages[%d].%s: %v", i, k, err)
 			}
 			if m.Extra == nil {
 				m.Extra = map[string]any{}
@@ -151,31 +162,47 @@ func parseMessages(raw []map[string]json.RawMessage) ([]chat.Message, error) {
 	return msgs, nil
 }
 
-// parseContent reads a message's content: a string, null, or a list of text parts, which
-// are joined (the templates of text models expect a string).
-func parseContent(raw json.RawMessage) (any, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return nil, nil
+// parseContent reads a message's content: a string or a list of text parts, which are joined
+// (the templates of text models expect a string). Null or missing is refused: OpenAI allows it
+// only beside tool calls, and a template rendering it would fail or write "None".
+func parseContent(raw json.RawMessage) (string, error) {
+	if isOneOf()(raw) || len(bytes.TrimSpace(raw)) == 0 {
+		return "", fmt.Errorf("want a string or a list of text parts, got null")
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
-	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
+	var parts []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, fmt.Errorf("want a string, null or a list of text parts")
+		return "", fmt.Errorf("want a string or a list of text parts")
 	}
 	var b strings.Builder
 	for j, p := range parts {
-		if p.Type != "text" || p.Text == nil {
-			return nil, fmt.Errorf("part %d is of type %q: only text is supported", j, p.Type)
+		var typ, text string
+		if json.Unmarshal(p["type"], &typ) != nil {
+			return "", fmt.Errorf("part %d: want a \"type\" string", j)
 		}
-		b.WriteString(*p.Text)
+		if typ != "text" {
+			return "", fmt.Errorf("part %d is of type %q: only text is supported", j, typ)
+		}
+		if json.Unmarshal(p["text"], &text) != nil || isOneOf()(p["text"]) {
+			return "", fmt.Errorf("part %d: want a \"text\" string", j)
+		}
+		b.WriteString(text)
 	}
 	return b.String(), nil
+}
+
+// contentBytes is the length of the messages' text, which the rendered prompt holds at least.
+func contentBytes(msgs []chat.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if s, ok := m.Content.(string); ok {
+			n += len(s)
+		}
+	}
+	return n
 }
 
 type usage struct {
@@ -209,11 +236,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		options
 		Messages []map[string]json.RawMessage `json:"messages"`
 	}
-	if err := decode(r, &req); err != nil {
+	if err := decodeRequest(w, r, &req, nil); err != nil {
 		writeError(w, err)
 		return
 	}
 	turns, err := parseMessages(req.Messages)
+	if err == nil {
+		err = s.promptBound("messages", contentBytes(turns))
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -244,10 +274,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		options
 		Prompt json.RawMessage `json:"prompt"`
-		Echo   bool            `json:"echo"`
-		Suffix *string         `json:"suffix"`
 	}
-	if err := decode(r, &req); err != nil {
+	if err := decodeRequest(w, r, &req, refusedText); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -255,13 +283,17 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(req.Prompt, &prompt); err != nil {
 		var list []string
 		if json.Unmarshal(req.Prompt, &list) != nil || len(list) != 1 {
-			writeError(w, badRequest("prompt: want a string (or a list of one)"))
+			writeError(w, badParam("prompt", "prompt: want a string (or a list of one string); token lists are not supported"))
 			return
 		}
 		prompt = list[0]
 	}
-	if req.Echo || (req.Suffix != nil && *req.Suffix != "") {
-		writeError(w, badRequest("echo and suffix are not supported"))
+	if prompt == "" {
+		writeError(w, badParam("prompt", "prompt: want a non-empty text"))
+		return
+	}
+	if err := s.promptBound("prompt", len(prompt)); err != nil {
+		writeError(w, err)
 		return
 	}
 	s.complete(w, r, &req.options, completion{
@@ -293,14 +325,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	id, created := newID(c.idPrefix), s.now().Unix()
 	head := func(object string) map[string]any {
 		h := map[string]any{"id": id, "object": object, "created": created, "model": s.name}
-		if opts.Sampling != nil { // the seed that reproduces this answer
-			h["seed"] = opts.Sampling.Seed
+		if opts.Sampling != nil { // the seed that reproduces this answer, as the request's int64
+			h["seed"] = int64(opts.Sampling.Seed)
 		}
 		return h
 	}
 
 	if !o.Stream {
 		reply, err := c.answer(r, opts)
+		err = s.why(r, err)
 		s.logReply(r, &reply, err)
 		if err != nil {
 			writeError(w, err)
@@ -324,6 +357,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	}
 	opts.OnText = func(text string) { send(text, nil) }
 	reply, err := c.answer(r, opts)
+	err = s.why(r, err)
 	s.logReply(r, &reply, err)
 	if err != nil {
 		if !ev.started {
@@ -343,6 +377,17 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		ev.send(chunk)
 	}
 	ev.done()
+}
+
+// why replaces the cancellation an answer ended with by its cause when the server stopped it
+// (ErrShuttingDown) rather than the client.
+func (s *Server) why(r *http.Request, err error) error {
+	if err != nil && errors.Is(err, context.Canceled) {
+		if c := cause(r.Context()); errors.Is(c, ErrShuttingDown) {
+			return c
+		}
+	}
+	return err
 }
 
 func (s *Server) logReply(r *http.Request, reply *assistant.Reply, err error) {
@@ -377,8 +422,15 @@ func (e *events) start() {
 	e.w.WriteHeader(http.StatusOK)
 }
 
+// writeStall is how long one event may take to reach a client: a client that stops reading
+// would otherwise hold the model from every other request. (http.Server's WriteTimeout cannot
+// do this: it bounds the whole response, and so would cut off long streams.) A write that
+// fails cancels the request, which stops the answer at its next token.
+const writeStall = time.Minute
+
 func (e *events) send(v any) {
 	e.start()
+	e.rc.SetWriteDeadline(time.Now().Add(writeStall))
 	b, _ := json.Marshal(v)
 	fmt.Fprintf(e.w, "data: %s\n\n", b)
 	e.rc.Flush()
@@ -386,6 +438,7 @@ func (e *events) send(v any) {
 
 func (e *events) done() {
 	e.start()
+	e.rc.SetWriteDeadline(time.Now().Add(writeStall))
 	fmt.Fprint(e.w, "data: [DONE]\n\n")
 	e.rc.Flush()
 }

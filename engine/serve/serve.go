@@ -1,10 +1,16 @@
 // Package serve answers HTTP requests with a model in the shape of OpenAI's API
-// (POST /v1/chat/completions, POST /v1/completions, GET /v1/models), so that existing clients
-// work unchanged, streaming with server-sent events when asked. Without a temperature (or at
-// 0) the answer is greedy; above 0 it is sampled with the request's seed, or a random one that
-// the response reports ("seed"): the same seed gives the same answer. A request asking for what
-// the engine cannot honour (several choices, penalties, log probabilities, tools) is refused
-// with a clear error rather than answered differently.
+// (POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}), so
+// that existing clients work unchanged, streaming with server-sent events when asked. Without a
+// temperature (or at 0, or with top_p 0) the answer is greedy; above 0 it is sampled with the
+// request's seed, or a random one that the response reports ("seed"): the same seed gives the
+// same answer. A request asking for what the engine cannot honour (several choices, penalties,
+// log probabilities, tools, structured output, a field serve does not know) is refused with a
+// 400 naming the field rather than answered differently; every error has OpenAI's shape,
+// {"error":{"message","type","param","code"}}.
+//
+// The server is meant for someone's own computer: ServeHTTP checks the Host header against
+// loopback names (DNS rebinding), refuses browser origins not listed in Origins, asks for the
+// APIKey when one is set and refuses POST bodies that are not JSON (see guard.go).
 //
 // One model session holds one sequence, so requests are answered one at a time, in arrival
 // order; a request whose client goes away stops its generation at the next token.
@@ -28,44 +34,93 @@ import (
 // maxBody is the most bytes a request body may have: far more than any context holds as text.
 const maxBody = 8 << 20
 
-// Server answers requests with one chat. Create it with New.
+// ErrShuttingDown is the cause (context.Cause) a server's owner cancels the requests' base
+// context with when it stops: answers in flight then end with a 503 or a last error event
+// saying so, rather than as if their clients had gone away.
+var ErrShuttingDown = errors.New("the server is shutting down")
+
+// Server answers requests with one chat. Create it with New; set the exported fields before
+// it serves.
 type Server struct {
 	chat *assistant.Chat
 	name string
 	turn chan struct{} // holds a token while a request uses the chat
 	mux  *http.ServeMux
 	now  func() time.Time
+	// tokenBytes is the longest token text of the vocabulary in bytes: a prompt of n bytes
+	// is at least n / (4·tokenBytes) tokens (see promptBound).
+	tokenBytes int
 
 	// Log, when set, receives one line per answered request.
 	Log func(format string, args ...any)
+	// APIKey, when set, must come with every /v1 request as "Authorization: Bearer KEY".
+	APIKey string
+	// Origins lists the browser origins ("http://localhost:3000", or "*" for any) whose
+	// pages may call the server (CORS); a request from any other origin is refused.
+	Origins []string
+	// Hosts lists the names the Host header may carry besides loopback ones (localhost,
+	// *.localhost, 127.0.0.0/8, ::1): the address the server is bound to, or "*" for any.
+	Hosts []string
 }
 
 // New returns a Server answering with c under the model id name.
 func New(c *assistant.Chat, name string) *Server {
-	s := &Server{chat: c, name: name, turn: make(chan struct{}, 1), mux: http.NewServeMux(), now: time.Now}
+	s := &Server{chat: c, name: name, turn: make(chan struct{}, 1), mux: http.NewServeMux(), now: time.Now,
+		tokenBytes: longestToken(c)}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /v1/models/{id...}", s.model)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	// The mux's own 404 and 405 are plain text, which OpenAI's clients cannot read: these
+	// patterns, less specific than the ones above, answer everything else in OpenAI's shape.
+	for path, allow := range map[string]string{"/v1/chat/completions": "POST", "/v1/completions": "POST",
+		"/v1/models": "GET", "/v1/models/{id...}": "GET", "/health": "GET"} {
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow+", OPTIONS")
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
+				msg: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.Path, allow)})
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url",
+			msg: fmt.Sprintf("%s %s: no such route (there are /v1/chat/completions, /v1/completions, /v1/models, /health)", r.Method, r.URL.Path)})
 	})
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// longestToken returns the longest token text of c's vocabulary in bytes (at least 1).
+func longestToken(c *assistant.Chat) int {
+	n := 1
+	if toks, err := c.Model().File().Strings("tokenizer.ggml.tokens"); err == nil {
+		for _, t := range toks {
+			n = max(n, len(t))
+		}
+	}
+	return n
+}
 
-// apiError is an error with the HTTP status and OpenAI error type it is answered with.
+// apiError is an error with the HTTP status and OpenAI error type, param and code it is
+// answered with.
 type apiError struct {
-	status int
-	typ    string
-	code   string
-	msg    string
+	status           int
+	typ, param, code string
+	msg              string
 }
 
 func (e *apiError) Error() string { return e.msg }
 
 func badRequest(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: fmt.Sprintf(format, args...)}
+}
+
+// badParam is a 400 about one request field, which it names as param.
+func badParam(param, format string, args ...any) *apiError {
+	e := badRequest(format, args...)
+	e.param = param
+	return e
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -78,14 +133,19 @@ type errorBody struct {
 	Error errorDetail `json:"error"`
 }
 
+// errorDetail is OpenAI's error object: param and code are null when they do not apply.
 type errorDetail struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
+	Param   *string `json:"param"`
 	Code    *string `json:"code"`
 }
 
 func (e *apiError) body() errorBody {
 	b := errorBody{Error: errorDetail{Message: e.msg, Type: e.typ}}
+	if e.param != "" {
+		b.Error.Param = &e.param
+	}
 	if e.code != "" {
 		b.Error.Code = &e.code
 	}
@@ -93,7 +153,8 @@ func (e *apiError) body() errorBody {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	writeJSON(w, asAPIError(err).status, asAPIError(err).body())
+	e := asAPIError(err)
+	writeJSON(w, e.status, e.body())
 }
 
 // asAPIError classifies an error from a request's handling.
@@ -103,30 +164,39 @@ func asAPIError(err error) *apiError {
 	case errors.As(err, &e):
 		return e
 	case errors.Is(err, engine.ErrContextFull):
-		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded", msg: err.Error()}
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages",
+			code: "context_length_exceeded", msg: err.Error()}
 	case errors.Is(err, assistant.ErrNoTemplate):
-		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: err.Error() + "; use /v1/completions"}
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages",
+			msg: err.Error() + "; use /v1/completions"}
+	case errors.Is(err, ErrShuttingDown):
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "server_shutting_down", msg: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: 499, typ: "cancelled", msg: err.Error()}
 	}
 	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
 }
 
-// decode reads a JSON request body into v, refusing unknown shapes with a clear message.
-func decode(r *http.Request, v any) error {
+// readBody reads a request body of at most maxBody bytes. Once it is read the connection's
+// read deadline is lifted: http.Server's ReadTimeout bounds reading the request, but a read
+// deadline left in place would, when it passes, cancel the request's context and so cut off a
+// long answer (the server watches the connection for its client going away by reading it).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooBig := &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
+		msg: fmt.Sprintf("request body over %d bytes", maxBody)}
+	if r.ContentLength > maxBody {
+		return nil, tooBig
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
-				msg: fmt.Sprintf("request body over %d bytes", maxBody)}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooBig
 		}
-		return badRequest("reading the request body: %v", err)
+		return nil, badRequest("reading the request body: %v", err)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return badRequest("request body: %v", err)
-	}
-	return nil
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return body, nil
 }
 
 // acquire waits for the chat, giving up when the request's client does.
@@ -135,11 +205,19 @@ func (s *Server) acquire(ctx context.Context) error {
 	case s.turn <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return cause(ctx)
 	}
 }
 
 func (s *Server) release() { <-s.turn }
+
+// cause is why ctx ended: ErrShuttingDown when the server stops, else ctx.Err().
+func cause(ctx context.Context) error {
+	if c := context.Cause(ctx); errors.Is(c, ErrShuttingDown) {
+		return c
+	}
+	return ctx.Err()
+}
 
 // Close waits for the answer in progress, if any, and keeps the chat from every later request
 // (they wait until their clients give up): after it returns the model may be closed.
@@ -157,12 +235,22 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+func (s *Server) modelObject() map[string]any {
+	return map[string]any{"id": s.name, "object": "model", "owned_by": "trochilus",
+		"created": s.now().Unix(), "context_length": s.chat.Context()}
+}
+
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.name, "object": "model", "owned_by": "trochilus",
-			"created": s.now().Unix(), "context_length": s.chat.Context(),
-		}},
-	})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{s.modelObject()}})
+}
+
+// model answers GET /v1/models/{id}: the served model, or a 404 as OpenAI answers one it does
+// not have.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("id"); id != s.name {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model",
+			code: "model_not_found", msg: fmt.Sprintf("The model %q does not exist: this server serves %q", id, s.name)})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelObject())
 }

@@ -362,6 +362,7 @@ func TestConcurrentAndAbandoned(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", f.srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"stream":true,"max_tokens":200,"messages":[{"role":"user","content":"Go on and on."}]}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
