@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,7 +131,7 @@ func checkExisting(ctx context.Context, dest string, e catalog.Entry, stdout, st
 		return other(fmt.Sprintf("%d bytes, the published file has %d", fi.Size(), e.Size))
 	}
 	fmt.Fprintf(stderr, "checking the SHA-256 of the %s already there…\n", machine.Bytes(uint64(fi.Size())))
-	sum, err := fileSHA256(ctx, dest)
+	sum, err := download.FileSHA256(ctx, dest)
 	if err != nil {
 		return err
 	}
@@ -142,31 +140,6 @@ func checkExisting(ctx context.Context, dest string, e catalog.Entry, stdout, st
 	}
 	fmt.Fprintf(stdout, "already downloaded and verified (SHA-256 %s): %s\n", sum[:12], dest)
 	return nil
-}
-
-// fileSHA256 returns the hex SHA-256 of the file at p, stopping when ctx is cancelled (a
-// model takes seconds to read).
-func fileSHA256(ctx context.Context, p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", fmt.Errorf("checking %s: %w", p, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	buf := make([]byte, 4<<20)
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		n, err := f.Read(buf)
-		h.Write(buf[:n])
-		if err == io.EOF {
-			return hex.EncodeToString(h.Sum(nil)), nil
-		}
-		if err != nil {
-			return "", fmt.Errorf("checking %s: %w", p, err)
-		}
-	}
 }
 
 // sayFit prints whether the model fits this machine, from its header read over HTTP when the

@@ -26,17 +26,11 @@ func resolveModel(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: no such file, and the models folder: %w", name, err)
 	}
-	entries, err := os.ReadDir(dirs.Models)
+	found, err := scanModelsFolder(dirs.Models)
 	if err != nil {
-		return "", fmt.Errorf("%s: no such file, and the models folder: %w", name, err)
+		return "", fmt.Errorf("%s: no such file, and the %w", name, err)
 	}
-	var names []string
-	for _, e := range entries {
-		if n := e.Name(); !e.IsDir() && strings.EqualFold(filepath.Ext(n), catalog.Extension) {
-			names = append(names, n)
-		}
-	}
-	exact, matches := matchModel(names, name)
+	exact, matches := matchModel(found.models, name)
 	if exact != "" {
 		return filepath.Join(dirs.Models, exact), nil
 	}

@@ -374,6 +374,29 @@ func (d *fetcher) openPartial(ctx context.Context) error {
 }
 
 // hashPrefix feeds the first n bytes of f to h, stopping early when ctx is cancelled.
+// FileSHA256 returns the hex SHA-256 of the file at path, stopping when ctx is cancelled (a
+// model takes seconds to read): for checking a file already in place against the digest a
+// Request would name.
+func FileSHA256(ctx context.Context, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("download: checking %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("download: checking %s: %w", path, err)
+	}
+	h := sha256.New()
+	if err := hashPrefix(ctx, h, f, fi.Size()); err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("download: checking %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 func hashPrefix(ctx context.Context, h hash.Hash, f *os.File, n int64) error {
 	buf := make([]byte, 4<<20)
 	for off := int64(0); off < n; {

@@ -742,3 +742,23 @@ func TestParseContentRange(t *testing.T) {
 		}
 	}
 }
+
+// FileSHA256 hashes a whole file with the loop resuming uses, and stops on a cancelled context.
+func TestFileSHA256(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	if sum, err := FileSHA256(context.Background(), p); err != nil || sum != abc {
+		t.Fatalf("FileSHA256 = %q, %v; want %s", sum, err, abc)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := FileSHA256(ctx, p); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if _, err := FileSHA256(context.Background(), p+".missing"); err == nil {
+		t.Fatal("a missing file hashed")
+	}
+}

@@ -61,16 +61,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) post(t *testing.T, path, body string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(f.srv.URL+path, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return do(t, f.srv.URL, http.MethodPost, path, body, nil)
 }
 
 func (f *fixture) reply(t *testing.T, turns []chat.Message, opts assistant.Options) assistant.Reply {
