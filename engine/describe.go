@@ -10,7 +10,7 @@ import (
 )
 
 // Description is what a GGUF file's header says about the model inside, read once for every
-// caller: the loader's configuration, the library's listing (engine/catalog) and the CLI's
+// caller: the loader's configuration, the library's listing (engine/library) and the CLI's
 // inspect report all come from Describe.
 type Description struct {
 	// Config is the model's shape: ReadConfig's when Unsupported is nil, else as much of it

@@ -11,6 +11,7 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/units"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
@@ -270,7 +271,7 @@ func placeWeights(ctx context.Context, fd *os.File, size int64, opts Options, ra
 		}
 		if reserve := machine.Reserve(total); uint64(size) > avail || avail-uint64(size) < reserve {
 			return fmt.Errorf("%s of weights do not fit in RAM: %s available, %s kept for the system",
-				machine.Bytes(uint64(size)), machine.Bytes(avail), machine.Bytes(reserve))
+				units.Bytes(uint64(size)), units.Bytes(avail), units.Bytes(reserve))
 		}
 		return nil
 	}
@@ -347,7 +348,7 @@ func (m *Model) Experts() string {
 	if m.store.Direct() {
 		how = "unbuffered reads"
 	}
-	return fmt.Sprintf("streamed from disk: %d slots of %s, %s", m.store.Slots(), machine.Bytes(m.store.SlotBytes()), how)
+	return fmt.Sprintf("streamed from disk: %d slots of %s, %s", m.store.Slots(), units.Bytes(m.store.SlotBytes()), how)
 }
 
 // ExpertStats returns the expert store's counts (zero when every expert is in memory).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/experts"
+	"github.com/trochilus-llm/trochilus/internal/units"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
@@ -116,7 +117,7 @@ func (p Plan) Err() error { return p.why }
 // PlanMemory decides where a model's weights live with one session: every weight in memory,
 // the experts streamed from disk through a store of some slots, or refused with the numbers
 // (the error, also in Plan.Err). It is the one memory planner: engine.Load plans with it
-// before it maps a byte, the library's fit verdict (engine/catalog) is its Plan, and the CLI
+// before it maps a byte, the library's fit verdict (engine/library) is its Plan, and the CLI
 // and the app open their session at the Context it planned. It lives in package engine, not
 // experts, because a session's memory is the engine's: the KV cache and pass buffers it counts
 // are the lengths newRunner allocates (sessionSizes), so the plan cannot drift from the
@@ -220,7 +221,7 @@ func (p Plan) ContextText() string {
 
 // Text explains the plan in a sentence, with the numbers behind it.
 func (p Plan) Text() string {
-	b := func(n uint64) string { return machine.Bytes(n) }
+	b := func(n uint64) string { return units.Bytes(n) }
 	keep := fmt.Sprintf("%s available, %s kept for the system", b(p.Available), b(p.Reserve))
 	session := fmt.Sprintf("a session of %s (KV cache %s) at %s", b(p.Session()), b(p.KV), p.ContextText())
 	usable := "no RAM is usable"

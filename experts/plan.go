@@ -3,6 +3,8 @@ package experts
 import (
 	"errors"
 	"fmt"
+
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // Need is what a model asks of memory.
@@ -55,7 +57,7 @@ func PlanFor(need Need, m Machine) (Plan, error) {
 	if need.SlotBytes == 0 {
 		short := all + m.Reserve - min(m.Available, all+m.Reserve)
 		return Plan{Least: all}, fmt.Errorf("%w: it needs %s for the weights and the session, and %s kept for the system, of %s available (%s short)",
-			ErrTooBig, sizeText(all), sizeText(m.Reserve), sizeText(m.Available), sizeText(short))
+			ErrTooBig, units.Bytes(all), units.Bytes(m.Reserve), units.Bytes(m.Available), units.Bytes(short))
 	}
 	session := need.Session + need.Store
 	fixed := need.Dense + session + m.Reserve
@@ -64,7 +66,7 @@ func PlanFor(need Need, m Machine) (Plan, error) {
 	if fixed > m.Available || m.Available-fixed < least {
 		short := fixed + least - min(m.Available, fixed+least)
 		return p, fmt.Errorf("%w: it needs %s for the weights besides the experts and the session, %s for the fewest expert slots (%d), and %s kept for the system, of %s available (%s short)",
-			ErrTooBig, sizeText(need.Dense+session), sizeText(least), need.MinSlots, sizeText(m.Reserve), sizeText(m.Available), sizeText(short))
+			ErrTooBig, units.Bytes(need.Dense+session), units.Bytes(least), need.MinSlots, units.Bytes(m.Reserve), units.Bytes(m.Available), units.Bytes(short))
 	}
 	slots := (m.Available - fixed) / need.SlotBytes
 	units := need.Experts / need.SlotBytes // at most one slot a unit: a store never needs more
@@ -84,20 +86,4 @@ func WithBudget(need Need, budget uint64) (Plan, error) {
 	slots := max(int(min(budget/need.SlotBytes, 1<<40)), need.MinSlots)
 	return Plan{Slots: slots, Budget: uint64(slots) * need.SlotBytes,
 		Least: need.Dense + need.Session + need.Store + uint64(need.MinSlots)*need.SlotBytes}, nil
-}
-
-// sizeText formats n in binary units, for messages.
-func sizeText(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, suffix := float64(n)/unit, "KiB"
-	for _, s := range []string{"MiB", "GiB", "TiB"} {
-		if v < unit {
-			break
-		}
-		v, suffix = v/unit, s
-	}
-	return fmt.Sprintf("%.2f %s", v, suffix)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/trochilus-llm/trochilus/engine/assistant"
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -29,7 +28,7 @@ type MachineReport struct {
 	Threads int    // worker threads a model runs
 	Kernels string // the kernel tier the engine runs (scalar, avx2, ...), chosen from CPUID
 
-	Disk    catalog.ReadSpeed // the models folder's read speed
+	Disk    machine.ReadSpeed // the models folder's read speed
 	DiskErr error             // why Disk is missing, if it is
 
 	GPU string // the accelerator the engine would use, or why none

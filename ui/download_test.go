@@ -18,16 +18,16 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
-// hub plays Hugging Face for one repository holding the tiny model: the tree API and the
+// hubServer plays Hugging Face for one repository holding the tiny model: the tree API and the
 // file, which can be made to drop or hang on chosen requests.
-type hub struct {
+type hubServer struct {
 	t      *testing.T
 	data   []byte
 	digest string // what the tree API publishes
@@ -39,14 +39,14 @@ type hub struct {
 	holding chan struct{} // gets a value when a held request has sent its bytes
 }
 
-func newHub(t *testing.T) (*hub, *httptest.Server) {
+func newHub(t *testing.T) (*hubServer, *httptest.Server) {
 	src := modelgentest.TestModel(t, modelgen.Tiny(modelgen.Uniform(gguf.TypeQ8_0)))
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
-	h := &hub{t: t, data: data, digest: hex.EncodeToString(sum[:]), dropAt: map[int]int{}, holdAt: map[int]int{},
+	h := &hubServer{t: t, data: data, digest: hex.EncodeToString(sum[:]), dropAt: map[int]int{}, holdAt: map[int]int{},
 		holding: make(chan struct{}, 10)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/models/org/tiny/tree/main", func(w http.ResponseWriter, r *http.Request) {
@@ -62,13 +62,13 @@ func newHub(t *testing.T) (*hub, *httptest.Server) {
 	return h, ts
 }
 
-func (h *hub) requests() []string {
+func (h *hubServer) requests() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.ranges...)
 }
 
-func (h *hub) serveFile(w http.ResponseWriter, r *http.Request) {
+func (h *hubServer) serveFile(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.ranges = append(h.ranges, r.Header.Get("Range"))
 	n := len(h.ranges)
@@ -99,11 +99,11 @@ func (h *hub) serveFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // downloadUI builds the window with a catalog of the one tiny model on the hub.
-func downloadUI(t *testing.T, ts *httptest.Server, opts Options) (*UI, catalog.Dirs) {
+func downloadUI(t *testing.T, ts *httptest.Server, opts Options) (*UI, library.Dirs) {
 	t.Helper()
 	test.NewTempApp(t)
-	dirs := catalog.DirsAt(t.TempDir())
-	entries := []catalog.Entry{{Name: "Tiny Q8_0", Repo: "org/tiny", File: "tiny.gguf", Quant: "Q8_0", Size: 7 << 20}}
+	dirs := library.DirsAt(t.TempDir())
+	entries := []library.Entry{{Name: "Tiny Q8_0", Repo: "org/tiny", File: "tiny.gguf", Quant: "Q8_0", Size: 7 << 20}}
 	data, _ := json.Marshal(entries)
 	if err := os.MkdirAll(dirs.Data, 0o755); err != nil {
 		t.Fatal(err)

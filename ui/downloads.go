@@ -11,8 +11,10 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
+	"github.com/trochilus-llm/trochilus/engine/hub"
+	"github.com/trochilus-llm/trochilus/engine/library"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // downloadsView shows the catalog's models with a download control each.
@@ -25,7 +27,7 @@ type downloadsView struct {
 // downloadItem is one catalog entry and its download.
 type downloadItem struct {
 	u     *UI
-	entry catalog.Entry
+	entry library.Entry
 	path  string // where the file goes in the models folder
 
 	status *widget.Label
@@ -83,7 +85,7 @@ func (v *downloadsView) item(name string) *downloadItem {
 	return nil
 }
 
-func newDownloadItem(u *UI, e catalog.Entry) *downloadItem {
+func newDownloadItem(u *UI, e library.Entry) *downloadItem {
 	it := &downloadItem{u: u, entry: e, path: filepath.Join(u.dirs.Models, e.LocalName())}
 	it.status = widget.NewLabel("")
 	it.status.Wrapping = fyne.TextWrapWord
@@ -98,7 +100,7 @@ func newDownloadItem(u *UI, e catalog.Entry) *downloadItem {
 func (it *downloadItem) view() fyne.CanvasObject {
 	size := "size unknown"
 	if it.entry.Size > 0 {
-		size = "about " + sizeText(it.entry.Size)
+		size = "about " + units.Bytes(it.entry.Size)
 	}
 	title := widget.NewLabelWithStyle(it.entry.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	where := widget.NewLabel(fmt.Sprintf("%s/%s · %s", it.entry.Repo, it.entry.File, size))
@@ -111,9 +113,9 @@ func (it *downloadItem) view() fyne.CanvasObject {
 func (it *downloadItem) barText() string {
 	p := it.prog
 	if p.Total <= 0 {
-		return sizeText(p.Received)
+		return units.Bytes(p.Received)
 	}
-	text := fmt.Sprintf("%.0f%% of %s", 100*p.Fraction(), sizeText(p.Total))
+	text := fmt.Sprintf("%.0f%% of %s", 100*p.Fraction(), units.Bytes(p.Total))
 	if p.Phase == download.Transferring {
 		text += " · " + rateText(p.Rate) + " · " + leftText(p.Remaining())
 	}
@@ -139,7 +141,7 @@ func (it *downloadItem) showIdle() {
 	it.verified = false
 	it.start.Enable()
 	if kept := download.Partial(it.path); kept > 0 {
-		it.status.SetText(fmt.Sprintf("Paused: %s kept. Resume continues where it stopped.", sizeText(kept)))
+		it.status.SetText(fmt.Sprintf("Paused: %s kept. Resume continues where it stopped.", units.Bytes(kept)))
 		it.start.SetText("Resume")
 		it.cancel.Enable()
 		if it.entry.Size > 0 {
@@ -176,7 +178,7 @@ func (it *downloadItem) fetch(ctx context.Context) error {
 	e := it.entry
 	req := download.Request{URL: e.DownloadURL(it.u.opts.Hub), Path: it.path, SHA256: e.SHA256, Size: e.Size}
 	if e.SHA256 == "" {
-		fi, err := catalog.LookupFile(ctx, it.u.opts.Client, it.u.opts.Hub, e.Repo, e.File)
+		fi, err := hub.LookupFile(ctx, it.u.opts.Client, it.u.opts.Hub, e.Repo, e.File)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/kernels"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
@@ -45,7 +44,7 @@ func (b *EngineBackend) Machine(ctx context.Context) (MachineReport, error) {
 	if b.ModelsDir == "" {
 		r.DiskErr = errors.New("no models folder to measure")
 	} else {
-		r.Disk, r.DiskErr = catalog.MeasureReadSpeed(ctx, b.ModelsDir)
+		r.Disk, r.DiskErr = machine.MeasureReadSpeed(ctx, b.ModelsDir)
 	}
 	return r, nil
 }

@@ -3,17 +3,7 @@ package ui
 import (
 	"fmt"
 	"time"
-
-	"github.com/trochilus-llm/trochilus/engine/machine"
 )
-
-// sizeText renders a byte count for people, in binary units.
-func sizeText(n int64) string {
-	if n < 0 {
-		n = 0
-	}
-	return machine.Bytes(uint64(n))
-}
 
 // rateText renders a transfer rate in decimal megabytes per second, as browsers show it.
 func rateText(bytesPerSec float64) string {

@@ -8,8 +8,9 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // machineScreen shows what was measured at start and the plan for the selected model.
@@ -84,8 +85,8 @@ func (s *machineScreen) refresh() {
 		"SIMD":        simd,
 		"Kernels":     kernelsText(r.Kernels),
 		"Threads":     fmt.Sprintf("%d worker threads per model", r.Threads),
-		"RAM":         fmt.Sprintf("%s total, %s available", machine.Bytes(p.RAMTotal), machine.Bytes(p.RAMAvailable)),
-		"Reserve":     fmt.Sprintf("%s kept free for the system: the larger of 2 GiB and 10%% of RAM", machine.Bytes(catalog.Reserve(p.RAMTotal))),
+		"RAM":         fmt.Sprintf("%s total, %s available", units.Bytes(p.RAMTotal), units.Bytes(p.RAMAvailable)),
+		"Reserve":     fmt.Sprintf("%s kept free for the system: the larger of 2 GiB and 10%% of RAM", units.Bytes(machine.Reserve(p.RAMTotal))),
 		"Models disk": fmt.Sprintf("%s (%s)", disk, s.u.dirs.Models),
 		"GPU":         r.GPU,
 	}
@@ -117,17 +118,17 @@ func (s *machineScreen) planText() string {
 		row.desc.Name + " — " + pl.Placement.String(),
 		pl.Text(),
 		fmt.Sprintf("Dense weights %s, experts %s (%d units of %s), session %s (KV cache %s and buffers for %d positions).",
-			sizeText(int64(pl.Dense)), sizeText(int64(pl.Experts)), pl.Units, sizeText(int64(pl.UnitBytes)),
-			sizeText(int64(pl.Session())), sizeText(int64(pl.KV)), pl.Context),
+			units.Bytes(pl.Dense), units.Bytes(pl.Experts), pl.Units, units.Bytes(pl.UnitBytes),
+			units.Bytes(pl.Session()), units.Bytes(pl.KV), pl.Context),
 	}
-	if pl.Placement == catalog.FitsExpertsFromDisk && s.u.machine != nil && s.u.machine.DiskErr == nil && s.u.machine.Disk.BytesPerSec > 0 {
+	if pl.Placement == engine.ExpertsStreamed && s.u.machine != nil && s.u.machine.DiskErr == nil && s.u.machine.Disk.BytesPerSec > 0 {
 		// Each token routes ExpertsUsed experts per layer; with a share of them resident, the
 		// rest come from disk at the measured speed: a rough ceiling, before any caching wins.
 		missing := 1 - float64(pl.UnitsInRAM)/float64(max(pl.Units, 1))
 		perToken := missing * float64(row.desc.Layers*row.desc.ExpertsUsed) * float64(pl.UnitBytes)
 		if perToken > 0 {
 			lines = append(lines, fmt.Sprintf("At worst about %s read from disk per token (≈ %.1f tokens/s from disk alone, before the store keeps the hot experts).",
-				sizeText(int64(perToken)), s.u.machine.Disk.BytesPerSec/perToken))
+				units.Bytes(int64(perToken)), s.u.machine.Disk.BytesPerSec/perToken))
 		}
 	}
 	return strings.Join(lines, "\n")

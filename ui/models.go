@@ -13,7 +13,9 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/library"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // modelsScreen lists the model files the app knows with their fit on this machine, loads the
@@ -36,9 +38,9 @@ type modelsScreen struct {
 // modelRow is one file of the list.
 type modelRow struct {
 	path    string
-	desc    catalog.Model
+	desc    library.Model
 	err     error // the file is not a model the app can describe
-	plan    catalog.Plan
+	plan    engine.Plan
 	hasPlan bool
 }
 
@@ -108,7 +110,7 @@ func (r *modelRow) summary() string {
 	if r.err != nil {
 		return "not usable: " + r.err.Error()
 	}
-	parts := []string{r.desc.Arch, sizeText(r.desc.Size), r.desc.TypesText()}
+	parts := []string{r.desc.Arch, units.Bytes(r.desc.Size), r.desc.TypesText()}
 	if r.hasPlan {
 		parts = append(parts, r.plan.Placement.String())
 	} else {
@@ -126,7 +128,7 @@ func (s *modelsScreen) refresh() {
 			if ctx.Err() != nil {
 				return
 			}
-			d, derr := catalog.Describe(p)
+			d, derr := library.Describe(p)
 			rows = append(rows, modelRow{path: p, desc: d, err: derr})
 		}
 		s.u.later(func() {
@@ -208,7 +210,7 @@ func (s *modelsScreen) showDetail() {
 	}
 	d := &r.desc
 	text := fmt.Sprintf("%s\n%s, %s, %d layers, %d experts (%d used per token), context %d.\nWeights: %s.",
-		r.path, d.Arch, sizeText(d.Size), d.Layers, d.Experts, d.ExpertsUsed, d.Context, d.TypesText())
+		r.path, d.Arch, units.Bytes(d.Size), d.Layers, d.Experts, d.ExpertsUsed, d.Context, d.TypesText())
 	if r.hasPlan {
 		text += "\n" + r.plan.Text()
 	}
@@ -229,7 +231,7 @@ func (s *modelsScreen) cannotLoad(r *modelRow) string {
 		return fmt.Sprintf("architecture %q is not supported (supported: %s)", r.desc.Arch, strings.Join(s.u.be.Architectures(), ", "))
 	case !r.hasPlan:
 		return "the machine is still being measured"
-	case r.plan.Placement == catalog.WontFit:
+	case r.plan.Placement == engine.Refused:
 		return "it does not fit this machine's RAM"
 	case s.loading != "":
 		return "another model is loading"
@@ -286,7 +288,7 @@ func (s *modelsScreen) openDialog() {
 		rc.Close()
 		s.open(path)
 	}, s.u.win)
-	d.SetFilter(storage.NewExtensionFileFilter([]string{catalog.Extension}))
+	d.SetFilter(storage.NewExtensionFileFilter([]string{library.Extension}))
 	d.Show()
 }
 

@@ -12,7 +12,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/hub"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/ui/conversation"
 )
 
@@ -20,7 +21,7 @@ import (
 type Options struct {
 	// Client makes the download requests; nil means a client without an overall timeout.
 	Client *http.Client
-	// Hub is the Hugging Face address; "" means catalog.Hub() ($HF_ENDPOINT or huggingface.co).
+	// Hub is the Hugging Face address; "" means hub.Endpoint() ($HF_ENDPOINT or huggingface.co).
 	Hub string
 	// MaxAnswer is the most tokens one answer may have; 0 means 1024.
 	MaxAnswer int
@@ -40,7 +41,7 @@ type UI struct {
 	app  fyne.App
 	win  fyne.Window
 	be   Backend
-	dirs catalog.Dirs
+	dirs library.Dirs
 	opts Options
 	tabs *container.AppTabs
 
@@ -65,12 +66,12 @@ type UI struct {
 
 // New builds the window over be, with the app's folders dirs, and starts measuring the
 // machine. Show the window with Window().ShowAndRun().
-func New(app fyne.App, be Backend, dirs catalog.Dirs, opts Options) *UI {
+func New(app fyne.App, be Backend, dirs library.Dirs, opts Options) *UI {
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
 	}
 	if opts.Hub == "" {
-		opts.Hub = catalog.Hub()
+		opts.Hub = hub.Endpoint()
 	}
 	if opts.MaxAnswer <= 0 {
 		opts.MaxAnswer = 1024

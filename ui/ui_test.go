@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
@@ -51,7 +52,7 @@ type fakeBackend struct {
 
 func (f *fakeBackend) Machine(context.Context) (MachineReport, error) {
 	return MachineReport{Profile: f.prof, Threads: 2, Kernels: "avx512", GPU: "none used: test",
-		Disk: catalog.ReadSpeed{BytesPerSec: 2e9, Bytes: 512 << 20, Took: 268 * time.Millisecond, Unbuffered: true}}, nil
+		Disk: machine.ReadSpeed{BytesPerSec: 2e9, Bytes: 512 << 20, Took: 268 * time.Millisecond, Unbuffered: true}}, nil
 }
 
 func (f *fakeBackend) Architectures() []string { return []string{"olmoe"} }
@@ -150,10 +151,10 @@ func tinyModelFile(t *testing.T, dir, name string) string {
 }
 
 // newTestUI builds the window over be with fresh folders and waits for its first jobs.
-func newTestUI(t *testing.T, be Backend, opts Options) (*UI, catalog.Dirs) {
+func newTestUI(t *testing.T, be Backend, opts Options) (*UI, library.Dirs) {
 	t.Helper()
 	test.NewTempApp(t)
-	dirs := catalog.DirsAt(t.TempDir())
+	dirs := library.DirsAt(t.TempDir())
 	for _, d := range []string{dirs.Models, dirs.Chats} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -162,7 +163,7 @@ func newTestUI(t *testing.T, be Backend, opts Options) (*UI, catalog.Dirs) {
 	return startUI(t, be, dirs, opts), dirs
 }
 
-func startUI(t *testing.T, be Backend, dirs catalog.Dirs, opts Options) *UI {
+func startUI(t *testing.T, be Backend, dirs library.Dirs, opts Options) *UI {
 	t.Helper()
 	if opts.Now == nil {
 		clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -235,7 +236,7 @@ func shownTexts(u *UI) []string {
 func TestPickModel(t *testing.T) {
 	be := &fakeBackend{prof: bigMachine()}
 	test.NewTempApp(t)
-	dirs := catalog.DirsAt(t.TempDir())
+	dirs := library.DirsAt(t.TempDir())
 	good := tinyModelFile(t, dirs.Models, "tiny.gguf")
 	if err := os.WriteFile(filepath.Join(dirs.Models, "broken.gguf"), []byte("GGUF junk"), 0o644); err != nil {
 		t.Fatal(err)
@@ -291,7 +292,7 @@ func TestModelThatWontFit(t *testing.T) {
 	small.RAMTotal, small.RAMAvailable = 4*gib, 2*gib+1<<20 // 1 MiB above the 2 GiB reserve
 	be := &fakeBackend{prof: small}
 	test.NewTempApp(t)
-	dirs := catalog.DirsAt(t.TempDir())
+	dirs := library.DirsAt(t.TempDir())
 	path := tinyModelFile(t, dirs.Models, "tiny.gguf")
 	u := startUI(t, be, dirs, Options{})
 	u.models.list.Select(u.models.index(path))
@@ -538,7 +539,7 @@ func TestMachineScreen(t *testing.T) {
 
 func TestMachineError(t *testing.T) {
 	test.NewTempApp(t)
-	u := startUI(t, &failingMachine{}, catalog.DirsAt(t.TempDir()), Options{})
+	u := startUI(t, &failingMachine{}, library.DirsAt(t.TempDir()), Options{})
 	if got := u.mach.values["Processor"].Text; !strings.Contains(got, "probe failed") {
 		t.Fatalf("processor row %q", got)
 	}

@@ -16,7 +16,7 @@ import (
 	"fyne.io/fyne/v2/app"
 
 	"github.com/trochilus-llm/trochilus/assets"
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/ui"
 )
 
@@ -46,7 +46,7 @@ func run(stderr io.Writer) int {
 			os.RemoveAll(tmp)
 		}()
 	}
-	dirs, err := catalog.UserDirs()
+	dirs, err := library.UserDirs()
 	if err != nil {
 		fmt.Fprintf(stderr, "trochilus-app: %v\n", err)
 		return 1

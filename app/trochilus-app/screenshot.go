@@ -13,7 +13,7 @@ import (
 
 	"fyne.io/fyne/v2"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/ui"
 )
 
@@ -46,7 +46,7 @@ func prepareScreenshots() (string, error) {
 		return "", fmt.Errorf("screenshots: creating a private data folder: %w", err)
 	}
 	for k, v := range map[string]string{
-		catalog.HomeEnv:              filepath.Join(tmp, "data"),
+		library.HomeEnv:              filepath.Join(tmp, "data"),
 		"XDG_CONFIG_HOME":            filepath.Join(tmp, "config"),
 		"FYNE_SCALE":                 "1",
 		"FYNE_DISABLE_DPI_DETECTION": "1",

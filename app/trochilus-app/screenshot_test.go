@@ -12,7 +12,7 @@ import (
 
 	"fyne.io/fyne/v2/app"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/ui"
 )
 
@@ -73,7 +73,7 @@ func TestToRGBAOpaque(t *testing.T) {
 // takeScreenshots, on Fyne's headless driver (-tags ci; make screenshot runs the real one),
 // writes one PNG per screen at the window's size, each different from the others.
 func TestTakeScreenshots(t *testing.T) {
-	dirs := catalog.DirsAt(t.TempDir())
+	dirs := library.DirsAt(t.TempDir())
 	for _, d := range []string{dirs.Models, dirs.Chats} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)

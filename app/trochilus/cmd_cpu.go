@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // runCPU prints the machine profile: processor, cores, SIMD features and RAM; with -m, how a
@@ -36,14 +38,14 @@ func runCPU(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var desc catalog.Model
-	var plan catalog.Plan
+	var desc library.Model
+	var plan engine.Plan
 	if *model != "" {
 		path, err := resolveModel(*model)
 		if err != nil {
 			return err
 		}
-		if desc, err = catalog.Describe(path); err != nil {
+		if desc, err = library.Describe(path); err != nil {
 			return err
 		}
 		plan = desc.PlanFor(p, *positions)
@@ -57,7 +59,7 @@ func runCPU(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return enc.Encode(struct {
 			Machine machine.Profile `json:"machine"`
 			Model   string          `json:"model"`
-			Plan    catalog.Plan    `json:"plan"`
+			Plan    engine.Plan     `json:"plan"`
 			Text    string          `json:"text"`
 		}{p, desc.Path, plan, plan.Text()})
 	}
@@ -67,7 +69,7 @@ func runCPU(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *model == "" {
 		return nil
 	}
-	fmt.Fprintf(stdout, "\nmodel: %s (%s, %s)\n", desc.Path, desc.Arch, machine.Bytes(uint64(desc.Size)))
+	fmt.Fprintf(stdout, "\nmodel: %s (%s, %s)\n", desc.Path, desc.Arch, units.Bytes(uint64(desc.Size)))
 	if desc.Unsupported != nil {
 		fmt.Fprintf(stdout, "engine: cannot run it: %v\n", desc.Unsupported)
 	}

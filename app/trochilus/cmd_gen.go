@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // runGen writes a deterministic OLMoE- or Qwen3-MoE-shaped model with random weights.
@@ -137,7 +137,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if cfg.Tokenizer == nil {
 		tokNote = "no tokenizer"
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s (%d bytes) in %.2fs, %.0f MB/s\n", *out, machine.Bytes(uint64(st.Size())),
+	fmt.Fprintf(stdout, "wrote %s: %s (%d bytes) in %.2fs, %.0f MB/s\n", *out, units.Bytes(uint64(st.Size())),
 		st.Size(), took.Seconds(), float64(st.Size())/1e6/took.Seconds())
 	fmt.Fprintf(stdout, "  %s, %s weights, seed %d, %s\n", cfg.Name, w.Name, cfg.Seed, tokNote)
 	fmt.Fprintf(stdout, "  %d layers, hidden %d, %d heads (%d kv) of %d, %d experts (%d used) of width %d, vocab %d, context %d\n",

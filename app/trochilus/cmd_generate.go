@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // modelFlags are the flags of the commands that run a model.
@@ -222,5 +222,5 @@ func reportExperts(stderr io.Writer, m *engine.Model) {
 		return
 	}
 	fmt.Fprintf(stderr, "experts: %d calls, %d hits, %d misses (%.1f%% of units named), %s read from disk\n",
-		st.Calls, st.Hits, st.Misses, 100*float64(st.Misses)/float64(max(st.Hits+st.Misses, 1)), machine.Bytes(st.BytesRead))
+		st.Calls, st.Hits, st.Misses, 100*float64(st.Misses)/float64(max(st.Hits+st.Misses, 1)), units.Bytes(st.BytesRead))
 }

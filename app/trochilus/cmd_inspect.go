@@ -13,6 +13,7 @@ import (
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // runInspect describes a GGUF file: its architecture's configuration, its metadata, its tensors
@@ -194,7 +195,7 @@ func (d *description) write(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 
 	p("file:\t%s\n", d.Path)
-	p("size:\t%s (%d bytes)\n", machine.Bytes(uint64(d.FileBytes)), d.FileBytes)
+	p("size:\t%s (%d bytes)\n", units.Bytes(uint64(d.FileBytes)), d.FileBytes)
 	p("format:\tGGUF v%d, alignment %d, tensor data from byte %d\n", d.Version, d.Alignment, d.DataOffset)
 	cpu := ""
 	if d.HeaderCPUMS > 0 {
@@ -266,9 +267,9 @@ func (d *description) write(w io.Writer) error {
 	p("\ntotals by type\n")
 	p("  type\ttensors\tparameters\tbytes\t\n")
 	for _, t := range append(d.Totals, d.Sum) {
-		p("  %s\t%d\t%s\t%d\t%s\n", t.Type, t.Tensors, count(t.Elems), t.Bytes, machine.Bytes(uint64(t.Bytes)))
+		p("  %s\t%d\t%s\t%d\t%s\n", t.Type, t.Tensors, count(t.Elems), t.Bytes, units.Bytes(uint64(t.Bytes)))
 	}
-	p("  file\t\t\t%d\t%s\n", d.FileBytes, machine.Bytes(uint64(d.FileBytes)))
+	p("  file\t\t\t%d\t%s\n", d.FileBytes, units.Bytes(uint64(d.FileBytes)))
 	return tw.Flush()
 }
 

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // runLs lists the models the app knows: those in its models folder, unfinished downloads,
@@ -24,7 +25,7 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ls", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: trochilus ls\n\n"+
-			"List the app's models folder ($"+catalog.HomeEnv+"/models when set) and the models opened from\n"+
+			"List the app's models folder ($"+library.HomeEnv+"/models when set) and the models opened from\n"+
 			"elsewhere: size, architecture, weight types and whether each fits this machine's memory.")
 		fs.PrintDefaults()
 	}
@@ -34,7 +35,7 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	dirs, err := catalog.UserDirs()
+	dirs, err := library.UserDirs()
 	if err != nil {
 		return err
 	}
@@ -108,12 +109,12 @@ func lsModelRow(models, p string, prof *machine.Profile) []string {
 	}
 	size := "-"
 	if fi, err := os.Stat(p); err == nil {
-		size = machine.Bytes(uint64(fi.Size()))
+		size = units.Bytes(uint64(fi.Size()))
 	}
-	m, err := catalog.Describe(p)
+	m, err := library.Describe(p)
 	if err != nil {
 		// The row names the file already.
-		msg := strings.Replace(strings.TrimPrefix(err.Error(), "catalog: "), p+": ", "", 1)
+		msg := strings.Replace(strings.TrimPrefix(err.Error(), "library: "), p+": ", "", 1)
 		return []string{name, size, "-", "-", "error: " + msg}
 	}
 	fit := "unknown"
@@ -131,9 +132,9 @@ func lsModelRow(models, p string, prof *machine.Profile) []string {
 // received when the download learnt the file's size.
 func lsPartialRow(final string) []string {
 	got, total := download.PartialProgress(final)
-	size, state := machine.Bytes(uint64(got)), "unfinished download"
+	size, state := units.Bytes(uint64(got)), "unfinished download"
 	if total > 0 {
-		size += " of " + machine.Bytes(uint64(total))
+		size += " of " + units.Bytes(uint64(total))
 		state = fmt.Sprintf("unfinished download, %.0f%%", 100*float64(got)/float64(total))
 	}
 	return []string{filepath.Base(final), size, "-", "-", state + " ('trochilus pull' it again to resume)"}
@@ -155,7 +156,7 @@ func scanModelsFolder(dir string) (folderModels, error) {
 		return folderModels{}, fmt.Errorf("models folder: %w", err)
 	}
 	var fm folderModels
-	isModel := func(name string) bool { return strings.EqualFold(filepath.Ext(name), catalog.Extension) }
+	isModel := func(name string) bool { return strings.EqualFold(filepath.Ext(name), library.Extension) }
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() {

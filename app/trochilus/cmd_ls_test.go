@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
+	"github.com/trochilus-llm/trochilus/engine/library"
 )
 
 // ls lists a model in the models folder, one opened from elsewhere, a junk file with its
@@ -47,7 +47,7 @@ func TestLsAndRm(t *testing.T) {
 	if err := os.WriteFile(elsewhere, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := catalog.DirsAt(os.Getenv(catalog.HomeEnv)).AddOpened(elsewhere); err != nil {
+	if err := library.DirsAt(os.Getenv(library.HomeEnv)).AddOpened(elsewhere); err != nil {
 		t.Fatal(err)
 	}
 
@@ -141,7 +141,7 @@ func TestLsAndRm(t *testing.T) {
 
 // An empty models folder says how to fill it.
 func TestLsEmpty(t *testing.T) {
-	t.Setenv(catalog.HomeEnv, t.TempDir())
+	t.Setenv(library.HomeEnv, t.TempDir())
 	code, stdout, stderr := runCLI("ls")
 	if code != 0 || !strings.Contains(stdout, "trochilus pull") {
 		t.Fatalf("ls: exit %d\n%s%s", code, stdout, stderr)

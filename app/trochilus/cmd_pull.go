@@ -11,9 +11,11 @@ import (
 	"strings"
 
 	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
+	"github.com/trochilus-llm/trochilus/engine/hub"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // runPull downloads a model from Hugging Face into the app's models folder.
@@ -28,8 +30,8 @@ func pull(ctx context.Context, args []string, stdout, stderr io.Writer, client *
 	fs := newFlags("pull", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: trochilus pull REPO[:FILE]\n\n"+
-			"Download a GGUF model from Hugging Face ($"+catalog.HubEnv+" replaces https://huggingface.co) into\n"+
-			"the app's models folder ($"+catalog.HomeEnv+"/models when set), verifying the SHA-256 the\n"+
+			"Download a GGUF model from Hugging Face ($"+hub.EndpointEnv+" replaces https://huggingface.co) into\n"+
+			"the app's models folder ($"+library.HomeEnv+"/models when set), verifying the SHA-256 the\n"+
 			"repository publishes. FILE is a file name (foo-Q4_K_M.gguf) or a quant tag (Q4_K_M); without\n"+
 			"it the repository's only .gguf, or its Q4_K_M one, is taken. An interrupted pull (Ctrl-C, a\n"+
 			"lost connection) keeps what it received; pulling again resumes there.\n\n"+
@@ -47,12 +49,12 @@ func pull(ctx context.Context, args []string, stdout, stderr io.Writer, client *
 	if err != nil {
 		return err
 	}
-	dirs, err := catalog.UserDirs()
+	dirs, err := library.UserDirs()
 	if err != nil {
 		return err
 	}
-	hub := catalog.Hub()
-	files, err := catalog.ListFiles(ctx, client, hub, repo)
+	endpoint := hub.Endpoint()
+	files, err := hub.ListFiles(ctx, client, endpoint, repo)
 	if err != nil {
 		return err
 	}
@@ -62,9 +64,9 @@ func pull(ctx context.Context, args []string, stdout, stderr io.Writer, client *
 	}
 	if fi.SHA256 == "" {
 		return fmt.Errorf("%s in %s is not stored with Git LFS: %s publishes no SHA-256 for it, and an unverified file is not offered as a model",
-			fi.Path, repo, hub)
+			fi.Path, repo, endpoint)
 	}
-	e := catalog.Entry{Name: path.Base(fi.Path), Repo: repo, File: fi.Path, Size: fi.Size, SHA256: fi.SHA256}
+	e := library.Entry{Name: path.Base(fi.Path), Repo: repo, File: fi.Path, Size: fi.Size, SHA256: fi.SHA256}
 	if err := e.Check(); err != nil {
 		return fmt.Errorf("the listing of %s: %w", repo, err)
 	}
@@ -74,12 +76,12 @@ func pull(ctx context.Context, args []string, stdout, stderr io.Writer, client *
 	if _, err := os.Lstat(dest); err == nil {
 		return checkExisting(ctx, dest, e, stdout, stderr)
 	}
-	url := e.DownloadURL(hub)
+	url := e.DownloadURL(endpoint)
 	if err := sayFit(ctx, stdout, client, url, fi.Size); err != nil {
 		return err
 	}
 	if kept := download.Partial(dest); kept > 0 {
-		fmt.Fprintf(stdout, "resuming: %s already downloaded in %s\n", machine.Bytes(uint64(kept)), download.PartialPath(dest))
+		fmt.Fprintf(stdout, "resuming: %s already downloaded in %s\n", units.Bytes(uint64(kept)), download.PartialPath(dest))
 	}
 
 	prog := newPullProgress(stderr, e.LocalName())
@@ -91,7 +93,7 @@ func pull(ctx context.Context, args []string, stdout, stderr io.Writer, client *
 		switch {
 		case ctx.Err() != nil && kept > 0:
 			fmt.Fprintf(stderr, "paused: %s of %s kept in %s; run 'trochilus pull %s' again to resume\n",
-				machine.Bytes(uint64(kept)), sizeOrUnknown(fi.Size), download.PartialPath(dest), target)
+				units.Bytes(uint64(kept)), sizeOrUnknown(fi.Size), download.PartialPath(dest), target)
 		case ctx.Err() == nil && kept > 0:
 			return fmt.Errorf("%w\nrun 'trochilus pull %s' again to resume", err, target)
 		}
@@ -115,7 +117,7 @@ func parseTarget(arg string) (repo, file string, err error) {
 
 // checkExisting reports on a file already in the models folder under the name the download
 // would take: done when it is the published file, an error when it is another.
-func checkExisting(ctx context.Context, dest string, e catalog.Entry, stdout, stderr io.Writer) error {
+func checkExisting(ctx context.Context, dest string, e library.Entry, stdout, stderr io.Writer) error {
 	other := func(why string) error {
 		return fmt.Errorf("%s is already in the models folder but is not %s/%s (%s); 'trochilus rm %s' deletes it",
 			dest, e.Repo, e.File, why, e.LocalName())
@@ -130,7 +132,7 @@ func checkExisting(ctx context.Context, dest string, e catalog.Entry, stdout, st
 	if e.Size > 0 && fi.Size() != e.Size {
 		return other(fmt.Sprintf("%d bytes, the published file has %d", fi.Size(), e.Size))
 	}
-	fmt.Fprintf(stderr, "checking the SHA-256 of the %s already there…\n", machine.Bytes(uint64(fi.Size())))
+	fmt.Fprintf(stderr, "checking the SHA-256 of the %s already there…\n", units.Bytes(uint64(fi.Size())))
 	sum, err := download.FileSHA256(ctx, dest)
 	if err != nil {
 		return err
@@ -152,15 +154,16 @@ func sayFit(ctx context.Context, stdout io.Writer, client *http.Client, url stri
 		return nil
 	}
 	prof := machine.Profile{RAMTotal: total, RAMAvailable: avail}
-	m, err := catalog.DescribeRemote(ctx, client, url, size)
+	d, err := hub.DescribeRemote(ctx, client, url, size)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if err == nil {
+		m := library.Model{Path: url, Size: size, Description: d}
 		pl := m.PlanFor(prof, 0) // the plan a load of it would follow, at the default context
 		fmt.Fprintf(stdout, "model: %s, %s\n", m.Arch, m.TypesText())
 		fmt.Fprintln(stdout, pl.Text())
-		if pl.Placement == catalog.WontFit {
+		if pl.Placement == engine.Refused {
 			fmt.Fprintln(stdout, "downloading anyway: another machine may run it")
 		}
 		return nil
@@ -168,21 +171,21 @@ func sayFit(ctx context.Context, stdout io.Writer, client *http.Client, url stri
 	// Without the header the file's size is all there is: the whole file fitting in RAM is a
 	// safe "fits"; a larger one may still run with experts from disk, which only the header
 	// can tell.
-	est := catalog.Model{Size: size, Description: engine.Description{Footprint: engine.Footprint{FileSize: size}}}
+	est := library.Model{Size: size, Description: engine.Description{Footprint: engine.Footprint{FileSize: size}}}
 	pl := est.PlanFor(prof, 0)
 	room := uint64(0)
 	if pl.Available > pl.Reserve {
 		room = pl.Available - pl.Reserve
 	}
 	why := fmt.Sprintf("(the header could not be read, so this goes by the size alone: %v)", err)
-	if pl.Placement == catalog.Fits {
+	if pl.Placement == engine.InMemory {
 		fmt.Fprintf(stdout, "Fits: the whole file (%s) fits in the %s of RAM usable %s.\n",
-			sizeOrUnknown(size), machine.Bytes(room), why)
+			sizeOrUnknown(size), units.Bytes(room), why)
 		return nil
 	}
 	fmt.Fprintf(stdout, "Fit not known yet: the file (%s) is larger than the %s of RAM usable, which a Mixture-of-Experts "+
 		"model may still run in with experts read from disk; 'trochilus ls' tells once it is here %s.\n",
-		sizeOrUnknown(size), machine.Bytes(room), why)
+		sizeOrUnknown(size), units.Bytes(room), why)
 	return nil
 }
 
@@ -190,25 +193,25 @@ func sizeOrUnknown(n int64) string {
 	if n <= 0 {
 		return "size unknown"
 	}
-	return machine.Bytes(uint64(n))
+	return units.Bytes(uint64(n))
 }
 
 // chooseFile picks the file `pull REPO[:FILE]` names among a repository's files: FILE is a
 // path, a file name anywhere in the repository, or a quant tag (case-insensitive) that one
 // model's file name carries; without FILE, the only model, or else the Q4_K_M one. A model
 // split in parts is refused for now.
-func chooseFile(files []catalog.FileInfo, repo, want string) (catalog.FileInfo, error) {
-	var ggufs []catalog.FileInfo
+func chooseFile(files []hub.FileInfo, repo, want string) (hub.FileInfo, error) {
+	var ggufs []hub.FileInfo
 	for _, f := range files {
-		if strings.EqualFold(path.Ext(f.Path), catalog.Extension) {
+		if strings.EqualFold(path.Ext(f.Path), library.Extension) {
 			ggufs = append(ggufs, f)
 		}
 	}
 	if len(ggufs) == 0 {
-		return catalog.FileInfo{}, fmt.Errorf("%s has no %s file on its main branch", repo, catalog.Extension)
+		return hub.FileInfo{}, fmt.Errorf("%s has no %s file on its main branch", repo, library.Extension)
 	}
-	if want != "" && (strings.EqualFold(path.Ext(want), catalog.Extension) || strings.Contains(want, "/")) {
-		var named []catalog.FileInfo
+	if want != "" && (strings.EqualFold(path.Ext(want), library.Extension) || strings.Contains(want, "/")) {
+		var named []hub.FileInfo
 		for _, f := range ggufs {
 			if f.Path == want {
 				return refuseSplit(f, ggufs)
@@ -219,26 +222,26 @@ func chooseFile(files []catalog.FileInfo, repo, want string) (catalog.FileInfo, 
 		}
 		switch len(named) {
 		case 0:
-			return catalog.FileInfo{}, fmt.Errorf("%w: %s has no file %s; its models:\n%s", errUsage, repo, want, listChoices(ggufs))
+			return hub.FileInfo{}, fmt.Errorf("%w: %s has no file %s; its models:\n%s", errUsage, repo, want, listChoices(ggufs))
 		case 1:
 			return refuseSplit(named[0], ggufs)
 		}
-		return catalog.FileInfo{}, fmt.Errorf("%w: %s has %d files named %s; name one by its path:\n%s",
+		return hub.FileInfo{}, fmt.Errorf("%w: %s has %d files named %s; name one by its path:\n%s",
 			errUsage, repo, len(named), want, listChoices(named))
 	}
 	if want != "" {
 		tagged := withTag(ggufs, want)
 		switch len(tagged) {
 		case 0:
-			return catalog.FileInfo{}, fmt.Errorf("%w: no model in %s is tagged %s; its models:\n%s", errUsage, repo, want, listChoices(ggufs))
+			return hub.FileInfo{}, fmt.Errorf("%w: no model in %s is tagged %s; its models:\n%s", errUsage, repo, want, listChoices(ggufs))
 		case 1:
 			return refuseSplit(tagged[0], ggufs)
 		}
-		return catalog.FileInfo{}, fmt.Errorf("%w: %d models in %s are tagged %s; name one as %s:FILE:\n%s",
+		return hub.FileInfo{}, fmt.Errorf("%w: %d models in %s are tagged %s; name one as %s:FILE:\n%s",
 			errUsage, len(tagged), repo, want, repo, listChoices(tagged))
 	}
 	// Projector files of vision models are .gguf too, but no model to pull on their own.
-	var cands []catalog.FileInfo
+	var cands []hub.FileInfo
 	for _, f := range oneFilePerModel(ggufs) {
 		if !strings.Contains(strings.ToLower(path.Base(f.Path)), "mmproj") {
 			cands = append(cands, f)
@@ -253,7 +256,7 @@ func chooseFile(files []catalog.FileInfo, repo, want string) (catalog.FileInfo, 
 	if len(cands) == 0 {
 		cands = oneFilePerModel(ggufs)
 	}
-	return catalog.FileInfo{}, fmt.Errorf("%w: %s holds %d models and no single %s one; pick one as %s:FILE or %s:TAG:\n%s",
+	return hub.FileInfo{}, fmt.Errorf("%w: %s holds %d models and no single %s one; pick one as %s:FILE or %s:TAG:\n%s",
 		errUsage, repo, len(cands), defaultQuant, repo, repo, listChoices(cands))
 }
 
@@ -262,7 +265,7 @@ func chooseFile(files []catalog.FileInfo, repo, want string) (catalog.FileInfo, 
 const defaultQuant = "Q4_K_M"
 
 // refuseSplit refuses a part of a split model, counting its parts among all.
-func refuseSplit(f catalog.FileInfo, all []catalog.FileInfo) (catalog.FileInfo, error) {
+func refuseSplit(f hub.FileInfo, all []hub.FileInfo) (hub.FileInfo, error) {
 	key, part := splitKey(f.Path)
 	if !part {
 		return f, nil
@@ -273,7 +276,7 @@ func refuseSplit(f catalog.FileInfo, all []catalog.FileInfo) (catalog.FileInfo, 
 			n++
 		}
 	}
-	return catalog.FileInfo{}, fmt.Errorf("%s is split in %d parts (%s); trochilus pull does not join split models yet",
+	return hub.FileInfo{}, fmt.Errorf("%s is split in %d parts (%s); trochilus pull does not join split models yet",
 		strings.TrimSuffix(key, path.Ext(key)), n, path.Base(f.Path))
 }
 
@@ -302,9 +305,9 @@ func splitDigits(s string) bool {
 }
 
 // oneFilePerModel returns one file per model: the first part stands for a split model's parts.
-func oneFilePerModel(files []catalog.FileInfo) []catalog.FileInfo {
+func oneFilePerModel(files []hub.FileInfo) []hub.FileInfo {
 	seen := map[string]bool{}
-	var out []catalog.FileInfo
+	var out []hub.FileInfo
 	for _, f := range files {
 		key, _ := splitKey(f.Path)
 		if !seen[key] {
@@ -316,8 +319,8 @@ func oneFilePerModel(files []catalog.FileInfo) []catalog.FileInfo {
 }
 
 // withTag returns the models whose file name carries the quant tag.
-func withTag(files []catalog.FileInfo, tag string) []catalog.FileInfo {
-	var out []catalog.FileInfo
+func withTag(files []hub.FileInfo, tag string) []hub.FileInfo {
+	var out []hub.FileInfo
 	for _, f := range oneFilePerModel(files) {
 		key, _ := splitKey(f.Path)
 		if hasTag(path.Base(key), tag) {
@@ -350,7 +353,7 @@ func hasTag(name, tag string) bool {
 }
 
 // listChoices renders files one a line with their sizes, for an error that asks to choose.
-func listChoices(files []catalog.FileInfo) string {
+func listChoices(files []hub.FileInfo) string {
 	var b strings.Builder
 	for i, f := range files {
 		if i > 0 {

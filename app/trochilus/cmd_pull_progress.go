@@ -10,7 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/trochilus-llm/trochilus/engine/download"
-	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // pullProgress shows a download's progress reports: on a terminal as a progress bar with
@@ -109,7 +109,7 @@ func (p *pullProgress) drawBar(pr download.Progress) {
 		p.base = pr.Received
 		desc := p.name
 		if p.base > 0 {
-			desc = fmt.Sprintf("%s, resumed after %s", p.name, machine.Bytes(uint64(p.base)))
+			desc = fmt.Sprintf("%s, resumed after %s", p.name, units.Bytes(uint64(p.base)))
 		}
 		w := p.w
 		p.bar = progressbar.NewOptions64(pr.Total-p.base,
@@ -153,11 +153,11 @@ func (p *pullProgress) line(pr download.Progress) {
 	}
 	p.step = step
 	if pr.Total <= 0 {
-		fmt.Fprintf(p.w, "%s: %s%s\n", p.name, machine.Bytes(uint64(pr.Received)), pullRateText(pr))
+		fmt.Fprintf(p.w, "%s: %s%s\n", p.name, units.Bytes(uint64(pr.Received)), pullRateText(pr))
 		return
 	}
 	fmt.Fprintf(p.w, "%s: %3.0f%% (%s of %s%s)\n", p.name, 100*pr.Fraction(),
-		machine.Bytes(uint64(pr.Received)), machine.Bytes(uint64(pr.Total)), pullRateText(pr))
+		units.Bytes(uint64(pr.Received)), units.Bytes(uint64(pr.Total)), pullRateText(pr))
 }
 
 // pullRateText is ", SPEED, TIME left" when the rate is known.
@@ -165,7 +165,7 @@ func pullRateText(pr download.Progress) string {
 	if pr.Rate <= 0 {
 		return ""
 	}
-	s := ", " + machine.Bytes(uint64(pr.Rate)) + "/s"
+	s := ", " + units.Bytes(uint64(pr.Rate)) + "/s"
 	if left := pr.Remaining(); left >= 0 {
 		s += ", " + left.Round(time.Second).String() + " left"
 	}

@@ -19,8 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
+	"github.com/trochilus-llm/trochilus/engine/hub"
+	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 )
 
@@ -48,8 +49,8 @@ func newFakeHub(t *testing.T, repo string) *fakeHub {
 	h.ts = httptest.NewServer(h)
 	t.Cleanup(h.ts.Close)
 	home := t.TempDir()
-	t.Setenv(catalog.HomeEnv, home)
-	t.Setenv(catalog.HubEnv, h.ts.URL)
+	t.Setenv(library.HomeEnv, home)
+	t.Setenv(hub.EndpointEnv, h.ts.URL)
 	return h
 }
 
@@ -154,7 +155,7 @@ func pullTestModelBytes(t *testing.T) []byte {
 
 func modelsDir(t *testing.T) string {
 	t.Helper()
-	return catalog.DirsAt(os.Getenv(catalog.HomeEnv)).Models
+	return library.DirsAt(os.Getenv(library.HomeEnv)).Models
 }
 
 // folderHolds asserts the models folder holds exactly the named files.
@@ -174,10 +175,10 @@ func folderHolds(t *testing.T, names ...string) {
 }
 
 func TestPullChooseFile(t *testing.T) {
-	files := func(paths ...string) []catalog.FileInfo {
-		var out []catalog.FileInfo
+	files := func(paths ...string) []hub.FileInfo {
+		var out []hub.FileInfo
 		for _, p := range paths {
-			out = append(out, catalog.FileInfo{Path: p, Size: 1000})
+			out = append(out, hub.FileInfo{Path: p, Size: 1000})
 		}
 		return out
 	}

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
 	"github.com/trochilus-llm/trochilus/engine/download"
-	"github.com/trochilus-llm/trochilus/engine/machine"
+	"github.com/trochilus-llm/trochilus/engine/library"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // runRm deletes models from the app's models folder, with what unfinished downloads of them
@@ -21,7 +21,7 @@ func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("rm", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: trochilus rm NAME...\n\n"+
-			"Delete models from the app's models folder ($"+catalog.HomeEnv+"/models when set), with any\n"+
+			"Delete models from the app's models folder ($"+library.HomeEnv+"/models when set), with any\n"+
 			"unfinished download of them. NAME is a file name there, with or without .gguf, or the start\n"+
 			"of one that no other model shares ('trochilus ls' lists them). Files elsewhere are never touched.")
 		fs.PrintDefaults()
@@ -32,7 +32,7 @@ func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: name the model to delete", errUsage)
 	}
-	dirs, err := catalog.UserDirs()
+	dirs, err := library.UserDirs()
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func rmModel(p string, stdout io.Writer) error {
 		if err := os.Remove(p); err != nil {
 			return fmt.Errorf("deleting %s: %w", p, err)
 		}
-		fmt.Fprintf(stdout, "deleted %s (%s)\n", name, machine.Bytes(uint64(fi.Size())))
+		fmt.Fprintf(stdout, "deleted %s (%s)\n", name, units.Bytes(uint64(fi.Size())))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("deleting %s: %w", p, err)
 	}
@@ -103,7 +103,7 @@ func rmModel(p string, stdout io.Writer) error {
 		return fmt.Errorf("deleting the unfinished download of %s: %w", name, err)
 	}
 	if kept > 0 {
-		fmt.Fprintf(stdout, "deleted the unfinished download of %s (%s)\n", name, machine.Bytes(uint64(kept)))
+		fmt.Fprintf(stdout, "deleted the unfinished download of %s (%s)\n", name, units.Bytes(uint64(kept)))
 	}
 	return nil
 }

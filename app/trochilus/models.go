@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/library"
 )
 
 // resolveModel turns what the user gave after -m into a file: a path that exists as it is, or
@@ -22,7 +22,7 @@ func resolveModel(name string) (string, error) {
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return "", fmt.Errorf("%s: no such file", name)
 	}
-	dirs, err := catalog.UserDirs()
+	dirs, err := library.UserDirs()
 	if err != nil {
 		return "", fmt.Errorf("%s: no such file, and the models folder: %w", name, err)
 	}
@@ -49,7 +49,7 @@ func resolveModel(name string) (string, error) {
 // -m and rm find models by this one rule.
 func matchModel(names []string, arg string) (exact string, prefixed []string) {
 	for _, n := range names {
-		if n == arg || n == arg+catalog.Extension {
+		if n == arg || n == arg+library.Extension {
 			return n, nil
 		}
 		if strings.HasPrefix(strings.ToLower(n), strings.ToLower(arg)) {

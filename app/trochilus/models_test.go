@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/engine/catalog"
+	"github.com/trochilus-llm/trochilus/engine/library"
 )
 
 // A model given by name is found in the models folder: exactly, without ".gguf", or by a unique
 // prefix; a path is taken as it is; anything else is an error naming the candidates.
 func TestResolveModel(t *testing.T) {
 	home := t.TempDir()
-	t.Setenv(catalog.HomeEnv, home)
-	models := catalog.DirsAt(home).Models
+	t.Setenv(library.HomeEnv, home)
+	models := library.DirsAt(home).Models
 	if err := os.MkdirAll(models, 0o755); err != nil {
 		t.Fatal(err)
 	}

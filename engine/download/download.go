@@ -30,6 +30,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // Request names a file to fetch and what it must be.
@@ -267,7 +269,7 @@ func (d *fetcher) run(ctx context.Context) error {
 			return d.finish()
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("paused with %s kept in %s: %w", sizeText(d.prog.Received), PartialPath(d.req.Path), ctx.Err())
+			return fmt.Errorf("paused with %s kept in %s: %w", units.Bytes(d.prog.Received), PartialPath(d.req.Path), ctx.Err())
 		}
 		if !retryable(err) {
 			return d.kept(err)
@@ -291,7 +293,7 @@ func (d *fetcher) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("paused with %s kept in %s: %w", sizeText(d.prog.Received), PartialPath(d.req.Path), ctx.Err())
+			return fmt.Errorf("paused with %s kept in %s: %w", units.Bytes(d.prog.Received), PartialPath(d.req.Path), ctx.Err())
 		case <-t.C:
 		}
 		d.prog.Err = nil
@@ -303,7 +305,7 @@ func (d *fetcher) kept(err error) error {
 	if d.prog.Received == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (%s kept in %s: download again to resume)", err, sizeText(d.prog.Received), PartialPath(d.req.Path))
+	return fmt.Errorf("%w (%s kept in %s: download again to resume)", err, units.Bytes(d.prog.Received), PartialPath(d.req.Path))
 }
 
 // retryable reports whether a failed attempt may succeed if tried again.
@@ -449,7 +451,7 @@ func (d *fetcher) checkSpace(dir string) error {
 	const margin = 64 << 20
 	if free < need+margin {
 		return localError{fmt.Errorf("%s needs %s more, %s has %s free: %w", filepath.Base(d.req.Path),
-			sizeText(int64(need)), dir, sizeText(int64(min(free, 1<<62))), ErrNoSpace)}
+			units.Bytes(need), dir, units.Bytes(free), ErrNoSpace)}
 	}
 	return nil
 }
@@ -674,17 +676,4 @@ func parseContentRange(s string) (start, total int64, err error) {
 		return 0, 0, bad
 	}
 	return start, total, nil
-}
-
-// sizeText renders a byte count for messages.
-func sizeText(n int64) string {
-	switch {
-	case n <= 0:
-		return "0 B"
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }

@@ -18,20 +18,21 @@ import (
 const module = "github.com/trochilus-llm/trochilus/"
 
 // allowed is every package's project imports in its non-test files, by path below the module.
-// Imports only point down: app → ui → engine/serve → engine/assistant, engine/catalog → engine
-// → experts, kernels, gguf (docs/ARCHITECTURE.md draws and explains it).
+// Imports only point down: app → ui → engine/serve, engine/library → engine/assistant,
+// engine/hub → engine → experts, kernels, gguf (docs/ARCHITECTURE.md draws and explains it).
 var allowed = map[string][]string{
-	"app/trochilus":     {"engine", "engine/assistant", "engine/catalog", "engine/download", "engine/machine", "engine/serve", "gguf", "internal/modelgen", "tokenizer", "tokenizer/chat"},
-	"app/trochilus-app": {"assets", "engine/catalog", "ui"},
-	"ui":                {"engine", "engine/assistant", "engine/catalog", "engine/download", "engine/machine", "kernels", "tokenizer/chat", "ui/conversation"},
+	"app/trochilus":     {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "engine/serve", "gguf", "internal/modelgen", "internal/units", "tokenizer", "tokenizer/chat"},
+	"app/trochilus-app": {"assets", "engine/library", "ui"},
+	"ui":                {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "internal/units", "kernels", "tokenizer/chat", "ui/conversation"},
 	"ui/conversation":   {"tokenizer/chat"},
 	"engine/serve":      {"engine", "engine/assistant", "tokenizer/chat"},
 	"engine/assistant":  {"engine", "tokenizer", "tokenizer/chat"},
-	"engine":            {"engine/machine", "experts", "gguf", "gguf/quant", "internal/osmem", "kernels"},
-	"engine/catalog":    {"engine", "engine/machine", "gguf", "internal/directio"},
-	"engine/download":   {},
-	"engine/machine":    {"gpu"},
-	"experts":           {"gguf", "internal/directio", "internal/osmem", "kernels"},
+	"engine":            {"engine/machine", "experts", "gguf", "gguf/quant", "internal/osmem", "internal/units", "kernels"},
+	"engine/library":    {"engine", "engine/hub", "engine/machine", "gguf"},
+	"engine/hub":        {"engine", "gguf"},
+	"engine/download":   {"internal/units"},
+	"engine/machine":    {"gpu", "internal/directio"},
+	"experts":           {"gguf", "internal/directio", "internal/osmem", "internal/units", "kernels"},
 	"kernels":           {"gguf", "kernels/internal/bigmath"},
 	"gpu":               {},
 	"tokenizer":         {"gguf"},
@@ -48,6 +49,7 @@ var allowed = map[string][]string{
 	"internal/layers":                {},
 	"internal/directio":              {},
 	"internal/osmem":                 {},
+	"internal/units":                 {},
 
 	// Generators and their helpers (go generate, build-time only).
 	"gguf/internal/ggufbytes":        {},
@@ -71,12 +73,12 @@ var allowed = map[string][]string{
 var row = map[string]int{
 	"app/trochilus": 7, "app/trochilus-app": 7,
 	"ui":           6,
-	"engine/serve": 5, "ui/conversation": 5,
-	"engine/assistant": 4, "engine/catalog": 4,
+	"engine/serve": 5, "engine/library": 5, "ui/conversation": 5,
+	"engine/assistant": 4, "engine/hub": 4,
 	"engine": 3, "internal/modelgen": 3,
 	"experts": 2, "engine/machine": 2, "tokenizer": 2, "tokenizer/chat": 2, "tokenizer/hfconv": 2,
 	"kernels": 1, "gguf/quant": 1, "gpu": 1, "tokenizer/jinja": 1, "engine/download": 1,
-	"gguf": 0, "assets": 0, "internal/directio": 0, "internal/osmem": 0,
+	"gguf": 0, "assets": 0, "internal/directio": 0, "internal/osmem": 0, "internal/units": 0,
 }
 
 // testOnly is what a package's tests import beyond allowed: the test support packages, and
@@ -87,7 +89,7 @@ var testOnly = map[string][]string{
 	"engine/serve":                   {"gguf", "internal/modelgen", "internal/modelgen/modelgentest"},
 	"engine/assistant":               {"gguf", "internal/modelgen", "internal/modelgen/modelgentest"},
 	"engine":                         {"internal/modelgen", "internal/modelgen/modelgentest", "internal/oracle"},
-	"engine/catalog":                 {"internal/modelgen", "internal/modelgen/modelgentest"},
+	"engine/library":                 {"internal/modelgen", "internal/modelgen/modelgentest", "internal/units"},
 	"gpu":                            {"kernels"},
 	"kernels":                        {"gguf/quant", "internal/oracle"},
 	"tokenizer":                      {"internal/oracle", "tokenizer/hfconv"},
@@ -101,6 +103,7 @@ var testOnly = map[string][]string{
 	"internal/layers":                {"internal/oracle"},
 	"internal/directio":              {}, // no project package
 	"internal/osmem":                 {}, // no project package
+	"internal/units":                 {}, // no project package
 	"tools/oracle":                   {"gguf", "gguf/quant", "internal/modelgen", "internal/oracle"},
 }
 

@@ -28,9 +28,8 @@ const attendCols = 256
 // registers had to walk every position once per block, reading each row a column at a time.)
 func attendKernel(s isa) {
 	name := "attendValues" + s.suffix
-	TEXT(name, 0, "func(out, values, a []float32, stride int)")
-	Pragma("noescape")
-	Doc(name + " writes the 16-lane weighted sums over positions of out's register-wide blocks (at most 256 outputs).")
+	declare(name, 0, "func(out, values, a []float32, stride int)",
+		name+" writes the 16-lane weighted sums over positions of out's register-wide blocks (at most 256 outputs).")
 	out := Load(Param("out").Base(), GP64())
 	nOut := Load(Param("out").Len(), GP64())
 	vals := Load(Param("values").Base(), GP64())

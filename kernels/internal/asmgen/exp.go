@@ -53,9 +53,8 @@ func expKernel(swiglu bool) {
 		sig = "func(dst, gate, up []float32, tab *[80]float64) int"
 		doc = "swiGLUAVX2 writes SiLU(gate[i])·up[i] into dst for the whole groups of 8 of gate up to the first it leaves to the scalar code, and returns how many it wrote."
 	}
-	TEXT(name, NOSPLIT, sig)
-	Pragma("noescape")
-	Doc(doc)
+	declare(name, NOSPLIT, sig,
+		doc)
 	dst := Load(Param("dst").Base(), GP64())
 	var src, up reg.Register
 	var n reg.Register

@@ -14,26 +14,71 @@ import (
 //
 // which continues the lanes l over the len(w)/unit whole units of w against x.
 func lanesKernel(s isa, name string, unit int, body block) {
-	TEXT("lanes"+name+s.suffix, NOSPLIT, "func(l [16]float32, w []byte, x []float32) [16]float32")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("lanes%s%s continues the lanes l with the products of the len(w)/%d whole units of w with x.", name, s.suffix, unit))
+	declare("lanes"+name+s.suffix, NOSPLIT, "func(l [16]float32, w []byte, x []float32) [16]float32",
+		fmt.Sprintf("lanes%s%s continues the lanes l with the products of the len(w)/%d whole units of w with x.", name, s.suffix, unit))
 	l := frameAddr(Param("l"))
 	w := Load(Param("w").Base(), GP64())
 	n := Load(Param("w").Len(), GP64())
 	x := Load(Param("x").Base(), GP64())
 	acc := loadLanes(s, l)
-	Label("loop") // n counts the bytes left; a partial unit is left alone
-	CMPQ(n, U32(unit))
-	JB(LabelRef("done"))
-	floats := body(w, addInto(s, acc, x))
-	ADDQ(U32(unit), w)
-	ADDQ(U32(4*floats), x)
-	SUBQ(U32(unit), n)
-	JMP(LabelRef("loop"))
-	Label("done")
+	rowLanes(s, unit, body, []reg.Register{w}, x, n, [][]reg.VecVirtual{acc}, nil)
 	storeLanes(frameAddr(ReturnIndex(0)), acc)
 	VZEROUPPER()
 	RET()
+}
+
+// rowLanes emits the loop of the kernels that run weight rows against one input x: for each
+// whole unit left in the rows (n counts the bytes left in each), it adds the products of row
+// r's unit with x into the lanes acc[r], first prefetching the unit's bytes from ahead(w[r])
+// where ahead is not nil, and then steps the rows a unit on and x as many floats.
+func rowLanes(s isa, unit int, body block, w []reg.Register, x, n reg.Register, acc [][]reg.VecVirtual, ahead func(w reg.Register) Mem) {
+	unitLoop(unit, n, func() {
+		var floats int
+		for r := range w {
+			if ahead != nil {
+				prefetch(ahead(w[r]), unit)
+			}
+			floats = body(w[r], addInto(s, acc[r], x))
+		}
+		for _, r := range w {
+			ADDQ(U32(unit), r)
+		}
+		ADDQ(U32(4*floats), x)
+	})
+}
+
+// zeroLaneRows returns the lanes of n rows (or inputs), each at +0.
+func zeroLaneRows(s isa, n int) [][]reg.VecVirtual {
+	acc := make([][]reg.VecVirtual, n)
+	for r := range acc {
+		for range s.parts {
+			v := s.vec()
+			s.xor(v, v, v)
+			acc[r] = append(acc[r], v)
+		}
+	}
+	return acc
+}
+
+// storeLaneRows stores the lanes acc[r] of each row r at out+64r: an [n][16]float32 result.
+func storeLaneRows(out reg.Register, acc [][]reg.VecVirtual) {
+	for r, a := range acc {
+		for p, v := range a {
+			VMOVUPS(v, Mem{Base: out, Disp: 64*r + 4*16/len(a)*p})
+		}
+	}
+}
+
+// pointerChain returns first and the n-1 pointers that follow it, each step bytes past the one
+// before.
+func pointerChain(first, step reg.Register, n int) []reg.Register {
+	p := []reg.Register{first}
+	for i := 1; i < n; i++ {
+		r := GP64()
+		LEAQ(Mem{Base: p[i-1], Index: step, Scale: 1}, r)
+		p = append(p, r)
+	}
+	return p
 }
 
 // lanes2Kernel emits
@@ -44,42 +89,14 @@ func lanesKernel(s isa, name string, unit int, body block) {
 // both against x. The two rows' add chains are independent, so the core overlaps them:
 // one row's 16 lanes are one chain of dependent VADDPS (the contract fixes each lane's order).
 func lanes2Kernel(s isa, name string, unit int, body block) {
-	TEXT("lanes2"+name+s.suffix, NOSPLIT, "func(w0, w1 []byte, x []float32) [2][16]float32")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("lanes2%s%s returns the lanes of the products of the len(w0)/%d whole units of w0 and of as many of w1 with x.", name, s.suffix, unit))
+	declare("lanes2"+name+s.suffix, NOSPLIT, "func(w0, w1 []byte, x []float32) [2][16]float32",
+		fmt.Sprintf("lanes2%s%s returns the lanes of the products of the len(w0)/%d whole units of w0 and of as many of w1 with x.", name, s.suffix, unit))
 	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	n := Load(Param("w0").Len(), GP64())
 	x := Load(Param("x").Base(), GP64())
-	acc := make([][]reg.VecVirtual, 2)
-	for r := range acc {
-		for range s.parts {
-			v := s.vec()
-			s.xor(v, v, v)
-			acc[r] = append(acc[r], v)
-		}
-	}
-	Label("loop")
-	CMPQ(n, U32(unit))
-	JB(LabelRef("done"))
-	var floats int
-	for r := range 2 {
-		for off := 0; off < unit; off += 64 {
-			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
-		}
-		floats = body(w[r], addInto(s, acc[r], x))
-	}
-	for r := range 2 {
-		ADDQ(U32(unit), w[r])
-	}
-	ADDQ(U32(4*floats), x)
-	SUBQ(U32(unit), n)
-	JMP(LabelRef("loop"))
-	Label("done")
-	out := frameAddr(ReturnIndex(0))
-	storeLanes(out, acc[0])
-	for p, a := range acc[1] {
-		VMOVUPS(a, Mem{Base: out, Disp: 64 + 4*16/len(acc[1])*p})
-	}
+	acc := zeroLaneRows(s, 2)
+	rowLanes(s, unit, body, w, x, n, acc, func(w reg.Register) Mem { return Mem{Base: w, Disp: prefetchAhead} })
+	storeLaneRows(frameAddr(ReturnIndex(0)), acc)
 	VZEROUPPER()
 	RET()
 }
@@ -96,53 +113,20 @@ func lanes2Kernel(s isa, name string, unit int, body block) {
 // ahead of every stream (the rows of a call are contiguous, so a fixed distance would land
 // mostly inside this call's own rows).
 func rows4Kernel(s isa, name string, unit int, body block) {
-	TEXT("lanesRows4"+name+s.suffix, NOSPLIT, "func(w []byte, x []float32) [4][16]float32")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("lanesRows4%s%s returns the lanes of the products of the whole %d-byte units of the four rows of w (len(w)/4 bytes each) with x.", name, s.suffix, unit))
+	declare("lanesRows4"+name+s.suffix, NOSPLIT, "func(w []byte, x []float32) [4][16]float32",
+		fmt.Sprintf("lanesRows4%s%s returns the lanes of the products of the whole %d-byte units of the four rows of w (len(w)/4 bytes each) with x.", name, s.suffix, unit))
 	w0 := Load(Param("w").Base(), GP64())
 	size := Load(Param("w").Len(), GP64())
 	x := Load(Param("x").Base(), GP64())
 	rowBytes := GP64()
 	MOVQ(size, rowBytes)
 	SHRQ(U8(2), rowBytes)
-	w := []reg.Register{w0}
-	for r := 1; r < 4; r++ {
-		wr := GP64()
-		LEAQ(Mem{Base: w[r-1], Index: rowBytes, Scale: 1}, wr)
-		w = append(w, wr)
-	}
-	n := rowBytes // the bytes left in each row; a partial unit is left alone
-	acc := make([][]reg.VecVirtual, 4)
-	for r := range acc {
-		for range s.parts {
-			v := s.vec()
-			s.xor(v, v, v)
-			acc[r] = append(acc[r], v)
-		}
-	}
-	Label("loop")
-	CMPQ(n, U32(unit))
-	JB(LabelRef("done"))
-	var floats int
-	for r := range 4 {
-		for off := 0; off < unit; off += 64 {
-			PREFETCHT0(Mem{Base: w[r], Index: size, Scale: 1, Disp: off})
-		}
-		floats = body(w[r], addInto(s, acc[r], x))
-	}
-	for r := range 4 {
-		ADDQ(U32(unit), w[r])
-	}
-	ADDQ(U32(4*floats), x)
-	SUBQ(U32(unit), n)
-	JMP(LabelRef("loop"))
-	Label("done")
-	out := frameAddr(ReturnIndex(0))
-	for r := range acc {
-		for p, a := range acc[r] {
-			VMOVUPS(a, Mem{Base: out, Disp: 64*r + 4*s.width()*p})
-		}
-	}
+	w := pointerChain(w0, rowBytes, 4)
+	n := rowBytes // the bytes left in each row
+	acc := zeroLaneRows(s, 4)
+	// Row r prefetches the same bytes of row r+4, len(w) bytes on: the next call's.
+	rowLanes(s, unit, body, w, x, n, acc, func(w reg.Register) Mem { return Mem{Base: w, Index: size, Scale: 1} })
+	storeLaneRows(frameAddr(ReturnIndex(0)), acc)
 	VZEROUPPER()
 	RET()
 }
@@ -168,48 +152,26 @@ func loadBF16(v reg.VecVirtual, m Mem) {
 // t at x[t·stride:], for t < 4: each weight group is decoded once and used for four tokens, and
 // the four add chains are independent.
 func lanes4Kernel(s isa, name string, unit int, body block) {
-	TEXT("lanes4"+name+s.suffix, NOSPLIT, "func(w []byte, x []float32, stride int) [4][16]float32")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("lanes4%s%s returns the lanes of the products of the len(w)/%d whole units of w with the rows x[t·stride:], t < 4.", name, s.suffix, unit))
+	declare("lanes4"+name+s.suffix, NOSPLIT, "func(w []byte, x []float32, stride int) [4][16]float32",
+		fmt.Sprintf("lanes4%s%s returns the lanes of the products of the len(w)/%d whole units of w with the rows x[t·stride:], t < 4.", name, s.suffix, unit))
 	w := Load(Param("w").Base(), GP64())
 	n := Load(Param("w").Len(), GP64())
 	stride := Load(Param("stride"), GP64())
 	SHLQ(U8(2), stride)
-	x := []reg.Register{Load(Param("x").Base(), GP64())}
-	for t := 1; t < 4; t++ {
-		xt := GP64()
-		LEAQ(Mem{Base: x[t-1], Index: stride, Scale: 1}, xt)
-		x = append(x, xt)
-	}
-	acc := make([][]reg.VecVirtual, 4)
-	for t := range acc {
-		for range s.parts {
-			v := s.vec()
-			s.xor(v, v, v)
-			acc[t] = append(acc[t], v)
-		}
-	}
-	Label("loop")
-	CMPQ(n, U32(unit))
-	JB(LabelRef("done"))
-	floats := body(w, func(v reg.VecVirtual, p, elem int) {
+	x := pointerChain(Load(Param("x").Base(), GP64()), stride, 4)
+	acc := zeroLaneRows(s, 4)
+	unitLoop(unit, n, func() {
+		floats := body(w, func(v reg.VecVirtual, p, elem int) {
+			for t := range 4 {
+				addInto(s, acc[t], x[t])(v, p, elem)
+			}
+		})
+		ADDQ(U32(unit), w)
 		for t := range 4 {
-			addInto(s, acc[t], x[t])(v, p, elem)
+			ADDQ(U32(4*floats), x[t])
 		}
 	})
-	ADDQ(U32(unit), w)
-	for t := range 4 {
-		ADDQ(U32(4*floats), x[t])
-	}
-	SUBQ(U32(unit), n)
-	JMP(LabelRef("loop"))
-	Label("done")
-	out := frameAddr(ReturnIndex(0))
-	for t := range acc {
-		for p, a := range acc[t] {
-			VMOVUPS(a, Mem{Base: out, Disp: 64*t + 4*s.width()*p})
-		}
-	}
+	storeLaneRows(frameAddr(ReturnIndex(0)), acc)
 	VZEROUPPER()
 	RET()
 }
@@ -264,9 +226,8 @@ func q8_0Block(s isa) block {
 // sumKernel emits func sumLanes<suffix>(l [16]float32, v []float32) [16]float32: v's whole
 // groups of 16 added into the lanes.
 func sumKernel(s isa) {
-	TEXT("sumLanes"+s.suffix, NOSPLIT, "func(l [16]float32, v []float32) [16]float32")
-	Pragma("noescape")
-	Doc("sumLanes" + s.suffix + " continues the lanes l with the len(v)/16 whole groups of v.")
+	declare("sumLanes"+s.suffix, NOSPLIT, "func(l [16]float32, v []float32) [16]float32",
+		"sumLanes"+s.suffix+" continues the lanes l with the len(v)/16 whole groups of v.")
 	l := frameAddr(Param("l"))
 	v := Load(Param("v").Base(), GP64())
 	n := Load(Param("v").Len(), GP64())

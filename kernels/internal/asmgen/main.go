@@ -18,6 +18,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/mmcloughlin/avo/attr"
 	. "github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
@@ -38,6 +39,13 @@ type isa struct {
 }
 
 const prefetchAhead = 4096
+
+// prefetch emits a PREFETCHT0 for each 64-byte line of the n bytes at m.
+func prefetch(m Mem, n int) {
+	for off := 0; off < n; off += 64 {
+		PREFETCHT0(m.Offset(off))
+	}
+}
 
 func (s isa) width() int { return 16 / s.parts } // floats per register
 
@@ -86,9 +94,42 @@ func main() {
 	scoresKernel(avx2)
 	scoresKernel(avx512)
 	panelKernels(avx512)
-	q4KPrepKernel()
-	q4KPrepKernelAVX2()
+	q4KPrepKernel(avx512)
+	q4KPrepKernel(avx2)
 	Generate()
+}
+
+// blockLoop emits a loop that runs block n times, n counting down to zero (it may start at
+// zero). Its labels are block and done.
+func blockLoop(n reg.Register, block func()) {
+	Label("block")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	block()
+	DECQ(n)
+	JMP(LabelRef("block"))
+	Label("done")
+}
+
+// unitLoop emits a loop that runs unit while n, the bytes left, holds a whole unit of size
+// bytes, and takes size off n each time; a partial unit is left alone. Its labels are loop
+// and done.
+func unitLoop(size int, n reg.Register, unit func()) {
+	Label("loop")
+	CMPQ(n, U32(size))
+	JB(LabelRef("done"))
+	unit()
+	SUBQ(U32(size), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+}
+
+// declare starts the function name (attributes a) with the Go signature sig and the doc
+// comment doc. Every kernel is noescape: none keeps a pointer it is passed.
+func declare(name string, a attr.Attribute, sig, doc string) {
+	TEXT(name, a, sig)
+	Pragma("noescape")
+	Doc(doc)
 }
 
 // broadcast loads a 4-byte constant into every dword of a new register.
@@ -96,6 +137,52 @@ func broadcast(s isa, v uint32) reg.VecVirtual {
 	r := s.vec()
 	VPBROADCASTD(s.consts[v], r)
 	return r
+}
+
+// halfOf returns half h of the ymm or zmm register v: the low half is v itself, narrowed,
+// and the high half is extracted into a new register.
+func halfOf(v reg.VecVirtual, h int) reg.VecVirtual {
+	switch {
+	case v.Size() == 32 && h == 0:
+		return v.AsX().(reg.VecVirtual)
+	case v.Size() == 32:
+		x := XMM()
+		VEXTRACTI128(U8(1), v, x)
+		return x
+	case h == 0:
+		return v.AsY().(reg.VecVirtual)
+	}
+	y := YMM()
+	VEXTRACTI64X4(U8(1), v, y)
+	return y
+}
+
+// vecOf returns a new vector register of size bytes: an xmm, a ymm or a zmm register.
+func vecOf(size uint) reg.VecVirtual {
+	switch size {
+	case 16:
+		return XMM()
+	case 32:
+		return YMM()
+	}
+	return ZMM()
+}
+
+// toFloat64 converts the dwords of v to float64 (exactly): those of its low half into lo,
+// those of its high half into hi, two registers as wide as v.
+func toFloat64(v reg.VecVirtual) (lo, hi reg.VecVirtual) {
+	lo, hi = vecOf(v.Size()), vecOf(v.Size())
+	VCVTDQ2PD(halfOf(v, 0), lo)
+	VCVTDQ2PD(halfOf(v, 1), hi)
+	return lo, hi
+}
+
+// widenSum returns the float64 sums of the dwords of v's two halves, pairwise: exact, since
+// a sum of two dwords is below 2^32.
+func widenSum(v reg.VecVirtual) reg.VecVirtual {
+	lo, hi := toFloat64(v)
+	VADDPD(hi, lo, lo)
+	return lo
 }
 
 // loadLanes and storeLanes move the 16 lanes at l to and from registers.
@@ -109,9 +196,7 @@ func loadLanes(s isa, l reg.Register) []reg.VecVirtual {
 }
 
 func storeLanes(l reg.Register, acc []reg.VecVirtual) {
-	for p, a := range acc {
-		VMOVUPS(a, Mem{Base: l, Disp: 4 * 16 / len(acc) * p})
-	}
+	storeLaneRows(l, [][]reg.VecVirtual{acc})
 }
 
 // block emits the decode of one unit of the weight row at w (unit bytes long): each group of
@@ -143,6 +228,16 @@ func frameAddr(c gotypes.Component) reg.GPVirtual {
 		}
 		c = c.Index(0)
 	}
+}
+
+// loadPointers loads the first n pointers of the array at args.
+func loadPointers(args reg.Register, n int) []reg.GPVirtual {
+	p := make([]reg.GPVirtual, n)
+	for i := range p {
+		p[i] = GP64()
+		MOVQ(Mem{Base: args, Disp: 8 * i}, p[i])
+	}
+	return p
 }
 
 // laneType is a weight type whose products go through the contract lanes: its kernels' name

@@ -36,9 +36,8 @@ func panelKernels(s isa) {
 // bytes of the row 16 ahead: the next panel's), which no stream prefetcher foresees.
 func panelRowKernel(s isa, name string, unit int, body block) {
 	fn := "panelRow" + name + s.suffix
-	TEXT(fn, NOSPLIT, "func(rows []float32, w []byte, r, ahead int)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s writes the weights of the whole %d-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).", fn, unit))
+	declare(fn, NOSPLIT, "func(rows []float32, w []byte, r, ahead int)",
+		fmt.Sprintf("%s writes the weights of the whole %d-byte units of w as row r of 16 rows grouped by 16 elements (see panelRowKernel).", fn, unit))
 	base := Load(Param("rows").Base(), GP64())
 	w := Load(Param("w").Base(), GP64())
 	n := Load(Param("w").Len(), GP64())
@@ -46,20 +45,14 @@ func panelRowKernel(s isa, name string, unit int, body block) {
 	ahead := Load(Param("ahead"), GP64())
 	SHLQ(U8(6), r)
 	ADDQ(r, base)
-	Label("loop")
-	CMPQ(n, U32(unit))
-	JB(LabelRef("done"))
-	for off := 0; off < unit; off += 64 {
-		PREFETCHT0(Mem{Base: w, Index: ahead, Scale: 1, Disp: off})
-	}
-	floats := body(w, func(v reg.VecVirtual, p, elem int) {
-		VMOVUPS(v, Mem{Base: base, Disp: elem / 16 * 1088})
+	unitLoop(unit, n, func() {
+		prefetch(Mem{Base: w, Index: ahead, Scale: 1}, unit)
+		floats := body(w, func(v reg.VecVirtual, p, elem int) {
+			VMOVUPS(v, Mem{Base: base, Disp: elem / 16 * 1088})
+		})
+		ADDQ(U32(unit), w)
+		ADDQ(U32(floats/16*1088), base)
 	})
-	ADDQ(U32(unit), w)
-	ADDQ(U32(floats/16*1088), base)
-	SUBQ(U32(unit), n)
-	JMP(LabelRef("loop"))
-	Label("done")
 	VZEROUPPER()
 	RET()
 }
@@ -73,9 +66,8 @@ func panelRowKernel(s isa, name string, unit int, body block) {
 // transpose in registers a group. (The panel pads each phase's run by one vector: with
 // phases a power of two apart its stores would fall in few L1 sets.)
 func panelPackKernel() {
-	TEXT("panelPackAVX512", NOSPLIT, "func(panel, rows []float32, groups, stride int)")
-	Pragma("noescape")
-	Doc("panelPackAVX512 transposes 16 rows grouped by 16 elements into a panel (see panelPackKernel).")
+	declare("panelPackAVX512", NOSPLIT, "func(panel, rows []float32, groups, stride int)",
+		"panelPackAVX512 transposes 16 rows grouped by 16 elements into a panel (see panelPackKernel).")
 	q := Load(Param("panel").Base(), GP64())
 	src := Load(Param("rows").Base(), GP64())
 	nm := Load(Param("groups"), GP64())
@@ -172,9 +164,8 @@ func phaseAddr(bases map[int]reg.GPVirtual, stride reg.Register, k int) Mem {
 // over the 16 rows (result t at ph[256·T+16t+r]).
 func panelTileKernel(T int) {
 	name := fmt.Sprintf("panelTile%dAVX512", T)
-	TEXT(name, NOSPLIT, "func(panel, xil, ph []float32)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s multiplies a panel of 16 weight rows with %d interleaved tokens (see panelTileKernel).", name, T))
+	declare(name, NOSPLIT, "func(panel, xil, ph []float32)",
+		fmt.Sprintf("%s multiplies a panel of 16 weight rows with %d interleaved tokens (see panelTileKernel).", name, T))
 	pp := Load(Param("panel").Base(), GP64())
 	nm := Load(Param("panel").Len(), GP64())
 	SHRQ(U8(8), nm)

@@ -11,9 +11,13 @@ import (
 
 // vpdpwssd emits VPDPWSSD (AVX512_VNNI), which avo v0.5.0 does not list: acc += the sums of
 // the two signed word products in each dword of a (a register or memory) and b.
-func vpdpwssd(a Op, b, acc reg.VecVirtual) {
+func vpdpwssd(a Op, b, acc reg.VecVirtual) { vnniInstruction("VPDPWSSD", a, b, acc) }
+
+// vnniInstruction emits the AVX512_VNNI instruction opcode, a b acc, which reads all three and
+// writes acc.
+func vnniInstruction(opcode string, a Op, b, acc reg.VecVirtual) {
 	Instruction(&ir.Instruction{
-		Opcode:   "VPDPWSSD",
+		Opcode:   opcode,
 		Operands: []Op{a, b, acc},
 		Inputs:   []Op{a, b, acc},
 		Outputs:  []Op{acc},
@@ -31,6 +35,70 @@ func madd(s isa, vnni bool, w reg.VecVirtual, dig Op, acc reg.VecVirtual) {
 	t := s.vec()
 	VPMADDWD(dig, w, t)
 	VPADDD(t, acc, acc)
+}
+
+// startOrMadd starts acc with the pairwise products of the words of w and dig (VPMADDWD)
+// where start holds, the first products of a block, and adds them into acc with madd where
+// it does not.
+func startOrMadd(s isa, vnni, start bool, w reg.VecVirtual, dig Op, acc reg.VecVirtual) {
+	if start {
+		VPMADDWD(dig, w, acc)
+		return
+	}
+	madd(s, vnni, w, dig, acc)
+}
+
+// q4KNibbleWords widens the weight bytes of chunk c of the Q4_K block at w (sub-block 2c in
+// the low nibbles, 2c+1 in the high) to words and returns the words sc·q of both, ql of the
+// low nibbles and q of the high; mask holds 0x000f in every word. The scale sc_j is
+// broadcast from scales + size·j: a word (size 2) or a dword holding the word twice (size 4).
+func q4KNibbleWords(s isa, w Mem, c int, mask reg.VecVirtual, scales Mem, size int) (ql, q reg.VecVirtual) {
+	broadcast := VPBROADCASTW
+	if size == 4 {
+		broadcast = VPBROADCASTD
+	}
+	q = s.vec()
+	VPMOVZXBW(w.Offset(16+32*c), q)
+	ql = s.vec()
+	s.and(mask, q, ql)
+	VPSRLW(U8(4), q, q)
+	sc := s.vec()
+	broadcast(scales.Offset(size*(2*c)), sc)
+	VPMULLW(sc, ql, ql)
+	broadcast(scales.Offset(size*(2*c+1)), sc)
+	VPMULLW(sc, q, q)
+	return ql, q
+}
+
+// q4KChunkProducts adds the products of chunk c of a Q4_K block (see q4KNibbleWords) with an
+// input's digits into the accumulators lo (low digit) and hi (high digit): the low-nibble
+// words ql with d[0] and d[1], sub-block 2c's low and high digits, the high-nibble words q
+// with d[2] and d[3], sub-block 2c+1's. Chunk 0's low nibbles start the sums.
+func q4KChunkProducts(s isa, vnni bool, c int, ql, q reg.VecVirtual, d [4]Op, lo, hi reg.VecVirtual) {
+	for i, p := range []struct{ q, acc reg.VecVirtual }{{ql, lo}, {ql, hi}, {q, lo}, {q, hi}} {
+		startOrMadd(s, vnni, c == 0 && i < 2, p.q, d[i], p.acc)
+	}
+}
+
+// q4KDigits returns the four digit operands of chunk c of the input's block at dig (see
+// q4KChunkProducts): sub-block 2c's low and high digits, then 2c+1's.
+func q4KDigits(dig Mem, c int) [4]Op {
+	var d [4]Op
+	for i := range d {
+		d[i] = dig.Offset(128*(2*c+i/2) + 64*(i%2))
+	}
+	return d
+}
+
+// q4KNextBlock steps the rows w and the input's digits, sums and scale (pointers or offsets)
+// one Q4_K block on.
+func q4KNextBlock(w []reg.Register, dig, sums, scale reg.Register) {
+	for _, r := range w {
+		ADDQ(U32(144), r)
+	}
+	ADDQ(U32(1024), dig)
+	ADDQ(U32(64), sums)
+	ADDQ(U8(8), scale)
 }
 
 // q4KKernel emits
@@ -60,9 +128,8 @@ func q4KKernel(s isa, vnni bool) {
 		q4KPairKernel(s, vnni, name)
 		return
 	}
-	TEXT(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
+	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32",
+		name+" returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
 	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	dig := Load(Param("digits").Base(), GP64())
 	sums := Load(Param("sums").Base(), GP64())
@@ -74,67 +141,44 @@ func q4KKernel(s isa, vnni bool) {
 	for _, r := range y {
 		VXORPD(r, r, r)
 	}
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	mins := make([]reg.VecVirtual, 2)
-	for r := range 2 {
-		for off := 0; off < 144; off += 64 {
-			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
+	blockLoop(n, func() {
+		mins := make([]reg.VecVirtual, 2)
+		for r := range 2 {
+			prefetch(Mem{Base: w[r], Disp: prefetchAhead}, 144)
+			mins[r] = unpackScales(w[r], words.Offset(16*r))
 		}
-		mins[r] = unpackScales(w[r], words.Offset(16*r))
-	}
-	type accs struct{ lo1, hi1, lo2, hi2 reg.VecVirtual } // digit (lo, hi) × nibble (low 1, high 2)
-	acc := make([]accs, 2)
-	for r := range acc {
-		acc[r] = accs{s.vec(), s.vec(), s.vec(), s.vec()}
-		for _, a := range []reg.VecVirtual{acc[r].lo1, acc[r].hi1, acc[r].lo2, acc[r].hi2} {
-			s.xor(a, a, a)
-		}
-	}
-	wordsPerReg := 2 * s.width()
-	for c := range 4 {
-		for p := range s.parts {
-			e := wordsPerReg * p // first element of this register within the sub-block
-			// Digits of sub-blocks 2c (low nibbles) and 2c+1 (high nibbles).
-			dLo1 := Mem{Base: dig, Disp: 128*(2*c) + 2*e}
-			dHi1 := Mem{Base: dig, Disp: 128*(2*c) + 64 + 2*e}
-			dLo2 := Mem{Base: dig, Disp: 128*(2*c+1) + 2*e}
-			dHi2 := Mem{Base: dig, Disp: 128*(2*c+1) + 64 + 2*e}
-			for r := range 2 {
-				q := s.vec()
-				VPMOVZXBW(Mem{Base: w[r], Disp: 16 + 32*c + e}, q)
-				ql := s.vec()
-				s.and(mask, q, ql)
-				VPSRLW(U8(4), q, q)
-				sc := s.vec()
-				VPBROADCASTW(words.Offset(16*r+2*(2*c)), sc)
-				VPMULLW(sc, ql, ql)
-				VPBROADCASTW(words.Offset(16*r+2*(2*c+1)), sc)
-				VPMULLW(sc, q, q)
-				madd(s, vnni, ql, dLo1, acc[r].lo1)
-				madd(s, vnni, ql, dHi1, acc[r].hi1)
-				madd(s, vnni, q, dLo2, acc[r].lo2)
-				madd(s, vnni, q, dHi2, acc[r].hi2)
+		type accs struct{ lo1, hi1, lo2, hi2 reg.VecVirtual } // digit (lo, hi) × nibble (low 1, high 2)
+		acc := make([]accs, 2)
+		for r := range acc {
+			acc[r] = accs{s.vec(), s.vec(), s.vec(), s.vec()}
+			for _, a := range []reg.VecVirtual{acc[r].lo1, acc[r].hi1, acc[r].lo2, acc[r].hi2} {
+				s.xor(a, a, a)
 			}
 		}
-	}
-	for r := range 2 {
-		a := acc[r]
-		VPADDD(a.lo2, a.lo1, a.lo1)
-		VPADDD(a.hi2, a.hi1, a.hi1)
-		v := q4KBlockEnd(s, a.lo1, a.hi1, mins[r], Mem{Base: sums}, Mem{Base: w[r]}, Mem{Base: scale})
-		VADDSD(v, y[r], y[r])
-	}
-	for r := range 2 {
-		ADDQ(U32(144), w[r])
-	}
-	ADDQ(U32(1024), dig)
-	ADDQ(U32(64), sums)
-	ADDQ(U8(8), scale)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+		wordsPerReg := 2 * s.width()
+		for c := range 4 {
+			for p := range s.parts {
+				e := wordsPerReg * p // first element of this register within the sub-block
+				// Digits of sub-blocks 2c (low nibbles) and 2c+1 (high nibbles).
+				d := q4KDigits(Mem{Base: dig, Disp: 2 * e}, c)
+				for r := range 2 {
+					ql, q := q4KNibbleWords(s, Mem{Base: w[r], Disp: e}, c, mask, words.Offset(16*r), 2)
+					madd(s, vnni, ql, d[0], acc[r].lo1)
+					madd(s, vnni, ql, d[1], acc[r].hi1)
+					madd(s, vnni, q, d[2], acc[r].lo2)
+					madd(s, vnni, q, d[3], acc[r].hi2)
+				}
+			}
+		}
+		for r := range 2 {
+			a := acc[r]
+			VPADDD(a.lo2, a.lo1, a.lo1)
+			VPADDD(a.hi2, a.hi1, a.hi1)
+			v := q4KBlockEnd(s, a.lo1, a.hi1, mins[r], Mem{Base: sums}, Mem{Base: w[r]}, Mem{Base: scale})
+			VADDSD(v, y[r], y[r])
+		}
+		q4KNextBlock(w, dig, sums, scale)
+	})
 	out := frameAddr(ReturnIndex(0))
 	for r := range 2 {
 		VCVTSD2SS(y[r], y[r], y[r])
@@ -200,9 +244,8 @@ func q4KTileKernel(s isa, vnni bool) {
 		}
 		return
 	}
-	TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ4K of the Q4_K row w against four prepared inputs.")
+	declare(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32",
+		name+" returns DotQ4K of the Q4_K row w against four prepared inputs.")
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())
@@ -216,55 +259,40 @@ func q4KTileKernel(s isa, vnni bool) {
 	for t := range 4 {
 		MOVQ(U32(0), y.Offset(8*t))
 	}
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	mins := unpackScales(w, words)
-	lo, hi := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
-	for t := range 4 {
-		lo[t], hi[t] = s.vec(), s.vec()
-		s.xor(lo[t], lo[t], lo[t])
-		s.xor(hi[t], hi[t], hi[t])
-	}
-	wordsPerReg := 2 * s.width()
-	for c := range 4 {
-		for p := range s.parts {
-			e := wordsPerReg * p
-			q := s.vec()
-			VPMOVZXBW(Mem{Base: w, Disp: 16 + 32*c + e}, q)
-			ql := s.vec()
-			s.and(mask, q, ql)
-			VPSRLW(U8(4), q, q)
-			sc := s.vec()
-			VPBROADCASTW(words.Offset(2*(2*c)), sc)
-			VPMULLW(sc, ql, ql)
-			VPBROADCASTW(words.Offset(2*(2*c+1)), sc)
-			VPMULLW(sc, q, q)
-			for t := range 4 {
-				d := GP64()
-				MOVQ(Mem{Base: args, Disp: 8 * t}, d)
-				madd(s, vnni, ql, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c) + 2*e}, lo[t])
-				madd(s, vnni, ql, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c) + 64 + 2*e}, hi[t])
-				madd(s, vnni, q, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c+1) + 2*e}, lo[t])
-				madd(s, vnni, q, Mem{Base: d, Index: dOff, Scale: 1, Disp: 128*(2*c+1) + 64 + 2*e}, hi[t])
+	blockLoop(n, func() {
+		mins := unpackScales(w, words)
+		lo, hi := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
+		for t := range 4 {
+			lo[t], hi[t] = s.vec(), s.vec()
+			s.xor(lo[t], lo[t], lo[t])
+			s.xor(hi[t], hi[t], hi[t])
+		}
+		wordsPerReg := 2 * s.width()
+		for c := range 4 {
+			for p := range s.parts {
+				e := wordsPerReg * p
+				ql, q := q4KNibbleWords(s, Mem{Base: w, Disp: e}, c, mask, words, 2)
+				for t := range 4 {
+					d := GP64()
+					MOVQ(Mem{Base: args, Disp: 8 * t}, d)
+					dt := q4KDigits(Mem{Base: d, Index: dOff, Scale: 1, Disp: 2 * e}, c)
+					madd(s, vnni, ql, dt[0], lo[t])
+					madd(s, vnni, ql, dt[1], hi[t])
+					madd(s, vnni, q, dt[2], lo[t])
+					madd(s, vnni, q, dt[3], hi[t])
+				}
 			}
 		}
-	}
-	for t := range 4 {
-		sp, scp := GP64(), GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * (4 + t)}, sp)
-		MOVQ(Mem{Base: args, Disp: 8 * (8 + t)}, scp)
-		v := q4KBlockEnd(s, lo[t], hi[t], mins, Mem{Base: sp, Index: sOff, Scale: 1}, Mem{Base: w}, Mem{Base: scp, Index: scOff, Scale: 1})
-		VADDSD(y.Offset(8*t), v, v)
-		VMOVSD(v, y.Offset(8*t))
-	}
-	ADDQ(U32(144), w)
-	ADDQ(U32(1024), dOff)
-	ADDQ(U32(64), sOff)
-	ADDQ(U8(8), scOff)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+		for t := range 4 {
+			sp, scp := GP64(), GP64()
+			MOVQ(Mem{Base: args, Disp: 8 * (4 + t)}, sp)
+			MOVQ(Mem{Base: args, Disp: 8 * (8 + t)}, scp)
+			v := q4KBlockEnd(s, lo[t], hi[t], mins, Mem{Base: sp, Index: sOff, Scale: 1}, Mem{Base: w}, Mem{Base: scp, Index: scOff, Scale: 1})
+			VADDSD(y.Offset(8*t), v, v)
+			VMOVSD(v, y.Offset(8*t))
+		}
+		q4KNextBlock([]reg.Register{w}, dOff, sOff, scOff)
+	})
 	out := frameAddr(ReturnIndex(0))
 	for t := range 4 {
 		v := XMM()
@@ -318,9 +346,8 @@ func unpackScales(w reg.Register, st Mem) reg.VecVirtual {
 
 // foldToFour adds the eight dword lanes of the ymm register a down to four (an xmm register).
 func foldToFour(a reg.VecVirtual) reg.VecVirtual {
-	x := XMM()
-	VEXTRACTI128(U8(1), a, x)
-	VPADDD(a.AsX(), x, x)
+	x := halfOf(a, 1)
+	VPADDD(halfOf(a, 0), x, x)
 	return x
 }
 
@@ -329,11 +356,7 @@ func foldToFour(a reg.VecVirtual) reg.VecVirtual {
 func minsTimesSums(mins reg.VecVirtual, sums Mem) reg.VecVirtual {
 	d := YMM()
 	VPMOVZXBD(mins, d)
-	lo, hi := YMM(), YMM()
-	VCVTDQ2PD(d.AsX(), lo)
-	x := XMM()
-	VEXTRACTI128(U8(1), d, x)
-	VCVTDQ2PD(x, hi)
+	lo, hi := toFloat64(d)
 	VMULPD(sums, lo, lo)
 	VMULPD(sums.Offset(32), hi, hi)
 	VADDPD(hi, lo, lo)

@@ -21,7 +21,7 @@ import (
 // Output byte p of a lane is sc_p for p < 8 and m_{p-8} for p >= 8 (the layout scaleMinK4
 // reads); the scale bytes s sit at bytes 4-15 of a block, after d and dmin. An index of 0x80
 // gives a zero byte.
-func q4KScaleTables(name string) (pick, pickHigh, pickTop, keep, top Mem) {
+func q4KScaleTables(name string) q4KScaleUnpack {
 	const zero = 0x80
 	var lane [5][16]byte
 	for p := range 16 {
@@ -45,7 +45,76 @@ func q4KScaleTables(name string) (pick, pickHigh, pickTop, keep, top Mem) {
 			DATA(i, U8(lane[t][i%16]))
 		}
 	}
-	return mems[0], mems[1], mems[2], mems[3], mems[4]
+	return q4KScaleUnpack{mems[0], mems[1], mems[2], mems[3], mems[4]}
+}
+
+// q4KScaleUnpack holds the five tables of q4KScaleTables, in memory or in registers.
+type q4KScaleUnpack struct{ pick, pickHigh, pickTop, keep, top Op }
+
+// inBothHalves loads the tables, 32 bytes each, into both 256-bit halves of zmm registers.
+func (u q4KScaleUnpack) inBothHalves() q4KScaleUnpack {
+	var r [5]reg.VecVirtual
+	for i, t := range []Op{u.pick, u.pickHigh, u.pickTop, u.keep, u.top} {
+		r[i] = ZMM()
+		VBROADCASTI64X4(t, r[i])
+	}
+	return q4KScaleUnpack{r[0], r[1], r[2], r[3], r[4]}
+}
+
+// unpack unpacks the Q4_K block heads in head, one a 128-bit lane, into sm: their scales and
+// mins as bytes (sc_0..7, m_0..7 a lane), with three byte shuffles and two logic ops.
+func (u q4KScaleUnpack) unpack(head, sm reg.VecVirtual) {
+	VPSHUFB(u.pick, head, sm)
+	t := vecOf(head.Size())
+	VPSRLW(U8(4), head, t)
+	VPSHUFB(u.pickHigh, t, t)
+	VPTERNLOGD(U8(0xa8), u.keep, t, sm) // (sm | t) & keep
+	VPSRLW(U8(2), head, t)
+	VPSHUFB(u.pickTop, t, t)
+	VPTERNLOGD(U8(0xf8), u.top, t, sm) // sm | (t & top)
+}
+
+// q4KSpreadTable defines name_spread, the VPERMB indices that spread the unpacked scales of
+// that many rows' heads (sc_j of row r at byte 16r+j) to dwords: bytes 0 and 2 of dword j of
+// row r take sc_j, 32 bytes a row.
+func q4KSpreadTable(name string, rows int) Mem {
+	spread := GLOBL(name+"_spread", RODATA|NOPTR)
+	for p := range 32 * rows {
+		DATA(p, U8(16*(p/32)+p%32/4))
+	}
+	return spread
+}
+
+// q4KLowBytesTable defines name_lowBytes, 0x00ff00ff in n dwords: the mask that keeps bytes 0
+// and 2 of the spread scales' dwords.
+func q4KLowBytesTable(name string, n int) Mem {
+	lowBytes := GLOBL(name+"_lowBytes", RODATA|NOPTR)
+	for i := range n {
+		DATA(4*i, U32(0x00ff00ff))
+	}
+	return lowBytes
+}
+
+// q4KScaleDwords returns the unpacked scales sc_0..7 of sm (a row a 128-bit lane) as dwords
+// holding the scale word twice, in a register twice as wide as sm: with VBMI (vnni) one
+// VPERMB by spread and a VPANDD with lowBytes; without it (Skylake-X to Cooper Lake have
+// AVX-512 but no VPERMB), doubling each byte in its lane and widening the bytes to words,
+// which gives the same dwords.
+func q4KScaleDwords(vnni bool, sm, spread, lowBytes reg.VecVirtual) reg.VecVirtual {
+	sw := vecOf(2 * sm.Size())
+	if vnni {
+		var wide Op = sm.AsY()
+		if sw.Size() == 64 {
+			wide = sm.AsZ()
+		}
+		VPERMB(wide, spread, sw)
+		VPANDD(lowBytes, sw, sw)
+	} else {
+		sc := vecOf(sm.Size())
+		VPUNPCKLBW(sm, sm, sc) // sc_0 sc_0 sc_1 sc_1 ... sc_7 sc_7, a row a lane
+		VPMOVZXBW(sc, sw)
+	}
+	return sw
 }
 
 // q4KPairKernel emits the AVX-512 form of q4KDot2 (see q4KKernel), which does the per-block
@@ -67,11 +136,10 @@ func q4KScaleTables(name string) (pick, pickHigh, pickTop, keep, top Mem) {
 //     and the addition to y are one instruction for both rows, each lane rounding exactly as
 //     DotQ4K's float64 steps do (no FMA among them).
 func q4KPairKernel(s isa, vnni bool, name string) {
-	TEXT(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
+	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32",
+		name+" returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
 	k := q4KPair{s: s, vnni: vnni}
-	k.pick, k.pickHigh, k.pickTop, k.keep, k.top = q4KScaleTables(name)
+	k.tables = q4KScaleTables(name)
 	k.w = []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	k.dig = Load(Param("digits").Base(), GP64())
 	k.sums = Load(Param("sums").Base(), GP64())
@@ -79,14 +147,7 @@ func q4KPairKernel(s isa, vnni bool, name string) {
 	n := Load(Param("scale").Len(), GP64())
 	k.words = AllocLocal(64)
 	if vnni { // the byte permute of VBMI, which the avx512vnni tier assumes (see unpack)
-		spread := GLOBL(name+"_spread", RODATA|NOPTR)
-		for p := range 64 { // byte p: bytes 0 and 2 of dword j of row r take sc_j (byte 16r+j of sm)
-			DATA(p, U8(16*(p/32)+p%32/4))
-		}
-		lowBytes := GLOBL(name+"_lowBytes", RODATA|NOPTR)
-		for i := range 16 {
-			DATA(4*i, U32(0x00ff00ff))
-		}
+		spread, lowBytes := q4KSpreadTable(name, 2), q4KLowBytesTable(name, 16)
 		k.spread, k.lowBytes = ZMM(), ZMM()
 		VMOVDQU32(spread, k.spread)
 		VMOVDQU32(lowBytes, k.lowBytes)
@@ -104,7 +165,7 @@ func q4KPairKernel(s isa, vnni bool, name string) {
 	a, b := k.newBlock(), k.newBlock()
 	k.unpack(a)
 	k.products(a, 0, 4)
-	k.advance()
+	q4KNextBlock(k.w, k.dig, k.sums, k.scale)
 	DECQ(n)
 	Label("block")
 	for i, p := range [][2]q4KBlockRegs{{a, b}, {b, a}} {
@@ -116,7 +177,7 @@ func q4KPairKernel(s isa, vnni bool, name string) {
 		k.products(cur, 0, 2)
 		k.end(prev, -1)
 		k.products(cur, 2, 4)
-		k.advance()
+		q4KNextBlock(k.w, k.dig, k.sums, k.scale)
 		DECQ(n)
 	}
 	JMP(LabelRef("block"))
@@ -126,29 +187,23 @@ func q4KPairKernel(s isa, vnni bool, name string) {
 	Label("last1")
 	k.end(b, -1)
 	Label("done")
-	out := frameAddr(ReturnIndex(0))
-	y1 := XMM()
-	VEXTRACTF32X4(U8(2), k.y, y1)
-	VCVTSD2SS(k.y.AsX(), k.y.AsX(), k.y.AsX())
-	VMOVSS(k.y.AsX(), Mem{Base: out})
-	VCVTSD2SS(y1, y1, y1)
-	VMOVSS(y1, Mem{Base: out, Disp: 4})
+	storeSumPair(k.y, frameAddr(ReturnIndex(0)), 0)
 	VZEROUPPER()
 	RET()
 }
 
 // q4KPair holds the registers and constants of q4KPairKernel.
 type q4KPair struct {
-	s                                  isa
-	vnni                               bool
-	pick, pickHigh, pickTop, keep, top Mem
-	w                                  []reg.Register // the two rows' current blocks
-	dig, sums, scale                   reg.Register   // the input's current block
-	words                              Mem            // row r's scales as dwords (the word twice) at 32r
-	mask                               reg.VecVirtual // 0x000f in every word
-	digit                              reg.VecVirtual // float64 65536
-	spread, lowBytes                   reg.VecVirtual // VPERMB indices and mask of the dword scales (VNNI tier)
-	y                                  reg.VecVirtual // row 0's sum in float64 lane 0, row 1's in lane 4
+	s                isa
+	vnni             bool
+	tables           q4KScaleUnpack // in memory
+	w                []reg.Register // the two rows' current blocks
+	dig, sums, scale reg.Register   // the input's current block
+	words            Mem            // row r's scales as dwords (the word twice) at 32r
+	mask             reg.VecVirtual // 0x000f in every word
+	digit            reg.VecVirtual // float64 65536
+	spread, lowBytes reg.VecVirtual // VPERMB indices and mask of the dword scales (VNNI tier)
+	y                reg.VecVirtual // row 0's sum in float64 lane 0, row 1's in lane 4
 }
 
 // q4KBlockRegs is one block of the two rows in flight: its digit sums (the dword products
@@ -162,48 +217,19 @@ func (k *q4KPair) newBlock() q4KBlockRegs {
 	return q4KBlockRegs{lo: []reg.VecVirtual{ZMM(), ZMM()}, hi: []reg.VecVirtual{ZMM(), ZMM()}, head: YMM(), sm: YMM()}
 }
 
-// advance moves the pointers to the next block.
-func (k *q4KPair) advance() {
-	for r := range 2 {
-		ADDQ(U32(144), k.w[r])
-	}
-	ADDQ(U32(1024), k.dig)
-	ADDQ(U32(64), k.sums)
-	ADDQ(U8(8), k.scale)
-}
-
 // unpack loads the block heads of both rows into b.head, unpacks their scales and mins into
 // b.sm and stores them as words for the products' broadcasts.
 func (k *q4KPair) unpack(b q4KBlockRegs) {
 	for r := range 2 {
-		for off := 0; off < 144; off += 64 {
-			PREFETCHT0(Mem{Base: k.w[r], Disp: prefetchAhead + off})
-		}
+		prefetch(Mem{Base: k.w[r], Disp: prefetchAhead}, 144)
 	}
 	VMOVDQU32(Mem{Base: k.w[0]}, b.head.AsX())
 	VINSERTI32X4(U8(1), Mem{Base: k.w[1]}, b.head, b.head)
-	VPSHUFB(k.pick, b.head, b.sm)
-	t := YMM()
-	VPSRLW(U8(4), b.head, t)
-	VPSHUFB(k.pickHigh, t, t)
-	VPTERNLOGD(U8(0xa8), k.keep, t, b.sm) // (sm | t) & keep
-	VPSRLW(U8(2), b.head, t)
-	VPSHUFB(k.pickTop, t, t)
-	VPTERNLOGD(U8(0xf8), k.top, t, b.sm) // sm | (t & top)
+	k.tables.unpack(b.head, b.sm)
 	// Each scale as a dword holding it twice, so that the products broadcast it with a plain
 	// load (a word broadcast costs a shuffle too). 32-byte stores: the loads forward from them
 	// (a 64-byte store does not forward, and stalls).
-	sw := ZMM()
-	if k.vnni {
-		VPERMB(b.sm.AsZ(), k.spread, sw)
-		VPANDD(k.lowBytes, sw, sw)
-	} else {
-		// Without VBMI (Skylake-X to Cooper Lake have AVX-512 but no VPERMB): doubling each
-		// byte in its lane and widening the bytes to words gives the same dwords.
-		sc := YMM()
-		VPUNPCKLBW(b.sm, b.sm, sc) // sc_0 sc_0 sc_1 sc_1 ... sc_7 sc_7, a row a lane
-		VPMOVZXBW(sc, sw)
-	}
+	sw := q4KScaleDwords(k.vnni, b.sm, k.spread, k.lowBytes)
 	VMOVDQU32(sw.AsY(), k.words)
 	x := YMM()
 	VEXTRACTI64X4(U8(1), sw, x)
@@ -214,29 +240,10 @@ func (k *q4KPair) unpack(b q4KBlockRegs) {
 // 2c+1) of both rows into b's digit sums; chunk 0 starts them.
 func (k *q4KPair) products(b q4KBlockRegs, c0, c1 int) {
 	for c := c0; c < c1; c++ {
-		// Digits of sub-blocks 2c (low nibbles) and 2c+1 (high nibbles), shared by the rows.
-		d := [4]reg.VecVirtual{ZMM(), ZMM(), ZMM(), ZMM()}
-		for i := range d {
-			VMOVDQU32(Mem{Base: k.dig, Disp: 128*(2*c+i/2) + 64*(i%2)}, d[i])
-		}
+		d := q4KLoadDigits(k.dig, c) // shared by the rows
 		for r := range 2 {
-			q := ZMM()
-			VPMOVZXBW(Mem{Base: k.w[r], Disp: 16 + 32*c}, q)
-			ql := ZMM()
-			VPANDD(k.mask, q, ql)
-			VPSRLW(U8(4), q, q)
-			sc := ZMM()
-			VPBROADCASTD(k.words.Offset(32*r+4*(2*c)), sc)
-			VPMULLW(sc, ql, ql)
-			VPBROADCASTD(k.words.Offset(32*r+4*(2*c+1)), sc)
-			VPMULLW(sc, q, q)
-			for i, p := range []struct{ q, acc reg.VecVirtual }{{ql, b.lo[r]}, {ql, b.hi[r]}, {q, b.lo[r]}, {q, b.hi[r]}} {
-				if c == 0 && i < 2 { // the first products start the sums
-					VPMADDWD(d[i], p.q, p.acc)
-				} else {
-					madd(k.s, k.vnni, p.q, d[i], p.acc)
-				}
-			}
+			ql, q := q4KNibbleWords(k.s, Mem{Base: k.w[r]}, c, k.mask, k.words.Offset(32*r), 4)
+			q4KChunkProducts(k.s, k.vnni, c, ql, q, d, b.lo[r], b.hi[r])
 		}
 	}
 }
@@ -244,52 +251,95 @@ func (k *q4KPair) products(b q4KBlockRegs, c0, c1 int) {
 // end finishes block b of both rows and adds v·2^-sh to each row's sum; the input's pointers
 // are blocks blocks past b.
 func (k *q4KPair) end(b q4KBlockRegs, blocks int) {
-	// Lanes (128-bit) of folded: row 0 low digit, row 1 low, row 0 high, row 1 high.
-	folded := foldPairs(b.lo[0], b.lo[1], b.hi[0], b.hi[1])
-	tm := ZMM() // T's partial sums: four for row 0, four for row 1
-	VCVTDQ2PD(folded.AsY(), tm)
-	hiDigit := YMM()
-	VEXTRACTI64X4(U8(1), folded, hiDigit)
-	hz := ZMM()
-	VCVTDQ2PD(hiDigit, hz)
-	VFMADD231PD(k.digit, hz, tm) // exact: an integer below 2^48
-
+	tm := q4KPartialT(b.lo[0], b.lo[1], b.hi[0], b.hi[1], k.digit)
 	mins := XMM() // row 0's mins, then row 1's, as bytes
 	VPERMQ(U8(0x0d), b.sm, mins.AsY())
 	md := ZMM()
 	VPMOVZXBD(mins, md)
-	m0, m1 := ZMM(), ZMM()
-	VCVTDQ2PD(md.AsY(), m0)
-	mh := YMM()
-	VEXTRACTI64X4(U8(1), md, mh)
-	VCVTDQ2PD(mh, m1)
+	m0, m1 := toFloat64(md)
 	sums := Mem{Base: k.sums, Disp: 64 * blocks}
 	VMULPD(sums, m0, m0)
 	VMULPD(sums, m1, m1)
-	mm := ZMM() // M's partial sums: four for row 0, four for row 1
-	VSHUFF64X2(U8(0x44), m1, m0, mm)
-	VSHUFF64X2(U8(0xee), m1, m0, m0)
-	VADDPD(m0, mm, mm)
+	u, v := q4KJoinTM(tm, m0, m1)
+	dd := YMM() // the halves d, dmin of row 0 in dword 0, of row 1 in dword 2
+	VPERMQ(U8(0x08), b.head, dd)
+	q4KBlockValues(halvesToF64(dd.AsX()), u, v)
+	VMULPD_BCST(Mem{Base: k.scale, Disp: 8 * blocks}, u, u)
+	VADDPD(u, k.y, k.y)
+}
 
-	// Per 128-bit lane k: (tm[2k]+tm[2k+1], mm[2k]+mm[2k+1]); then lanes 0 and 2 (float64
-	// lanes 0-1 and 4-5) take (T, M) of rows 0 and 1.
-	u, v := ZMM(), ZMM()
+// q4KLoadDigits loads the digits of chunk c of the input's block at dig into four registers
+// (see q4KDigits).
+func q4KLoadDigits(dig reg.Register, c int) [4]Op {
+	r := [4]reg.VecVirtual{ZMM(), ZMM(), ZMM(), ZMM()}
+	var d [4]Op
+	for i, m := range q4KDigits(Mem{Base: dig}, c) {
+		VMOVDQU32(m, r[i])
+		d[i] = r[i]
+	}
+	return d
+}
+
+// q4KPartialT returns T's float64 partial sums of a block of two rows (or inputs) a and b,
+// four of a's in the low 256 bits and four of b's in the high, from their dword sums with the
+// low digit (loA, loB) and the high (hiA, hiB): folded by foldPairs to four dwords each, then
+// lo + 65536·hi in one FMA.
+func q4KPartialT(loA, loB, hiA, hiB, digit reg.VecVirtual) reg.VecVirtual {
+	folded := foldPairs(loA, loB, hiA, hiB) // 128-bit lanes: a's low digit, b's, a's high, b's
+	tm := ZMM()
+	VCVTDQ2PD(folded.AsY(), tm)
+	hiDigit := halfOf(folded, 1)
+	hz := ZMM()
+	VCVTDQ2PD(hiDigit, hz)
+	VFMADD231PD(digit, hz, tm) // exact: an integer below 2^48
+	return tm
+}
+
+// q4KJoinTM adds up T's partial sums tm (see q4KPartialT) and the products of the mins with
+// the input's sub-block sums, eight of a in ma and eight of b in mb, into (T, M) of a in
+// float64 lanes 0-1 of u and of b in lanes 4-5; v is free after. Every value is an integer
+// below 2^53, so no step rounds.
+func q4KJoinTM(tm, ma, mb reg.VecVirtual) (u, v reg.VecVirtual) {
+	mm := ZMM() // M's partial sums: four for a, four for b
+	VSHUFF64X2(U8(0x44), mb, ma, mm)
+	VSHUFF64X2(U8(0xee), mb, ma, ma)
+	VADDPD(ma, mm, mm)
+	// Per 128-bit lane k: (tm[2k]+tm[2k+1], mm[2k]+mm[2k+1]); then lanes 0 and 2 take (T, M).
+	u, v = ZMM(), ZMM()
 	VUNPCKLPD(mm, tm, u)
 	VUNPCKHPD(mm, tm, v)
 	VADDPD(v, u, u)
 	VSHUFF64X2(U8(0xb1), u, u, v)
 	VADDPD(v, u, u)
-	dd := YMM() // the halves d, dmin of row 0 in dword 0, of row 1 in dword 2
-	VPERMQ(U8(0x08), b.head, dd)
+	return u, v
+}
+
+// halvesToF64 widens the eight halves (float16) at h to float64 in a zmm register, exactly.
+func halvesToF64(h Op) reg.VecVirtual {
 	df := YMM()
-	VCVTPH2PS(dd.AsX(), df)
+	VCVTPH2PS(h, df)
 	dz := ZMM()
 	VCVTPS2PD(df, dz)
-	VMULPD(dz, u, u) // (fl64(d·T), fl64(dmin·M)) a row
+	return dz
+}
+
+// q4KBlockValues leaves fl64(d·T) − fl64(dmin·M) in the even float64 lane of each (T, M)
+// pair of u, with (d, dmin) in the same lanes of dz; v is scratch.
+func q4KBlockValues(dz, u, v reg.VecVirtual) {
+	VMULPD(dz, u, u) // (fl64(d·T), fl64(dmin·M))
 	VPERMILPD(U8(0x55), u, v)
 	VSUBPD(v, u, u)
-	VMULPD_BCST(Mem{Base: k.scale, Disp: 8 * blocks}, u, u)
-	VADDPD(u, k.y, k.y)
+}
+
+// storeSumPair rounds the float64 sums in lanes 0 and 4 of y to float32 and stores them at
+// out+disp and out+disp+4.
+func storeSumPair(y reg.VecVirtual, out reg.Register, disp int) {
+	y1 := XMM()
+	VEXTRACTF32X4(U8(2), y, y1)
+	VCVTSD2SS(y.AsX(), y.AsX(), y.AsX())
+	VMOVSS(y.AsX(), Mem{Base: out, Disp: disp})
+	VCVTSD2SS(y1, y1, y1)
+	VMOVSS(y1, Mem{Base: out, Disp: disp + 4})
 }
 
 // foldPairs adds the 16 dwords of each of a, b, c and d down to four and returns them in one

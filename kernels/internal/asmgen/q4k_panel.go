@@ -2,7 +2,6 @@ package main
 
 import (
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
@@ -36,17 +35,12 @@ const (
 // of the mins and the sub-block sums, and the float64 steps of DotQ4K follow sixteen rows at a
 // time, with no horizontal sum anywhere.
 func q4KPanelTileKernel(s isa, name string) {
-	TEXT(name, NOSPLIT, "func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ4K of the sixteen rows of a Q4_K panel against four prepared inputs.")
+	declare(name, NOSPLIT, "func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32",
+		name+" returns DotQ4K of the sixteen rows of a Q4_K panel against four prepared inputs.")
 	p := Load(Param("panel").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())
-	dig := make([]reg.GPVirtual, 4)
-	for i := range dig {
-		dig[i] = GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * i}, dig[i])
-	}
+	dig := loadPointers(args, 4)
 	bOff := GP64() // the block's offset into sums (64 bytes a block) and, /8, into scales
 	XORQ(bOff, bOff)
 	digit := ZMM()
@@ -57,89 +51,69 @@ func q4KPanelTileKernel(s isa, name string) {
 	VPXORD(zero, zero, zero)
 	y := make([][2]reg.VecVirtual, 4)
 	for i := range y {
-		y[i] = [2]reg.VecVirtual{ZMM(), ZMM()}
-		VMOVDQA64(zero, y[i][0])
-		VMOVDQA64(zero, y[i][1])
+		y[i] = [2]reg.VecVirtual{copyOf(zero), copyOf(zero)}
 	}
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	tf := make([][2]reg.VecVirtual, 4)
-	for i := range tf {
-		tf[i] = [2]reg.VecVirtual{ZMM(), ZMM()}
-		VMOVDQA64(zero, tf[i][0])
-		VMOVDQA64(zero, tf[i][1])
-	}
-	for c := range 4 {
-		lo, hi := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
-		for i := range lo {
-			lo[i], hi[i] = ZMM(), ZMM()
-			VMOVDQA64(zero, lo[i])
-			VMOVDQA64(zero, hi[i])
+	blockLoop(n, func() {
+		tf := make([][2]reg.VecVirtual, 4)
+		for i := range tf {
+			tf[i] = [2]reg.VecVirtual{copyOf(zero), copyOf(zero)}
 		}
-		for j := 2 * c; j < 2*c+2; j++ {
-			for u := range 16 {
-				wv := ZMM()
-				VMOVDQU32(Mem{Base: p, Disp: 64 * (16*j + u)}, wv)
-				for i := range 4 {
-					vpdpwssdBcast(Mem{Base: dig[i], Disp: 128*j + 4*u}, wv, lo[i])
-					vpdpwssdBcast(Mem{Base: dig[i], Disp: 128*j + 64 + 4*u}, wv, hi[i])
+		for c := range 4 {
+			lo, hi := make([]reg.VecVirtual, 4), make([]reg.VecVirtual, 4)
+			for i := range lo {
+				lo[i], hi[i] = copyOf(zero), copyOf(zero)
+			}
+			for j := 2 * c; j < 2*c+2; j++ {
+				for u := range 16 {
+					panelProducts(p, dig, j, u, lo, hi)
+				}
+			}
+			for i := range 4 {
+				for h := range 2 {
+					a, b := halfOf(lo[i], h), halfOf(hi[i], h)
+					fa, fb := ZMM(), ZMM()
+					VCVTDQ2PD(a, fa)
+					VCVTDQ2PD(b, fb)
+					VADDPD(fa, tf[i][h], tf[i][h])
+					VFMADD231PD(digit, fb, tf[i][h]) // exact: integers below 2^53
 				}
 			}
 		}
 		for i := range 4 {
-			for h := range 2 {
-				var a, b Op = lo[i].AsY(), hi[i].AsY()
-				if h == 1 {
-					a, b = YMM(), YMM()
-					VEXTRACTI64X4(U8(1), lo[i], a)
-					VEXTRACTI64X4(U8(1), hi[i], b)
-				}
-				fa, fb := ZMM(), ZMM()
-				VCVTDQ2PD(a, fa)
-				VCVTDQ2PD(b, fb)
-				VADDPD(fa, tf[i][h], tf[i][h])
-				VFMADD231PD(digit, fb, tf[i][h]) // exact: integers below 2^53
-			}
-		}
-	}
-	for i := range 4 {
-		sums := GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * (4 + i)}, sums)
-		m := [2]reg.VecVirtual{ZMM(), ZMM()}
-		for j := range 8 {
-			sj := ZMM()
-			VBROADCASTSD(Mem{Base: sums, Index: bOff, Scale: 1, Disp: 8 * j}, sj)
-			for h := range 2 {
-				mj := Mem{Base: p, Disp: q4KPanelMins + 128*j + 64*h}
-				if j == 0 {
-					VMULPD(mj, sj, m[h])
-				} else {
-					VFMADD231PD(mj, sj, m[h]) // exact: integers below 2^53
+			sums := GP64()
+			MOVQ(Mem{Base: args, Disp: 8 * (4 + i)}, sums)
+			m := [2]reg.VecVirtual{ZMM(), ZMM()}
+			for j := range 8 {
+				sj := ZMM()
+				VBROADCASTSD(Mem{Base: sums, Index: bOff, Scale: 1, Disp: 8 * j}, sj)
+				for h := range 2 {
+					mj := Mem{Base: p, Disp: q4KPanelMins + 128*j + 64*h}
+					if j == 0 {
+						VMULPD(mj, sj, m[h])
+					} else {
+						VFMADD231PD(mj, sj, m[h]) // exact: integers below 2^53
+					}
 				}
 			}
+			sc := GP64()
+			MOVQ(Mem{Base: args, Disp: 8 * (8 + i)}, sc)
+			scb := GP64()
+			MOVQ(bOff, scb)
+			SHRQ(U8(3), scb)
+			for h := range 2 {
+				VMULPD(Mem{Base: p, Disp: q4KPanelD + 64*h}, tf[i][h], tf[i][h])
+				VMULPD(Mem{Base: p, Disp: q4KPanelDMin + 64*h}, m[h], m[h])
+				VSUBPD(m[h], tf[i][h], tf[i][h])
+				VMULPD_BCST(Mem{Base: sc, Index: scb, Scale: 1}, tf[i][h], tf[i][h])
+				VADDPD(tf[i][h], y[i][h], y[i][h])
+			}
 		}
-		sc := GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * (8 + i)}, sc)
-		scb := GP64()
-		MOVQ(bOff, scb)
-		SHRQ(U8(3), scb)
-		for h := range 2 {
-			VMULPD(Mem{Base: p, Disp: q4KPanelD + 64*h}, tf[i][h], tf[i][h])
-			VMULPD(Mem{Base: p, Disp: q4KPanelDMin + 64*h}, m[h], m[h])
-			VSUBPD(m[h], tf[i][h], tf[i][h])
-			VMULPD_BCST(Mem{Base: sc, Index: scb, Scale: 1}, tf[i][h], tf[i][h])
-			VADDPD(tf[i][h], y[i][h], y[i][h])
+		for i := range dig {
+			ADDQ(U32(1024), dig[i])
 		}
-	}
-	for i := range dig {
-		ADDQ(U32(1024), dig[i])
-	}
-	ADDQ(U32(q4KPanelBlock), p)
-	ADDQ(U8(64), bOff)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+		ADDQ(U32(q4KPanelBlock), p)
+		ADDQ(U8(64), bOff)
+	})
 	out := frameAddr(ReturnIndex(0))
 	for i := range y {
 		for h := range 2 {
@@ -152,16 +126,28 @@ func q4KPanelTileKernel(s isa, name string) {
 	RET()
 }
 
-// vpdpwssdBcast emits VPDPWSSD with its memory operand, one dword, broadcast to every lane.
-func vpdpwssdBcast(a Mem, b, acc reg.VecVirtual) {
-	Instruction(&ir.Instruction{
-		Opcode:   "VPDPWSSD.BCST",
-		Operands: []Op{a, b, acc},
-		Inputs:   []Op{a, b, acc},
-		Outputs:  []Op{acc},
-		ISA:      []string{"AVX512_VNNI"},
-	})
+// copyOf returns a new register holding a copy of zero, an accumulator at 0 (see
+// q4KPanelTileKernel for why not one zeroed by xor).
+func copyOf(zero reg.VecVirtual) reg.VecVirtual {
+	r := ZMM()
+	VMOVDQA64(zero, r)
+	return r
 }
+
+// panelProducts adds the products of column pair u of digit sub-block j of the panel at p
+// (one vector, a row a dword lane) with each input i's digit pair of those columns, broadcast
+// from dig[i], into its accumulators lo[i] (low digit) and hi[i] (high digit).
+func panelProducts(p reg.Register, dig []reg.GPVirtual, j, u int, lo, hi []reg.VecVirtual) {
+	wv := ZMM()
+	VMOVDQU32(Mem{Base: p, Disp: 64 * (16*j + u)}, wv)
+	for i := range dig {
+		vpdpwssdBcast(Mem{Base: dig[i], Disp: 128*j + 4*u}, wv, lo[i])
+		vpdpwssdBcast(Mem{Base: dig[i], Disp: 128*j + 64 + 4*u}, wv, hi[i])
+	}
+}
+
+// vpdpwssdBcast emits VPDPWSSD with its memory operand, one dword, broadcast to every lane.
+func vpdpwssdBcast(a Mem, b, acc reg.VecVirtual) { vnniInstruction("VPDPWSSD.BCST", a, b, acc) }
 
 // q4KPanelBuildKernel emits
 //
@@ -169,51 +155,26 @@ func vpdpwssdBcast(a Mem, b, acc reg.VecVirtual) {
 //
 // which writes sixteen Q4_K rows (nb blocks each) into a panel, row r into lane r. Per
 // sub-block the sixteen rows' scaled words are formed a row to a register, as
-// q4KQuadKernel does, and turned into the sixteen column-pair vectors by a 16×16 dword
-// transpose in registers (dword, qword and two 128-bit shuffle rounds): 64 shuffles a
-// sub-block instead of sixteen scatters.
+// q4KQuadKernel does, and turned into the sixteen column-pair vectors by transposeDwords.
 func q4KPanelBuildKernel(s isa, name string) {
-	TEXT(name, NOSPLIT, "func(panel []byte, rows [16]*byte, nb int)")
-	Pragma("noescape")
-	Doc(name + " writes sixteen Q4_K rows into a Q4_K panel, row r into lane r.")
-	pick, pickHigh, pickTop, keep, top := q4KScaleTables(name)
-	spread := GLOBL(name+"_spread", RODATA|NOPTR)
-	for p := range 32 {
-		DATA(p, U8(p/4))
-	}
-	lowBytes := GLOBL(name+"_lowBytes", RODATA|NOPTR)
-	for i := range 8 {
-		DATA(4*i, U32(0x00ff00ff))
-	}
+	declare(name, NOSPLIT, "func(panel []byte, rows [16]*byte, nb int)",
+		name+" writes sixteen Q4_K rows into a Q4_K panel, row r into lane r.")
+	tables := q4KScaleTables(name)
+	spread, lowBytes := q4KSpreadTable(name, 1), q4KLowBytesTable(name, 8)
 	minIdx := GLOBL(name+"_mins", RODATA|NOPTR)
 	for j := range 8 {
 		DATA(4*j, U32(uint32(128*j)))
 	}
-	p := Load(Param("panel").Base(), GP64())
-	args := frameAddr(Param("rows"))
-	n := Load(Param("nb"), GP64())
-	off := GP64() // the block's offset into each row
-	XORQ(off, off)
+	b := newPanelBuild()
+	p, off := b.p, b.off
 	words := AllocLocal(16 * 32) // row r's 8 scales as dwords at 32r
 	mask := broadcast(s, 0x000f000f)
 	k := K()
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	for r := range 16 {
-		w := GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * r}, w)
+	rowHead := func(r int, w reg.Register) {
 		head := XMM()
 		VMOVDQU32(Mem{Base: w, Index: off, Scale: 1}, head)
 		sm := XMM()
-		VPSHUFB(pick, head, sm)
-		t := XMM()
-		VPSRLW(U8(4), head, t)
-		VPSHUFB(pickHigh, t, t)
-		VPTERNLOGD(U8(0xa8), keep, t, sm)
-		VPSRLW(U8(2), head, t)
-		VPSHUFB(pickTop, t, t)
-		VPTERNLOGD(U8(0xf8), top, t, sm)
+		tables.unpack(head, sm)
 		sp, sw := YMM(), YMM()
 		VMOVDQU32(spread, sp)
 		VPERMB(sm.AsY(), sp, sw)
@@ -225,73 +186,114 @@ func q4KPanelBuildKernel(s isa, name string) {
 		VCVTPS2PD(dh, dd)
 		VMOVSD(dd, Mem{Base: p, Disp: q4KPanelD + 8*r})
 		VMOVHPD(dd, Mem{Base: p, Disp: q4KPanelDMin + 8*r})
-		mb := XMM()
-		VPSRLDQ(U8(8), sm, mb)
-		md := YMM()
-		VPMOVZXBD(mb, md)
-		mins := ZMM()
-		VCVTDQ2PD(md, mins)
+		mins := q4KMinsF64(sm)
 		mi := YMM()
 		VMOVDQU32(minIdx, mi)
 		KXNORW(k, k, k)
 		VSCATTERDPD(mins, k, Mem{Base: p, Index: mi, Scale: 1, Disp: q4KPanelMins + 8*r})
 	}
-	for j := range 8 {
-		c := j / 2
-		v := make([]reg.VecVirtual, 16)
-		for r := range v {
-			w := GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * r}, w)
-			q := ZMM()
-			VPMOVZXBW(Mem{Base: w, Index: off, Scale: 1, Disp: 16 + 32*c}, q)
-			if j%2 == 0 {
-				VPANDD(mask, q, q)
-			} else {
-				VPSRLW(U8(4), q, q)
-			}
-			sc := ZMM()
-			VPBROADCASTD(words.Offset(32*r+4*j), sc)
-			v[r] = ZMM()
-			VPMULLW(sc, q, v[r])
+	rowWords := func(j, r int, w reg.Register) reg.VecVirtual {
+		q := ZMM()
+		VPMOVZXBW(Mem{Base: w, Index: off, Scale: 1, Disp: 16 + 32*(j/2)}, q)
+		if j%2 == 0 {
+			VPANDD(mask, q, q)
+		} else {
+			VPSRLW(U8(4), q, q)
 		}
-		// Dwords: t[2k] = a0 b0 a1 b1, t[2k+1] = a2 b2 a3 b3 per 128-bit lane (a, b rows 2k, 2k+1).
-		t := make([]reg.VecVirtual, 16)
-		for kk := range 8 {
-			t[2*kk], t[2*kk+1] = ZMM(), ZMM()
-			VPUNPCKLDQ(v[2*kk+1], v[2*kk], t[2*kk])
-			VPUNPCKHDQ(v[2*kk+1], v[2*kk], t[2*kk+1])
-		}
-		// Qwords: x[m][e] holds, in 128-bit lane L, rows 4m..4m+3 of pair 4L+e.
-		x := make([][4]reg.VecVirtual, 4)
-		for m := range 4 {
-			a, b, c2, d := t[4*m], t[4*m+1], t[4*m+2], t[4*m+3]
-			for e := range 4 {
-				x[m][e] = ZMM()
-			}
-			VPUNPCKLQDQ(c2, a, x[m][0])
-			VPUNPCKHQDQ(c2, a, x[m][1])
-			VPUNPCKLQDQ(d, b, x[m][2])
-			VPUNPCKHQDQ(d, b, x[m][3])
-		}
-		// 128-bit lanes: pair 4L+e takes lane L of x[0..3][e].
-		for e := range 4 {
-			p0, p1, p2, p3 := ZMM(), ZMM(), ZMM(), ZMM()
-			VSHUFI32X4(U8(0x44), x[1][e], x[0][e], p0) // x0.L0 x0.L1 x1.L0 x1.L1
-			VSHUFI32X4(U8(0xee), x[1][e], x[0][e], p1) // x0.L2 x0.L3 x1.L2 x1.L3
-			VSHUFI32X4(U8(0x44), x[3][e], x[2][e], p2)
-			VSHUFI32X4(U8(0xee), x[3][e], x[2][e], p3)
-			for L, src := range [][2]reg.VecVirtual{{p0, p2}, {p0, p2}, {p1, p3}, {p1, p3}} {
-				o := ZMM()
-				VSHUFI32X4(U8([]uint8{0x88, 0xdd}[L%2]), src[1], src[0], o)
-				VMOVDQU32(o, Mem{Base: p, Disp: 64 * (16*j + 4*L + e)})
-			}
-		}
+		sc := ZMM()
+		VPBROADCASTD(words.Offset(32*r+4*j), sc)
+		v := ZMM()
+		VPMULLW(sc, q, v)
+		return v
 	}
-	ADDQ(U32(144), off)
-	ADDQ(U32(q4KPanelBlock), p)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+	b.blocks(144, q4KPanelBlock, rowHead, rowWords)
+}
+
+// panelBuild holds the registers of a panel builder (q4KPanelBuildKernel,
+// q6KPanelBuildKernel): func(panel []byte, rows [16]*byte, nb int).
+type panelBuild struct {
+	p, args, n reg.Register // the panel at the current block, the rows' pointers, the blocks left
+	off        reg.Register // the current block's offset into each row
+}
+
+// newPanelBuild loads a panel builder's arguments.
+func newPanelBuild() panelBuild {
+	var b panelBuild
+	b.p = Load(Param("panel").Base(), GP64())
+	b.args = frameAddr(Param("rows"))
+	b.n = Load(Param("nb"), GP64())
+	b.off = GP64()
+	XORQ(b.off, b.off)
+	return b
+}
+
+// blocks emits a panel builder's loop over the blocks of the sixteen rows, rowBlock bytes a
+// block, into panelBlock bytes of panel a block: per block it runs head for each row r (w the
+// row's pointer), then, for each digit sub-block j, forms the sixteen rows' words sc·q, row r's
+// 32 as words(j, r, w) returns them, and transposes them into the sixteen column-pair vectors
+// of the sub-block.
+func (b panelBuild) blocks(rowBlock, panelBlock int, head func(r int, w reg.Register), words func(j, r int, w reg.Register) reg.VecVirtual) {
+	blockLoop(b.n, func() {
+		for r := range 16 {
+			head(r, b.row(r))
+		}
+		for j := range 8 {
+			v := make([]reg.VecVirtual, 16)
+			for r := range v {
+				v[r] = words(j, r, b.row(r))
+			}
+			transposeDwords(v, func(u int, o reg.VecVirtual) {
+				VMOVDQU32(o, Mem{Base: b.p, Disp: 64 * (16*j + u)})
+			})
+		}
+		ADDQ(U32(rowBlock), b.off)
+		ADDQ(U32(panelBlock), b.p)
+	})
 	VZEROUPPER()
 	RET()
+}
+
+// row loads the pointer to row r.
+func (b panelBuild) row(r int) reg.Register {
+	w := GP64()
+	MOVQ(Mem{Base: b.args, Disp: 8 * r}, w)
+	return w
+}
+
+// transposeDwords hands store the sixteen dword columns of the 16×16 dword matrix whose row r
+// is v[r] (column u as a register whose lane r is v[r]'s dword u), with dword, qword and two
+// 128-bit shuffle rounds: 64 shuffles where sixteen scatters would do the same.
+func transposeDwords(v []reg.VecVirtual, store func(u int, o reg.VecVirtual)) {
+	// Dwords: t[2k] = a0 b0 a1 b1, t[2k+1] = a2 b2 a3 b3 per 128-bit lane (a, b rows 2k, 2k+1).
+	t := make([]reg.VecVirtual, 16)
+	for kk := range 8 {
+		t[2*kk], t[2*kk+1] = ZMM(), ZMM()
+		VPUNPCKLDQ(v[2*kk+1], v[2*kk], t[2*kk])
+		VPUNPCKHDQ(v[2*kk+1], v[2*kk], t[2*kk+1])
+	}
+	// Qwords: x[m][e] holds, in 128-bit lane L, rows 4m..4m+3 of column 4L+e.
+	x := make([][4]reg.VecVirtual, 4)
+	for m := range 4 {
+		a, b, c, d := t[4*m], t[4*m+1], t[4*m+2], t[4*m+3]
+		for e := range 4 {
+			x[m][e] = ZMM()
+		}
+		VPUNPCKLQDQ(c, a, x[m][0])
+		VPUNPCKHQDQ(c, a, x[m][1])
+		VPUNPCKLQDQ(d, b, x[m][2])
+		VPUNPCKHQDQ(d, b, x[m][3])
+	}
+	// 128-bit lanes: column 4L+e takes lane L of x[0..3][e].
+	for e := range 4 {
+		p0, p1, p2, p3 := ZMM(), ZMM(), ZMM(), ZMM()
+		VSHUFI32X4(U8(0x44), x[1][e], x[0][e], p0) // x0.L0 x0.L1 x1.L0 x1.L1
+		VSHUFI32X4(U8(0xee), x[1][e], x[0][e], p1) // x0.L2 x0.L3 x1.L2 x1.L3
+		VSHUFI32X4(U8(0x44), x[3][e], x[2][e], p2)
+		VSHUFI32X4(U8(0xee), x[3][e], x[2][e], p3)
+		for L, src := range [][2]reg.VecVirtual{{p0, p2}, {p0, p2}, {p1, p3}, {p1, p3}} {
+			o := ZMM()
+			VSHUFI32X4(U8([]uint8{0x88, 0xdd}[L%2]), src[1], src[0], o)
+			store(4*L+e, o)
+		}
+	}
 }

@@ -10,7 +10,7 @@ import (
 
 // q4KPrepKernel emits
 //
-//	func q4KPrepAVX512(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int
+//	func q4KPrep<suffix>(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int
 //
 // the Q4_K input preparation (PrepareQ4K and q4KWide.prepare of package kernels) of the whole
 // 256-element blocks of x, in order: per block the largest magnitude m (an unsigned max of the
@@ -30,133 +30,233 @@ import (
 // (arithmetic): with X = lo + 65536·hi and lo in [−32768, 32767], X + 32768 = (lo + 32768) +
 // 65536·hi with the first term in [0, 65535], and X + 32768 cannot overflow since
 // |X| ≤ XMAX. The sums of 32 X (below 2^36 in magnitude) are exact in int64 and in float64.
-func q4KPrepKernel() {
-	const name = "q4KPrepAVX512"
-	TEXT(name, NOSPLIT, "func(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int")
-	Pragma("noescape")
-	Doc(name + " prepares the whole blocks of x for Q4_K up to the first one holding a NaN or an infinity; it returns how many it prepared.")
-	xp := Load(Param("x").Base(), GP64())
+//
+// The AVX2 form runs the same algorithm in ymm registers 0-15. VCVTPD2DQ has no embedded
+// rounding in VEX form and rounds as MXCSR says: to nearest even, which Go never changes. The
+// words are packed by VPACKUSDW (the low halves, masked to [0, 65535]) and VPACKSSDW (the high
+// digits, within int16), exact both, which interleave the 128-bit lanes of their two sources;
+// VPERMQ puts them back in order.
+func q4KPrepKernel(s isa) {
+	name := "q4KPrep" + s.suffix
+	label := "q4kprep"
+	if s.parts == 2 {
+		label = "q4kprep2" // as it was when the tiers had a generator each
+	}
+	declare(name, NOSPLIT, "func(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int",
+		name+" prepares the whole blocks of x for Q4_K up to the first one holding a NaN or an infinity; it returns how many it prepared.")
+	k := q4KPrep{s: s}
+	k.x = Load(Param("x").Base(), GP64())
 	n := Load(Param("x").Len(), GP64())
-	Xp := Load(Param("X").Base(), GP64())
-	sp := Load(Param("sums").Base(), GP64())
-	scp := Load(Param("scale").Base(), GP64())
-	dp := Load(Param("digits").Base(), GP64())
-	wp := Load(Param("wsums").Base(), GP64())
+	k.X = Load(Param("X").Base(), GP64())
+	k.sums = Load(Param("sums").Base(), GP64())
+	k.scale = Load(Param("scale").Base(), GP64())
+	k.digits = Load(Param("digits").Base(), GP64())
+	k.wsums = Load(Param("wsums").Base(), GP64())
 	SHRQ(U8(8), n) // blocks
 	done := GP64()
 	XORQ(done, done)
 
-	ones := ZMM()
-	VPTERNLOGD(U8(0xff), ones, ones, ones)
-	abs := ZMM()
+	ones := s.vec()
+	if s.parts == 1 {
+		VPTERNLOGD(U8(0xff), ones, ones, ones)
+	} else {
+		VPCMPEQD(ones, ones, ones)
+	}
+	abs := s.vec()
 	VPSRLD(U8(1), ones, abs) // 0x7fffffff
-	half := ZMM()
-	VPSRLD(U8(31), ones, half)
-	VPSLLD(U8(15), half, half) // 0x8000
-
+	if s.parts == 2 {
+		k.low = s.vec()
+		VPSRLD(U8(16), ones, k.low) // 0x0000ffff
+	}
+	k.half = s.vec()
+	VPSRLD(U8(31), ones, k.half)
+	VPSLLD(U8(15), k.half, k.half) // 0x8000
 	xmant := q4KPrepConst()
 
-	Label("q4kprep_block")
+	Label(label + "_block")
 	CMPQ(done, n)
-	JAE(LabelRef("q4kprep_done"))
+	JAE(LabelRef(label + "_done"))
+	hx, mb := k.maxBits(abs)
+	CMPL(mb, U32(math.Float32bits(math.MaxFloat32)))
+	JA(LabelRef(label + "_done"))
+	var up Op = q4KPrepShift(hx, mb, k.scale, xmant)
+	if s.parts == 2 { // VEX broadcasts only from a vector register
+		upx := XMM()
+		VMOVQ(up, upx)
+		up = upx
+	}
+	k.up = s.vec()
+	VPBROADCASTQ(up, k.up)
 
-	// The largest magnitude's bits: four running unsigned maxima, then across the lanes.
+	for j := range 8 { // sub-blocks of 32
+		if s.parts == 1 {
+			k.storeSums(k.wordsAVX512(j), j)
+		} else {
+			k.storeSums(k.wordsAVX2(j), j)
+		}
+	}
+
+	ADDQ(U32(1024), k.x)
+	ADDQ(U32(1024), k.X)
+	ADDQ(U8(64), k.sums)
+	ADDQ(U8(8), k.scale)
+	ADDQ(U32(1024), k.digits)
+	ADDQ(U8(64), k.wsums)
+	INCQ(done)
+	JMP(LabelRef(label + "_block"))
+
+	Label(label + "_done")
+	VZEROUPPER()
+	Store(done, ReturnIndex(0))
+	RET()
+}
+
+// q4KPrep holds the registers of q4KPrepKernel.
+type q4KPrep struct {
+	s                                isa
+	x, X, sums, scale, digits, wsums reg.Register   // the current block's
+	up                               reg.VecVirtual // 2^sh in every float64 lane
+	half                             reg.VecVirtual // 0x8000 in every dword
+	low                              reg.VecVirtual // 0xffff in every dword (AVX2)
+}
+
+// maxBits returns the bits of the largest magnitude of the block at k.x, in the low dword of
+// an xmm register and in a general register: four independent running unsigned maxima of
+// the bits with the sign cleared (abs), then across the lanes.
+func (k *q4KPrep) maxBits(abs reg.VecVirtual) (hx reg.VecVirtual, mb reg.GPVirtual) {
+	s := k.s
+	size := 4 * s.width() // bytes a register
 	mx := make([]reg.VecVirtual, 4)
 	for i := range mx {
-		mx[i] = ZMM()
-		VPANDD(Mem{Base: xp, Disp: 64 * i}, abs, mx[i])
+		mx[i] = s.vec()
+		s.and(Mem{Base: k.x, Disp: size * i}, abs, mx[i])
 	}
-	for i := 4; i < 16; i++ {
-		t := ZMM()
-		VPANDD(Mem{Base: xp, Disp: 64 * i}, abs, t)
+	for i := 4; i < 1024/size; i++ {
+		t := s.vec()
+		s.and(Mem{Base: k.x, Disp: size * i}, abs, t)
 		VPMAXUD(t, mx[i%4], mx[i%4])
 	}
 	VPMAXUD(mx[1], mx[0], mx[0])
 	VPMAXUD(mx[3], mx[2], mx[2])
 	VPMAXUD(mx[2], mx[0], mx[0])
-	hy := YMM()
-	VEXTRACTI64X4(U8(1), mx[0], hy)
-	VPMAXUD(hy, mx[0].AsY(), hy)
-	hx := XMM()
-	VEXTRACTI128(U8(1), hy, hx)
-	VPMAXUD(hx, hy.AsX(), hx)
-	t1 := XMM()
-	VPSHUFD(U8(0x4e), hx, t1)
-	VPMAXUD(t1, hx, hx)
-	VPSHUFD(U8(0xb1), hx, t1)
-	VPMAXUD(t1, hx, hx)
-	mb := GP32()
+	hx = reduceLanes(mx[0], VPMAXUD, 0x4e, 0xb1)
+	mb = GP32()
 	VMOVD(hx, mb)
-	CMPL(mb, U32(math.Float32bits(math.MaxFloat32)))
-	JA(LabelRef("q4kprep_done"))
+	return hx, mb
+}
 
-	up := q4KPrepShift(hx, mb, scp, xmant)
-	upv := ZMM()
-	VPBROADCASTQ(up, upv)
-
-	for j := range 8 { // sub-blocks of 32
-		var s reg.VecVirtual
-		var xs [2]reg.Register
-		for h := range 2 { // halves of 16
-			var y [2]reg.VecVirtual
-			for i := range 2 { // groups of 8
-				g := 4*j + 2*h + i
-				d := ZMM()
-				VCVTPS2PD(Mem{Base: xp, Disp: 32 * g}, d)
-				VMULPD(upv, d, d)
-				y[i] = YMM()
-				VCVTPD2DQ_RN_SAE(d, y[i])
-				q := ZMM()
-				VPMOVSXDQ(y[i], q)
-				if s == nil {
-					s = q
-				} else {
-					VPADDQ(q, s, s)
-				}
-			}
-			z := y[0].AsZ()
-			VINSERTI64X4(U8(1), y[1], z, z)
-			VMOVDQU32(z, Mem{Base: Xp, Disp: 128*j + 64*h})
-			xs[h] = z
+// wordsAVX512 converts sub-block j (32 elements) of the block to X, stores X and its digit
+// words, and returns a register of qword partial sums of its X.
+func (k *q4KPrep) wordsAVX512(j int) (sum reg.VecVirtual) {
+	var xs [2]reg.Register
+	for h := range 2 { // halves of 16
+		var y [2]reg.VecVirtual
+		for i := range 2 { // groups of 8
+			g := 4*j + 2*h + i
+			d := ZMM()
+			VCVTPS2PD(Mem{Base: k.x, Disp: 32 * g}, d)
+			VMULPD(k.up, d, d)
+			y[i] = YMM()
+			VCVTPD2DQ_RN_SAE(d, y[i])
+			q := ZMM()
+			VPMOVSXDQ(y[i], q)
+			sum = addQwords(sum, q)
 		}
-		for h, z := range xs {
-			lo := YMM()
-			VPMOVDW(z, lo)
-			VMOVDQU(lo, Mem{Base: dp, Disp: 128*j + 32*h})
-			hi := ZMM()
-			VPADDD(half, z, hi)
-			VPSRAD(U8(16), hi, hi)
-			hw := YMM()
-			VPMOVDW(hi, hw)
-			VMOVDQU(hw, Mem{Base: dp, Disp: 128*j + 64 + 32*h})
-		}
-		sy := YMM()
-		VEXTRACTI64X4(U8(1), s, sy)
-		VPADDQ(sy, s.AsY(), sy)
-		sx := XMM()
-		VEXTRACTI128(U8(1), sy, sx)
-		VPADDQ(sx, sy.AsX(), sx)
-		t := XMM()
-		VPSHUFD(U8(0x4e), sx, t)
-		VPADDQ(t, sx, sx)
-		VMOVQ(sx, Mem{Base: sp, Disp: 8 * j})
-		VCVTQQ2PD(sx, sx)
-		VMOVSD(sx, Mem{Base: wp, Disp: 8 * j})
+		z := y[0].AsZ()
+		VINSERTI64X4(U8(1), y[1], z, z)
+		VMOVDQU32(z, Mem{Base: k.X, Disp: 128*j + 64*h})
+		xs[h] = z
 	}
+	for h, z := range xs {
+		lo := YMM()
+		VPMOVDW(z, lo)
+		VMOVDQU(lo, Mem{Base: k.digits, Disp: 128*j + 32*h})
+		hi := ZMM()
+		VPADDD(k.half, z, hi)
+		VPSRAD(U8(16), hi, hi)
+		hw := YMM()
+		VPMOVDW(hi, hw)
+		VMOVDQU(hw, Mem{Base: k.digits, Disp: 128*j + 64 + 32*h})
+	}
+	return sum
+}
 
-	ADDQ(U32(1024), xp)
-	ADDQ(U32(1024), Xp)
-	ADDQ(U8(64), sp)
-	ADDQ(U8(8), scp)
-	ADDQ(U32(1024), dp)
-	ADDQ(U8(64), wp)
-	INCQ(done)
-	JMP(LabelRef("q4kprep_block"))
+// wordsAVX2 is wordsAVX512 in ymm registers.
+func (k *q4KPrep) wordsAVX2(j int) (sum reg.VecVirtual) {
+	var y [4]reg.VecVirtual // X of the sub-block, eight a register
+	for i := range 4 {
+		q := [2]reg.VecVirtual{XMM(), XMM()}
+		for h := range 2 { // groups of 4
+			g := 8*j + 2*i + h
+			d := YMM()
+			VCVTPS2PD(Mem{Base: k.x, Disp: 16 * g}, d)
+			VMULPD(k.up, d, d)
+			VCVTPD2DQY(d, q[h])
+			w := YMM()
+			VPMOVSXDQ(q[h], w)
+			sum = addQwords(sum, w)
+		}
+		y[i] = YMM()
+		VINSERTI128(U8(1), q[1], q[0].AsY(), y[i])
+		VMOVDQU(y[i], Mem{Base: k.X, Disp: 128*j + 32*i})
+	}
+	for h := range 2 { // words 16h to 16h+15
+		a, b := YMM(), YMM()
+		VPAND(k.low, y[2*h], a)
+		VPAND(k.low, y[2*h+1], b)
+		VPACKUSDW(b, a, a)
+		VPERMQ(U8(0xd8), a, a)
+		VMOVDQU(a, Mem{Base: k.digits, Disp: 128*j + 32*h})
+		VPADDD(k.half, y[2*h], a)
+		VPSRAD(U8(16), a, a)
+		VPADDD(k.half, y[2*h+1], b)
+		VPSRAD(U8(16), b, b)
+		VPACKSSDW(b, a, a)
+		VPERMQ(U8(0xd8), a, a)
+		VMOVDQU(a, Mem{Base: k.digits, Disp: 128*j + 64 + 32*h})
+	}
+	return sum
+}
 
-	Label("q4kprep_done")
-	VZEROUPPER()
-	Store(done, ReturnIndex(0))
-	RET()
+// addQwords returns sum + q (qword lanes), or q for the first term (sum nil).
+func addQwords(sum, q reg.VecVirtual) reg.VecVirtual {
+	if sum == nil {
+		return q
+	}
+	VPADDQ(q, sum, sum)
+	return sum
+}
+
+// storeSums adds the qword partial sums of sub-block j up and stores the sum as an int64 and
+// as a float64.
+func (k *q4KPrep) storeSums(sum reg.VecVirtual, j int) {
+	sx := reduceLanes(sum, VPADDQ, 0x4e)
+	VMOVQ(sx, Mem{Base: k.sums, Disp: 8 * j})
+	if k.s.parts == 1 {
+		VCVTQQ2PD(sx, sx)
+	} else { // VEX has no VCVTQQ2PD
+		g := GP64()
+		VMOVQ(sx, g)
+		VCVTSI2SDQ(g, sx, sx)
+	}
+	VMOVSD(sx, Mem{Base: k.wsums, Disp: 8 * j})
+}
+
+// reduceLanes folds the lanes of v into the lowest with op (VPMAXUD, VPADDQ, ...) and returns
+// the xmm register holding it: a zmm's 256-bit halves, a ymm's 128-bit halves, then within
+// the xmm by the VPSHUFD orders shuffles (0x4e swaps the qwords, 0xb1 the dwords of each).
+func reduceLanes(v reg.VecVirtual, op func(...Op), shuffles ...uint8) reg.VecVirtual {
+	for v.Size() > 16 {
+		hi := halfOf(v, 1)
+		op(hi, halfOf(v, 0), hi)
+		v = hi
+	}
+	t := XMM()
+	for _, sh := range shuffles {
+		VPSHUFD(U8(sh), v, t)
+		op(t, v, v)
+	}
+	return v
 }
 
 // q4KPrepConst loads the constant of q4KPrepShift: XMAX's float64 mantissa bits, shifted to
@@ -198,137 +298,4 @@ func q4KPrepShift(hx reg.VecVirtual, mb reg.GPVirtual, scp, xmant reg.Register) 
 	SHLQ(U8(52), down)
 	MOVQ(down, Mem{Base: scp})
 	return up
-}
-
-// q4KPrepKernelAVX2 emits q4KPrepAVX2, q4KPrepAVX512's AVX2 counterpart: the same algorithm in
-// ymm registers 0-15. VCVTPD2DQ has no embedded rounding in VEX form and rounds as MXCSR says:
-// to nearest even, which Go never changes. The words are packed by VPACKUSDW (the low halves,
-// masked to [0, 65535]) and VPACKSSDW (the high digits, within int16), exact both, which
-// interleave the 128-bit lanes of their two sources; VPERMQ puts them back in order.
-func q4KPrepKernelAVX2() {
-	const name = "q4KPrepAVX2"
-	TEXT(name, NOSPLIT, "func(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int")
-	Pragma("noescape")
-	Doc(name + " prepares the whole blocks of x for Q4_K up to the first one holding a NaN or an infinity; it returns how many it prepared.")
-	xp := Load(Param("x").Base(), GP64())
-	n := Load(Param("x").Len(), GP64())
-	Xp := Load(Param("X").Base(), GP64())
-	sp := Load(Param("sums").Base(), GP64())
-	scp := Load(Param("scale").Base(), GP64())
-	dp := Load(Param("digits").Base(), GP64())
-	wp := Load(Param("wsums").Base(), GP64())
-	SHRQ(U8(8), n) // blocks
-	done := GP64()
-	XORQ(done, done)
-
-	ones := YMM()
-	VPCMPEQD(ones, ones, ones)
-	abs := YMM()
-	VPSRLD(U8(1), ones, abs) // 0x7fffffff
-	low := YMM()
-	VPSRLD(U8(16), ones, low) // 0x0000ffff
-	half := YMM()
-	VPSRLD(U8(31), ones, half)
-	VPSLLD(U8(15), half, half) // 0x8000
-	xmant := q4KPrepConst()
-
-	Label("q4kprep2_block")
-	CMPQ(done, n)
-	JAE(LabelRef("q4kprep2_done"))
-
-	mx := make([]reg.VecVirtual, 4)
-	for i := range mx {
-		mx[i] = YMM()
-		VPAND(Mem{Base: xp, Disp: 32 * i}, abs, mx[i])
-	}
-	for i := 4; i < 32; i++ {
-		t := YMM()
-		VPAND(Mem{Base: xp, Disp: 32 * i}, abs, t)
-		VPMAXUD(t, mx[i%4], mx[i%4])
-	}
-	VPMAXUD(mx[1], mx[0], mx[0])
-	VPMAXUD(mx[3], mx[2], mx[2])
-	VPMAXUD(mx[2], mx[0], mx[0])
-	hx := XMM()
-	VEXTRACTI128(U8(1), mx[0], hx)
-	VPMAXUD(hx, mx[0].AsX(), hx)
-	t1 := XMM()
-	VPSHUFD(U8(0x4e), hx, t1)
-	VPMAXUD(t1, hx, hx)
-	VPSHUFD(U8(0xb1), hx, t1)
-	VPMAXUD(t1, hx, hx)
-	mb := GP32()
-	VMOVD(hx, mb)
-	CMPL(mb, U32(math.Float32bits(math.MaxFloat32)))
-	JA(LabelRef("q4kprep2_done"))
-	up := q4KPrepShift(hx, mb, scp, xmant)
-	upx := XMM()
-	VMOVQ(up, upx)
-	upv := YMM()
-	VPBROADCASTQ(upx, upv)
-
-	for j := range 8 { // sub-blocks of 32
-		var s reg.VecVirtual
-		var y [4]reg.VecVirtual // X of the sub-block, eight a register
-		for i := range 4 {
-			q := [2]reg.VecVirtual{XMM(), XMM()}
-			for h := range 2 { // groups of 4
-				g := 8*j + 2*i + h
-				d := YMM()
-				VCVTPS2PD(Mem{Base: xp, Disp: 16 * g}, d)
-				VMULPD(upv, d, d)
-				VCVTPD2DQY(d, q[h])
-				w := YMM()
-				VPMOVSXDQ(q[h], w)
-				if s == nil {
-					s = w
-				} else {
-					VPADDQ(w, s, s)
-				}
-			}
-			y[i] = YMM()
-			VINSERTI128(U8(1), q[1], q[0].AsY(), y[i])
-			VMOVDQU(y[i], Mem{Base: Xp, Disp: 128*j + 32*i})
-		}
-		for h := range 2 { // words 16h to 16h+15
-			a, b := YMM(), YMM()
-			VPAND(low, y[2*h], a)
-			VPAND(low, y[2*h+1], b)
-			VPACKUSDW(b, a, a)
-			VPERMQ(U8(0xd8), a, a)
-			VMOVDQU(a, Mem{Base: dp, Disp: 128*j + 32*h})
-			VPADDD(half, y[2*h], a)
-			VPSRAD(U8(16), a, a)
-			VPADDD(half, y[2*h+1], b)
-			VPSRAD(U8(16), b, b)
-			VPACKSSDW(b, a, a)
-			VPERMQ(U8(0xd8), a, a)
-			VMOVDQU(a, Mem{Base: dp, Disp: 128*j + 64 + 32*h})
-		}
-		sx := XMM()
-		VEXTRACTI128(U8(1), s, sx)
-		VPADDQ(sx, s.AsX(), sx)
-		t := XMM()
-		VPSHUFD(U8(0x4e), sx, t)
-		VPADDQ(t, sx, sx)
-		VMOVQ(sx, Mem{Base: sp, Disp: 8 * j})
-		g := GP64()
-		VMOVQ(sx, g)
-		VCVTSI2SDQ(g, sx, sx)
-		VMOVSD(sx, Mem{Base: wp, Disp: 8 * j})
-	}
-
-	ADDQ(U32(1024), xp)
-	ADDQ(U32(1024), Xp)
-	ADDQ(U8(64), sp)
-	ADDQ(U8(8), scp)
-	ADDQ(U32(1024), dp)
-	ADDQ(U8(64), wp)
-	INCQ(done)
-	JMP(LabelRef("q4kprep2_block"))
-
-	Label("q4kprep2_done")
-	VZEROUPPER()
-	Store(done, ReturnIndex(0))
-	RET()
 }

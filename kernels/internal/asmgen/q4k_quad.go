@@ -65,21 +65,17 @@ func q4KRows4Kernel(s isa, vnni bool) {
 	if vnni {
 		name += "VNNI"
 	}
-	TEXT(name, NOSPLIT, "func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)")
-	Pragma("noescape")
-	Doc(name + " stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.")
+	declare(name, NOSPLIT, "func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)",
+		name+" stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.")
 	k := q4KRows4{s: s, vnni: vnni}
-	pick, pickHigh, pickTop, keep, top := q4KScaleTables(name)
+	tables := q4KScaleTables(name)
 	// The mins as dwords, two rows a register, laid out so that one interleave with the float64
 	// magic turns them into the layout of T's partial sums (see end): dword 4l+k of register i
 	// holds m_{2l} of row 2i+k for k < 2 and m_{2l+1} of row 2i+k-2 for k >= 2; m_j of row r is
 	// byte 16r+8+j of the unpacked heads.
 	var spread, mins Mem
 	if vnni { // VBMI's byte permutes, which the avx512vnni tier assumes
-		spread = GLOBL(name+"_spread", RODATA|NOPTR)
-		for p := range 128 { // dword j of row r takes sc_j (byte 16r+j of the unpacked heads); a mask keeps byte 0
-			DATA(p, U8(16*(p/32)+p%32/4))
-		}
+		spread = q4KSpreadTable(name, 4) // a mask keeps byte 0
 		mins = GLOBL(name+"_mins", RODATA|NOPTR)
 		for i := range 2 {
 			for p := range 64 {
@@ -159,10 +155,7 @@ func q4KRows4Kernel(s isa, vnni bool) {
 	Label("far")
 
 	k.words = AllocLocal(256)
-	for i, t := range []Mem{pick, pickHigh, pickTop, keep, top} {
-		k.tables[i] = ZMM()
-		VBROADCASTI64X4(t, k.tables[i])
-	}
+	k.tables = tables.inBothHalves()
 	for i := range 2 {
 		k.spread[i], k.mins[i] = ZMM(), ZMM()
 		VMOVDQU64(spread.Offset(64*i), k.spread[i])
@@ -287,7 +280,7 @@ type q4KRows4 struct {
 	dig, off    reg.Register      // the input's digits at the current block; see off's comment
 	sums, scale Mem               // the input's sums and scale at the current block
 	words       Mem               // two blocks' scales as dwords (see scaleAt), and 128 on
-	tables      [5]reg.VecVirtual // q4KScaleTables in both 256-bit halves: pick, pickHigh, pickTop, keep, top
+	tables      q4KScaleUnpack    // q4KScaleTables in both 256-bit halves of registers
 	spread      [2]reg.VecVirtual // the scale dwords' VPERMB indices, rows 0-1 and 2-3 (VNNI), or VPSHUFB indices, sc_0..3 and sc_4..7
 	mins        [2]reg.VecVirtual // the min dwords' VPERMB indices (VNNI) or VPERMQ indices, rows 0-1 and 2-3
 	minsShuffle Mem               // without VNNI, the VPSHUFB indices of the min dwords
@@ -314,9 +307,7 @@ func (k *q4KRows4) rowAt(base reg.Register, r, disp int) Mem {
 
 // prefetch prefetches the four rows' blocks (576 bytes) pf bytes on in the stream.
 func (k *q4KRows4) prefetch(pf int) {
-	for off := 0; off < 4*144; off += 64 {
-		PREFETCHT0(Mem{Base: k.w, Index: k.ahead, Scale: 1, Disp: pf + off})
-	}
+	prefetch(Mem{Base: k.w, Index: k.ahead, Scale: 1, Disp: pf}, 4*144)
 }
 
 // unpack loads into b.head (row r in 128-bit lane r) the four heads of the block disp bytes
@@ -329,15 +320,7 @@ func (k *q4KRows4) unpack(b q4KRows4Block, base reg.Register, disp int) {
 	for r := 1; r < 4; r++ {
 		VINSERTI32X4(U8(r), k.rowAt(base, r, disp), head, head)
 	}
-	pick, pickHigh, pickTop, keep, top := k.tables[0], k.tables[1], k.tables[2], k.tables[3], k.tables[4]
-	VPSHUFB(pick, head, sm)
-	t := ZMM()
-	VPSRLW(U8(4), head, t)
-	VPSHUFB(pickHigh, t, t)
-	VPTERNLOGD(U8(0xa8), keep, t, sm) // (sm | t) & keep
-	VPSRLW(U8(2), head, t)
-	VPSHUFB(pickTop, t, t)
-	VPTERNLOGD(U8(0xf8), top, t, sm) // sm | (t & top)
+	k.tables.unpack(head, sm)
 	// 32-byte stores: the broadcast loads forward from them (a 64-byte store measured slower).
 	for i := range 2 {
 		sw := ZMM()
@@ -361,11 +344,7 @@ func (k *q4KRows4) products(words int, mid func()) (lo, hi [4]reg.VecVirtual) {
 		if c == 2 {
 			mid()
 		}
-		// Digits of sub-blocks 2c (low nibbles) and 2c+1 (high nibbles), shared by the rows.
-		d := [4]reg.VecVirtual{ZMM(), ZMM(), ZMM(), ZMM()}
-		for i := range d {
-			VMOVDQU32(Mem{Base: k.dig, Disp: 128*(2*c+i/2) + 64*(i%2)}, d[i])
-		}
+		d := q4KLoadDigits(k.dig, c) // shared by the rows
 		for r := range 4 {
 			q := ZMM()
 			VPMOVZXBW(k.row(r, 16+32*c), q)
@@ -376,13 +355,7 @@ func (k *q4KRows4) products(words int, mid func()) (lo, hi [4]reg.VecVirtual) {
 			// never carries into the high word.
 			VPMULLD_BCST(k.scaleAt(words, r, 2*c), ql, ql)
 			VPMULLD_BCST(k.scaleAt(words, r, 2*c+1), q, q)
-			for i, p := range []struct{ q, acc reg.VecVirtual }{{ql, lo[r]}, {ql, hi[r]}, {q, lo[r]}, {q, hi[r]}} {
-				if c == 0 && i < 2 { // the first products start the sums
-					VPMADDWD(d[i], p.q, p.acc)
-				} else {
-					madd(k.s, k.vnni, p.q, d[i], p.acc)
-				}
-			}
+			q4KChunkProducts(k.s, k.vnni, c, ql, q, d, lo[r], hi[r])
 		}
 	}
 	return lo, hi
@@ -511,13 +484,7 @@ func (k *q4KRows4) end(head, sm reg.VecVirtual, lo, hi [4]reg.VecVirtual) {
 	// d and dmin of row r in lanes 2r and 2r+1.
 	dd := ZMM()
 	VPERMD(head, k.heads, dd)
-	df := YMM()
-	VCVTPH2PS(dd.AsX(), df)
-	dz := ZMM()
-	VCVTPS2PD(df, dz)
-	VMULPD(dz, u, u) // (fl64(d·T), fl64(dmin·M)) a row
-	VPERMILPD(U8(0x55), u, v)
-	VSUBPD(v, u, u)
+	q4KBlockValues(halvesToF64(dd.AsX()), u, v)
 	VMULPD_BCST(k.scale, u, u)
 	VADDPD(u, k.y, k.y)
 }

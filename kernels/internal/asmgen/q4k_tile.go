@@ -34,25 +34,16 @@ import (
 func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 	carry := inputs == 8 // y comes in and goes out as float64 (see above)
 	if carry {
-		TEXT(name, NOSPLIT, "func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64")
-		Pragma("noescape")
-		Doc(name + " continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.")
+		declare(name, NOSPLIT, "func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64",
+			name+" continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.")
 	} else {
-		TEXT(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32")
-		Pragma("noescape")
-		Doc(name + " returns DotQ4K of the Q4_K row w against four prepared inputs.")
+		declare(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32",
+			name+" returns DotQ4K of the Q4_K row w against four prepared inputs.")
 	}
-	pick, pickHigh, pickTop, keep, top := q4KScaleTables(name)
+	tables := q4KScaleTables(name)
 	var spread, lowBytes Mem
 	if vnni { // the byte permute of VBMI, which the avx512vnni tier assumes
-		spread = GLOBL(name+"_spread", RODATA|NOPTR)
-		for p := range 32 { // bytes 0 and 2 of dword j take sc_j (byte j of the unpacked scales)
-			DATA(p, U8(p/4))
-		}
-		lowBytes = GLOBL(name+"_lowBytes", RODATA|NOPTR)
-		for i := range 8 {
-			DATA(4*i, U32(0x00ff00ff))
-		}
+		spread, lowBytes = q4KSpreadTable(name, 1), q4KLowBytesTable(name, 8)
 	}
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
@@ -61,11 +52,7 @@ func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 	// pointers advance themselves: eight inputs leave no general register for an offset.
 	scOff := GP64()
 	XORQ(scOff, scOff)
-	dig := make([]reg.GPVirtual, inputs)
-	for t := range dig {
-		dig[t] = GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * t}, dig[t])
-	}
+	dig := loadPointers(args, inputs)
 	words := AllocLocal(32) // the 8 scales as dwords
 	mask := broadcast(s, 0x000f000f)
 	digit := ZMM()
@@ -89,125 +76,59 @@ func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 		VMOVSD(Mem{Base: yp, Disp: 16*p + 8}, b)
 		VINSERTF64X2(U8(2), b, a.AsZ(), y[p])
 	}
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	for d := 0; d < 144; d += 64 {
-		PREFETCHT0(Mem{Base: w, Disp: prefetchAhead + d})
-	}
-	head := XMM()
-	VMOVDQU32(Mem{Base: w}, head)
-	sm := XMM() // sc_0..7, m_0..7 as bytes
-	VPSHUFB(pick, head, sm)
-	t := XMM()
-	VPSRLW(U8(4), head, t)
-	VPSHUFB(pickHigh, t, t)
-	VPTERNLOGD(U8(0xa8), keep, t, sm) // (sm | t) & keep
-	VPSRLW(U8(2), head, t)
-	VPSHUFB(pickTop, t, t)
-	VPTERNLOGD(U8(0xf8), top, t, sm) // sm | (t & top)
-	sw := YMM()
-	if vnni {
-		VPERMB(sm.AsY(), sp, sw)
-		VPANDD(lb, sw, sw)
-	} else {
-		// Without VBMI (Skylake-X to Cooper Lake have AVX-512 but no VPERMB): doubling each
-		// byte and widening the bytes to words gives the same dwords.
-		sc := XMM()
-		VPUNPCKLBW(sm, sm, sc) // sc_0 sc_0 sc_1 sc_1 ... sc_7 sc_7
-		VPMOVZXBW(sc, sw)
-	}
-	VMOVDQU32(sw, words)
+	blockLoop(n, func() {
+		prefetch(Mem{Base: w, Disp: prefetchAhead}, 144)
+		head := XMM()
+		VMOVDQU32(Mem{Base: w}, head)
+		sm := XMM() // sc_0..7, m_0..7 as bytes
+		tables.unpack(head, sm)
+		VMOVDQU32(q4KScaleDwords(vnni, sm, sp, lb), words)
 
-	lo, hi := make([]reg.VecVirtual, inputs), make([]reg.VecVirtual, inputs)
-	for i := range lo {
-		lo[i], hi[i] = ZMM(), ZMM()
-	}
-	for c := range 4 {
-		q := ZMM()
-		VPMOVZXBW(Mem{Base: w, Disp: 16 + 32*c}, q)
-		ql := ZMM()
-		VPANDD(mask, q, ql)
-		VPSRLW(U8(4), q, q)
-		sc := ZMM()
-		VPBROADCASTD(words.Offset(4*(2*c)), sc)
-		VPMULLW(sc, ql, ql)
-		VPBROADCASTD(words.Offset(4*(2*c+1)), sc)
-		VPMULLW(sc, q, q)
-		for i := range inputs {
-			for j, p := range []struct{ q, acc reg.VecVirtual }{{ql, lo[i]}, {ql, hi[i]}, {q, lo[i]}, {q, hi[i]}} {
-				d := Mem{Base: dig[i], Disp: 128*(2*c+j/2) + 64*(j%2)}
-				if c == 0 && j < 2 { // the first products start the sums
-					VPMADDWD(d, p.q, p.acc)
-				} else {
-					madd(s, vnni, p.q, d, p.acc)
-				}
+		lo, hi := make([]reg.VecVirtual, inputs), make([]reg.VecVirtual, inputs)
+		for i := range lo {
+			lo[i], hi[i] = ZMM(), ZMM()
+		}
+		for c := range 4 {
+			ql, q := q4KNibbleWords(s, Mem{Base: w}, c, mask, words, 4)
+			for i := range inputs {
+				q4KChunkProducts(s, vnni, c, ql, q, q4KDigits(Mem{Base: dig[i]}, c), lo[i], hi[i])
 			}
 		}
-	}
 
-	// The row's d and dmin as float64, twice in each 256-bit half; its mins as float64.
-	dh := XMM()
-	VPBROADCASTD(head, dh)
-	df := YMM()
-	VCVTPH2PS(dh, df)
-	dz := ZMM()
-	VCVTPS2PD(df, dz)
-	mb := XMM()
-	VPSRLDQ(U8(8), sm, mb)
-	md := YMM()
-	VPMOVZXBD(mb, md)
-	mins := ZMM()
-	VCVTDQ2PD(md, mins)
-	for p := range inputs / 2 {
-		a, b := 2*p, 2*p+1
-		folded := foldPairs(lo[a], lo[b], hi[a], hi[b])
-		tm := ZMM() // T's partial sums: four for input a, four for input b
-		VCVTDQ2PD(folded.AsY(), tm)
-		hiDigit := YMM()
-		VEXTRACTI64X4(U8(1), folded, hiDigit)
-		hz := ZMM()
-		VCVTDQ2PD(hiDigit, hz)
-		VFMADD231PD(digit, hz, tm) // exact: an integer below 2^48
-		ma, mb := ZMM(), ZMM()
-		for i, m := range []reg.VecVirtual{ma, mb} {
-			sums := GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * (inputs + 2*p + i)}, sums)
-			VMULPD(Mem{Base: sums, Index: scOff, Scale: 8}, mins, m)
+		// The row's d and dmin as float64, twice in each 256-bit half; its mins as float64.
+		dh := XMM()
+		VPBROADCASTD(head, dh)
+		dz := halvesToF64(dh)
+		mins := q4KMinsF64(sm)
+		for p := range inputs / 2 {
+			a, b := 2*p, 2*p+1
+			tm := q4KPartialT(lo[a], lo[b], hi[a], hi[b], digit)
+			ma, mb := ZMM(), ZMM()
+			for i, m := range []reg.VecVirtual{ma, mb} {
+				sums := GP64()
+				MOVQ(Mem{Base: args, Disp: 8 * (inputs + 2*p + i)}, sums)
+				VMULPD(Mem{Base: sums, Index: scOff, Scale: 8}, mins, m)
+			}
+			u, v := q4KJoinTM(tm, ma, mb) // (T, M) of input a in float64 lanes 0-1, of input b in 4-5
+			q4KBlockValues(dz, u, v)
+			// The inputs' 2^-sh in lanes 0 and 4.
+			sa, sb := XMM(), XMM()
+			for i, x := range []reg.VecVirtual{sa, sb} {
+				scp := GP64()
+				MOVQ(Mem{Base: args, Disp: 8 * (2*inputs + 2*p + i)}, scp)
+				VMOVSD(Mem{Base: scp, Index: scOff, Scale: 1}, x)
+			}
+			sv := ZMM()
+			VINSERTF64X2(U8(2), sb, sa.AsZ(), sv)
+			VMULPD(sv, u, u)
+			VADDPD(u, y[p], y[p])
 		}
-		mm := ZMM() // M's partial sums: four for input a, four for input b
-		VSHUFF64X2(U8(0x44), mb, ma, mm)
-		VSHUFF64X2(U8(0xee), mb, ma, ma)
-		VADDPD(ma, mm, mm)
-		u, v := ZMM(), ZMM()
-		VUNPCKLPD(mm, tm, u)
-		VUNPCKHPD(mm, tm, v)
-		VADDPD(v, u, u)
-		VSHUFF64X2(U8(0xb1), u, u, v)
-		VADDPD(v, u, u) // (T, M) of input a in float64 lanes 0-1, of input b in 4-5
-		VMULPD(dz, u, u)
-		VPERMILPD(U8(0x55), u, v)
-		VSUBPD(v, u, u)
-		// The inputs' 2^-sh in lanes 0 and 4.
-		sa, sb := XMM(), XMM()
-		for i, x := range []reg.VecVirtual{sa, sb} {
-			scp := GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * (2*inputs + 2*p + i)}, scp)
-			VMOVSD(Mem{Base: scp, Index: scOff, Scale: 1}, x)
+		ADDQ(U32(144), w)
+		for _, d := range dig {
+			ADDQ(U32(1024), d)
 		}
-		sv := ZMM()
-		VINSERTF64X2(U8(2), sb, sa.AsZ(), sv)
-		VMULPD(sv, u, u)
-		VADDPD(u, y[p], y[p])
-	}
-	ADDQ(U32(144), w)
-	for _, d := range dig {
-		ADDQ(U32(1024), d)
-	}
-	ADDQ(U8(8), scOff)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+		ADDQ(U8(8), scOff)
+	})
 	if carry {
 		yp := frameAddr(ReturnIndex(0))
 		for p := range y {
@@ -222,13 +143,20 @@ func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 	}
 	out := frameAddr(ReturnIndex(0))
 	for p := range inputs / 2 {
-		x := XMM()
-		VEXTRACTF32X4(U8(2), y[p], x)
-		VCVTSD2SS(y[p].AsX(), y[p].AsX(), y[p].AsX())
-		VMOVSS(y[p].AsX(), Mem{Base: out, Disp: 8 * p})
-		VCVTSD2SS(x, x, x)
-		VMOVSS(x, Mem{Base: out, Disp: 8*p + 4})
+		storeSumPair(y[p], out, 8*p)
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// q4KMinsF64 returns the mins m_0..7 of the unpacked block head sm (bytes 8-15) as eight
+// float64.
+func q4KMinsF64(sm reg.VecVirtual) reg.VecVirtual {
+	mb := XMM()
+	VPSRLDQ(U8(8), sm, mb)
+	md := YMM()
+	VPMOVZXBD(mb, md)
+	mins := ZMM()
+	VCVTDQ2PD(md, mins)
+	return mins
 }

@@ -139,12 +139,7 @@ func q6KQuarterProducts(s isa, words [2]reg.VecVirtual, dig reg.Register, h, c i
 	g := 4*h + c // the 32-element group of the digits: 32 lo words, then 32 hi words
 	for p, w := range words {
 		for i, acc := range []reg.VecVirtual{lo, hi} {
-			d := Mem{Base: dig, Disp: 128*g + 64*i + 32*p}
-			if c == 0 && p == 0 {
-				VPMADDWD(d, w, acc)
-			} else {
-				madd(s, false, w, d, acc)
-			}
+			startOrMadd(s, false, c == 0 && p == 0, w, Mem{Base: dig, Disp: 128*g + 64*i + 32*p}, acc)
 		}
 	}
 }
@@ -152,19 +147,25 @@ func q6KQuarterProducts(s isa, words [2]reg.VecVirtual, dig reg.Register, h, c i
 // q6KWiden returns the four float64 partial sums of lo + 65536·hi over the dword accumulators
 // lo and hi of a half block: the dwords converted exactly, each sum an integer below 2^50.
 func q6KWiden(s isa, lo, hi reg.VecVirtual) reg.VecVirtual {
-	widen := func(v reg.VecVirtual) reg.VecVirtual {
-		a, b := YMM(), YMM()
-		VCVTDQ2PD(v.AsX(), a)
-		x := XMM()
-		VEXTRACTI128(U8(1), v, x)
-		VCVTDQ2PD(x, b)
-		VADDPD(b, a, a)
-		return a
-	}
-	t, u := widen(lo), widen(hi)
+	t, u := widenSum(lo), widenSum(hi)
 	VMULPD(s.f64Digit, u, u)
 	VADDPD(u, t, t)
 	return t
+}
+
+// q6KHalfSums widens the accumulators of half h of a block, lo[i] and hi[i] of each row (or
+// input) i, to four float64 partial sums (q6KWiden): after the first half they wait at
+// first+32i, after the second the two halves' sums go to t[i].
+func q6KHalfSums(s isa, h int, lo, hi []reg.VecVirtual, first Mem, t []reg.VecVirtual) {
+	for i := range lo {
+		v := q6KWiden(s, lo[i], hi[i])
+		if h == 0 {
+			VMOVUPD(v, first.Offset(32*i))
+		} else {
+			VADDPD(first.Offset(32*i), v, v)
+			t[i] = v
+		}
+	}
 }
 
 // q6KPairAVX2Kernel emits q6KPairAVX2 (see q6KAVX2Kernels). The two rows take turns quarter by
@@ -173,9 +174,8 @@ func q6KWiden(s isa, lo, hi reg.VecVirtual) reg.VecVirtual {
 // and the first half's float64 partial sums wait on the stack.
 func q6KPairAVX2Kernel(s isa, m q6KIntMasks) {
 	name := "q6KPairAVX2"
-	TEXT(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, scale []float64) [2]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
+	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, scale []float64) [2]float32",
+		name+" returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
 	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	dig := Load(Param("digits").Base(), GP64())
 	scale := Load(Param("scale").Base(), GP64())
@@ -186,68 +186,54 @@ func q6KPairAVX2Kernel(s isa, m q6KIntMasks) {
 	VPXOR(zero, zero, zero)
 	y := XMM() // row 0's sum in float64 lane 0, row 1's in lane 1
 	VXORPD(y, y, y)
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	for r := range 2 {
-		for off := 0; off < 210; off += 64 {
-			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
-		}
-		q6KScaleWords(w[r], words.Offset(64*r))
-	}
-	var t [2]reg.VecVirtual
-	for h := range 2 {
-		qh := [2]reg.VecVirtual{q6KHighPairs(m, w[0], h), q6KHighPairs(m, w[1], h)}
-		var lo, hi [2]reg.VecVirtual
+	blockLoop(n, func() {
 		for r := range 2 {
-			lo[r], hi[r] = YMM(), YMM()
+			prefetch(Mem{Base: w[r], Disp: prefetchAhead}, 210)
+			q6KScaleWords(w[r], words.Offset(64*r))
 		}
-		var ql [2]reg.VecVirtual
-		for _, c := range q6KQuarters {
+		var t [2]reg.VecVirtual
+		for h := range 2 {
+			qh := [2]reg.VecVirtual{q6KHighPairs(m, w[0], h), q6KHighPairs(m, w[1], h)}
+			var lo, hi [2]reg.VecVirtual
 			for r := range 2 {
-				if c < 2 {
-					ql[r] = q6KLowBits(w[r], h, c)
+				lo[r], hi[r] = YMM(), YMM()
+			}
+			var ql [2]reg.VecVirtual
+			for _, c := range q6KQuarters {
+				for r := range 2 {
+					if c < 2 {
+						ql[r] = q6KLowBits(w[r], h, c)
+					}
+					a, b := q6KQuarterWords(m, ql[r], h, c, qh[r], zero, words.Offset(64*r))
+					q6KQuarterProducts(s, [2]reg.VecVirtual{a, b}, dig, h, c, lo[r], hi[r])
 				}
-				a, b := q6KQuarterWords(m, ql[r], h, c, qh[r], zero, words.Offset(64*r))
-				q6KQuarterProducts(s, [2]reg.VecVirtual{a, b}, dig, h, c, lo[r], hi[r])
 			}
+			q6KHalfSums(s, h, lo[:], hi[:], first, t[:])
 		}
+		// (T0, T1) in float64 lanes 0 and 1: exact.
+		u := YMM()
+		VHADDPD(t[1], t[0], u) // t0[0]+t0[1], t1[0]+t1[1], t0[2]+t0[3], t1[2]+t1[3]
+		tt := XMM()
+		VEXTRACTF128(U8(1), u, tt)
+		VADDPD(u.AsX(), tt, tt)
+		// The rows' d: the dword before it holds sc_14 and sc_15 (a block ends with d).
+		d := XMM()
+		VMOVD(Mem{Base: w[0], Disp: 206}, d)
+		VPSRLD(U8(16), d, d)
+		VPINSRW(U8(1), Mem{Base: w[1], Disp: 208}, d, d)
+		VCVTPH2PS(d, d)
+		VCVTPS2PD(d, d)
+		VMULPD(d, tt, tt) // fl64(d·T)
+		sh := XMM()
+		VMOVDDUP(Mem{Base: scale}, sh)
+		VMULPD(sh, tt, tt)
+		VADDPD(tt, y, y)
 		for r := range 2 {
-			v := q6KWiden(s, lo[r], hi[r])
-			if h == 0 {
-				VMOVUPD(v, first.Offset(32*r))
-			} else {
-				VADDPD(first.Offset(32*r), v, v)
-				t[r] = v
-			}
+			ADDQ(U32(210), w[r])
 		}
-	}
-	// (T0, T1) in float64 lanes 0 and 1: exact.
-	u := YMM()
-	VHADDPD(t[1], t[0], u) // t0[0]+t0[1], t1[0]+t1[1], t0[2]+t0[3], t1[2]+t1[3]
-	tt := XMM()
-	VEXTRACTF128(U8(1), u, tt)
-	VADDPD(u.AsX(), tt, tt)
-	// The rows' d: the dword before it holds sc_14 and sc_15 (a block ends with d).
-	d := XMM()
-	VMOVD(Mem{Base: w[0], Disp: 206}, d)
-	VPSRLD(U8(16), d, d)
-	VPINSRW(U8(1), Mem{Base: w[1], Disp: 208}, d, d)
-	VCVTPH2PS(d, d)
-	VCVTPS2PD(d, d)
-	VMULPD(d, tt, tt) // fl64(d·T)
-	sh := XMM()
-	VMOVDDUP(Mem{Base: scale}, sh)
-	VMULPD(sh, tt, tt)
-	VADDPD(tt, y, y)
-	for r := range 2 {
-		ADDQ(U32(210), w[r])
-	}
-	ADDQ(U32(1024), dig)
-	ADDQ(U8(8), scale)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+		ADDQ(U32(1024), dig)
+		ADDQ(U8(8), scale)
+	})
 	VCVTPD2PSX(y, y)
 	VMOVQ(y, Mem{Base: frameAddr(ReturnIndex(0))})
 	VZEROUPPER()
@@ -261,17 +247,12 @@ func q6KPairAVX2Kernel(s isa, m q6KIntMasks) {
 // inputs' T go to one register, one per float64 lane, for d, 2^-sh and y.
 func q6KTile4AVX2Kernel(s isa, m q6KIntMasks) {
 	name := "q6KTile4AVX2"
-	TEXT(name, NOSPLIT, "func(w []byte, in [8]*byte, nb int) [4]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ6K of the Q6_K row w against four prepared inputs.")
+	declare(name, NOSPLIT, "func(w []byte, in [8]*byte, nb int) [4]float32",
+		name+" returns DotQ6K of the Q6_K row w against four prepared inputs.")
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())
-	dig := make([]reg.GPVirtual, 4)
-	for i := range dig {
-		dig[i] = GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * i}, dig[i])
-	}
+	dig := loadPointers(args, 4)
 	scOff := GP64() // the block's offset into the scales, in bytes
 	XORQ(scOff, scOff)
 	words := AllocLocal(64)
@@ -280,80 +261,66 @@ func q6KTile4AVX2Kernel(s isa, m q6KIntMasks) {
 	zero := YMM()
 	VPXOR(zero, zero, zero)
 	VMOVUPD(zero, y)
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	for off := 0; off < 210; off += 64 {
-		PREFETCHT0(Mem{Base: w, Disp: prefetchAhead + off})
-	}
-	q6KScaleWords(w, words)
-	var t [4]reg.VecVirtual
-	for h := range 2 {
-		qh := q6KHighPairs(m, w, h)
-		var lo, hi [4]reg.VecVirtual
-		for i := range 4 {
-			lo[i], hi[i] = YMM(), YMM()
-		}
-		var ql reg.VecVirtual
-		for _, c := range q6KQuarters {
-			if c < 2 {
-				ql = q6KLowBits(w, h, c)
-			}
-			a, b := q6KQuarterWords(m, ql, h, c, qh, zero, words)
+	blockLoop(n, func() {
+		prefetch(Mem{Base: w, Disp: prefetchAhead}, 210)
+		q6KScaleWords(w, words)
+		var t [4]reg.VecVirtual
+		for h := range 2 {
+			qh := q6KHighPairs(m, w, h)
+			var lo, hi [4]reg.VecVirtual
 			for i := range 4 {
-				q6KQuarterProducts(s, [2]reg.VecVirtual{a, b}, dig[i], h, c, lo[i], hi[i])
+				lo[i], hi[i] = YMM(), YMM()
+			}
+			var ql reg.VecVirtual
+			for _, c := range q6KQuarters {
+				if c < 2 {
+					ql = q6KLowBits(w, h, c)
+				}
+				a, b := q6KQuarterWords(m, ql, h, c, qh, zero, words)
+				for i := range 4 {
+					q6KQuarterProducts(s, [2]reg.VecVirtual{a, b}, dig[i], h, c, lo[i], hi[i])
+				}
+			}
+			q6KHalfSums(s, h, lo[:], hi[:], first, t[:])
+		}
+		// (T0, T1, T2, T3), one per float64 lane: exact.
+		u01, u23 := YMM(), YMM()
+		VHADDPD(t[1], t[0], u01) // T0a T1a T0b T1b
+		VHADDPD(t[3], t[2], u23) // T2a T3a T2b T3b
+		tt, tb := YMM(), YMM()
+		VPERM2F128(U8(0x20), u23, u01, tt)
+		VPERM2F128(U8(0x31), u23, u01, tb)
+		VADDPD(tb, tt, tt)
+		d := XMM()
+		VPBROADCASTW(Mem{Base: w, Disp: 208}, d)
+		VCVTPH2PS(d, d)
+		dd := YMM()
+		VCVTPS2PD(d, dd)
+		VMULPD(dd, tt, tt) // fl64(d·T)
+		var sh [2]reg.VecVirtual
+		for p := range sh {
+			sh[p] = XMM()
+			for i := range 2 {
+				sp := GP64()
+				MOVQ(Mem{Base: args, Disp: 8 * (4 + 2*p + i)}, sp)
+				if i == 0 {
+					VMOVSD(Mem{Base: sp, Index: scOff, Scale: 1}, sh[p])
+				} else {
+					VMOVHPD(Mem{Base: sp, Index: scOff, Scale: 1}, sh[p], sh[p])
+				}
 			}
 		}
-		for i := range 4 {
-			v := q6KWiden(s, lo[i], hi[i])
-			if h == 0 {
-				VMOVUPD(v, first.Offset(32*i))
-			} else {
-				VADDPD(first.Offset(32*i), v, v)
-				t[i] = v
-			}
+		shv := YMM()
+		VINSERTF128(U8(1), sh[1], sh[0].AsY(), shv)
+		VMULPD(shv, tt, tt)
+		VADDPD(y, tt, tt)
+		VMOVUPD(tt, y)
+		ADDQ(U32(210), w)
+		for _, p := range dig {
+			ADDQ(U32(1024), p)
 		}
-	}
-	// (T0, T1, T2, T3), one per float64 lane: exact.
-	u01, u23 := YMM(), YMM()
-	VHADDPD(t[1], t[0], u01) // T0a T1a T0b T1b
-	VHADDPD(t[3], t[2], u23) // T2a T3a T2b T3b
-	tt, tb := YMM(), YMM()
-	VPERM2F128(U8(0x20), u23, u01, tt)
-	VPERM2F128(U8(0x31), u23, u01, tb)
-	VADDPD(tb, tt, tt)
-	d := XMM()
-	VPBROADCASTW(Mem{Base: w, Disp: 208}, d)
-	VCVTPH2PS(d, d)
-	dd := YMM()
-	VCVTPS2PD(d, dd)
-	VMULPD(dd, tt, tt) // fl64(d·T)
-	var sh [2]reg.VecVirtual
-	for p := range sh {
-		sh[p] = XMM()
-		for i := range 2 {
-			sp := GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * (4 + 2*p + i)}, sp)
-			if i == 0 {
-				VMOVSD(Mem{Base: sp, Index: scOff, Scale: 1}, sh[p])
-			} else {
-				VMOVHPD(Mem{Base: sp, Index: scOff, Scale: 1}, sh[p], sh[p])
-			}
-		}
-	}
-	shv := YMM()
-	VINSERTF128(U8(1), sh[1], sh[0].AsY(), shv)
-	VMULPD(shv, tt, tt)
-	VADDPD(y, tt, tt)
-	VMOVUPD(tt, y)
-	ADDQ(U32(210), w)
-	for _, p := range dig {
-		ADDQ(U32(1024), p)
-	}
-	ADDQ(U8(8), scOff)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+		ADDQ(U8(8), scOff)
+	})
 	v := YMM()
 	VMOVUPD(y, v)
 	out := XMM()

@@ -186,9 +186,8 @@ func (k *q6KInt) constants(lanes bool) {
 // pair emits q6KPair: the two rows' blocks in step.
 func (k *q6KInt) pair() {
 	name := "q6KPair" + k.s.suffix
-	TEXT(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, scale []float64) [2]float32")
-	Pragma("noescape")
-	Doc(name + " returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
+	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, scale []float64) [2]float32",
+		name+" returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
 	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	k.row = func(r, disp int) Mem { return Mem{Base: w[r], Disp: disp} }
 	k.dig = Load(Param("digits").Base(), GP64())
@@ -200,9 +199,7 @@ func (k *q6KInt) pair() {
 	JZ(LabelRef("done"))
 	Label("block")
 	for r := range 2 {
-		for off := 0; off < q6KSize; off += 64 {
-			PREFETCHT0(Mem{Base: w[r], Disp: prefetchAhead + off})
-		}
+		prefetch(Mem{Base: w[r], Disp: prefetchAhead}, q6KSize)
 	}
 	k.end(k.products())
 	for r := range 2 {
@@ -213,13 +210,7 @@ func (k *q6KInt) pair() {
 	DECQ(n)
 	JNZ(LabelRef("block"))
 	Label("done")
-	out := frameAddr(ReturnIndex(0))
-	y1 := XMM()
-	VEXTRACTF32X4(U8(2), k.y, y1)
-	VCVTSD2SS(k.y.AsX(), k.y.AsX(), k.y.AsX())
-	VMOVSS(k.y.AsX(), Mem{Base: out})
-	VCVTSD2SS(y1, y1, y1)
-	VMOVSS(y1, Mem{Base: out, Disp: 4})
+	storeSumPair(k.y, frameAddr(ReturnIndex(0)), 0)
 	VZEROUPPER()
 	RET()
 }
@@ -242,9 +233,8 @@ func (k *q6KInt) quad() {
 	name := "q6KRows4" + k.s.suffix
 	// Not NOSPLIT: the digits' buffer makes the frame larger than a NOSPLIT function may use,
 	// so this one checks the stack on entry.
-	TEXT(name, 0, "func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)")
-	Pragma("noescape")
-	Doc(name + " stores in dst DotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.")
+	declare(name, 0, "func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)",
+		name+" stores in dst DotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.")
 	cache := AllocLocal(q6KCacheBlocks*1024 + 64)
 	groups := Load(Param("dst").Len(), GP64())
 	SHRQ(U8(2), groups)
@@ -346,9 +336,7 @@ func (k *q6KInt) groups(l string, buf, n, off, w, ahead, rb3, dst, groups reg.Re
 	JZ(LabelRef(l + "store"))
 
 	Label(l + "block")
-	for o := 0; o < 4*q6KSize; o += 64 {
-		PREFETCHT0(Mem{Base: w, Index: ahead, Scale: 1, Disp: o})
-	}
+	prefetch(Mem{Base: w, Index: ahead, Scale: 1}, 4*q6KSize)
 	k.end(products())
 	ADDQ(U32(q6KSize), w)
 	ADDQ(U32(1024), k.dig)
@@ -401,14 +389,9 @@ func (k *q6KInt) laneProducts() (lo, hi []reg.VecVirtual) {
 						VPUNPCKHBW(t, k.zero, v)
 					}
 					VPMULHW(m, v, v) // sc·(q−32)
-					dlo, dhi := Mem{Base: k.dig, Disp: 256*g + 64*u}, Mem{Base: k.dig, Disp: 256*g + 128 + 64*u}
-					if g == 0 && u == 0 { // the first products start the sums
-						VPMADDWD(dlo, v, lo[r])
-						VPMADDWD(dhi, v, hi[r])
-					} else {
-						madd(k.s, k.vnni, v, dlo, lo[r])
-						madd(k.s, k.vnni, v, dhi, hi[r])
-					}
+					first := g == 0 && u == 0
+					startOrMadd(k.s, k.vnni, first, v, Mem{Base: k.dig, Disp: 256*g + 64*u}, lo[r])
+					startOrMadd(k.s, k.vnni, first, v, Mem{Base: k.dig, Disp: 256*g + 128 + 64*u}, hi[r])
 				}
 			}
 		}
@@ -449,14 +432,8 @@ func (k *q6KInt) products() (lo, hi []reg.VecVirtual) {
 					m := ZMM()
 					VPSHUFD(U8(0x55*c), sc, m)
 					VPMULHW(m, v, v) // sc·(q−32)
-					dlo, dhi := Mem{Base: k.dig, Disp: 128 * e}, Mem{Base: k.dig, Disp: 128*e + 64}
-					if e == 0 { // the first products start the sums
-						VPMADDWD(dlo, v, lo[r])
-						VPMADDWD(dhi, v, hi[r])
-					} else {
-						madd(k.s, k.vnni, v, dlo, lo[r])
-						madd(k.s, k.vnni, v, dhi, hi[r])
-					}
+					startOrMadd(k.s, k.vnni, e == 0, v, Mem{Base: k.dig, Disp: 128 * e}, lo[r])
+					startOrMadd(k.s, k.vnni, e == 0, v, Mem{Base: k.dig, Disp: 128*e + 64}, hi[r])
 				}
 			}
 		}
@@ -485,18 +462,8 @@ func (k *q6KInt) end(lo, hi []reg.VecVirtual) {
 	// Each row's eight partial sums of T in float64: the dwords widened before any addition.
 	T := make([]reg.VecVirtual, k.rows)
 	for r := range k.rows {
-		var p [2]reg.VecVirtual
-		for i, acc := range []reg.VecVirtual{lo[r], hi[r]} {
-			a, b := ZMM(), ZMM()
-			VCVTDQ2PD(acc.AsY(), a)
-			x := YMM()
-			VEXTRACTI64X4(U8(1), acc, x)
-			VCVTDQ2PD(x, b)
-			VADDPD(b, a, a)
-			p[i] = a
-		}
-		VFMADD231PD_BCST(k.s.f64Digit, p[1], p[0]) // exact: an integer below 2^53
-		T[r] = p[0]
+		T[r] = widenSum(lo[r])
+		VFMADD231PD_BCST(k.s.f64Digit, widenSum(hi[r]), T[r]) // exact: an integer below 2^53
 	}
 	// Fold: each 128-bit lane pair of a and b added, a's in lanes 0-1, b's in 2-3.
 	half := func(a, b reg.VecVirtual) reg.VecVirtual {
@@ -533,11 +500,7 @@ func (k *q6KInt) end(lo, hi []reg.VecVirtual) {
 	} else {
 		VPUNPCKLQDQ(b[1], b[0], x)
 	}
-	df := YMM()
-	VCVTPH2PS(x, df)
-	d := ZMM()
-	VCVTPS2PD(df, d)
-	VMULPD(d, u, u) // fl64(d·T)
+	VMULPD(halvesToF64(x), u, u) // fl64(d·T)
 	VMULPD_BCST(k.scale, u, u)
 	VADDPD(u, k.y, k.y)
 }

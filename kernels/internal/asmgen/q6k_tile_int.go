@@ -83,13 +83,11 @@ func q6KTileIntKernels(s isa) {
 func q6KTileKernel(s isa, vnni bool, c q6KTileConsts, name string, inputs int) {
 	wide := inputs == 8
 	if wide {
-		TEXT(name, NOSPLIT, "func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64")
-		Pragma("noescape")
-		Doc(name + " continues DotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.")
+		declare(name, NOSPLIT, "func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64",
+			name+" continues DotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.")
 	} else {
-		TEXT(name, NOSPLIT, "func(w []byte, in [8]*byte, nb int) [4]float32")
-		Pragma("noescape")
-		Doc(name + " returns DotQ6K of the Q6_K row w against four prepared inputs.")
+		declare(name, NOSPLIT, "func(w []byte, in [8]*byte, nb int) [4]float32",
+			name+" returns DotQ6K of the Q6_K row w against four prepared inputs.")
 	}
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
@@ -103,11 +101,7 @@ func q6KTileKernel(s isa, vnni bool, c q6KTileConsts, name string, inputs int) {
 		scOff = GP64() // the block's offset into the inputs' scales, in bytes
 		XORQ(scOff, scOff)
 	}
-	dig := make([]reg.GPVirtual, inputs)
-	for t := range dig {
-		dig[t] = GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * t}, dig[t])
-	}
+	dig := loadPointers(args, inputs)
 	m := q6KMasks(q6KTables)
 	var high []reg.VecVirtual
 	var odd reg.OpmaskVirtual
@@ -128,112 +122,91 @@ func q6KTileKernel(s isa, vnni bool, c q6KTileConsts, name string, inputs int) {
 		VXORPD(y, y, y)
 	}
 
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	for d := 0; d < 210; d += 64 {
-		PREFETCHT0(Mem{Base: w, Disp: prefetchAhead + d})
-	}
-	// The scales as words (times 64 for VPMULHW), their halves broadcast: sub-blocks 0-7 of
-	// the block, then 8-15.
-	s16 := YMM()
-	VPMOVSXBW(Mem{Base: w, Disp: 192}, s16)
-	if vnni {
-		VPSLLW(U8(6), s16, s16)
-	}
-	halves := []reg.VecVirtual{ZMM(), ZMM()}
-	VSHUFI64X2(U8(0x00), s16.AsZ(), s16.AsZ(), halves[0])
-	VSHUFI64X2(U8(0x55), s16.AsZ(), s16.AsZ(), halves[1])
+	blockLoop(n, func() {
+		prefetch(Mem{Base: w, Disp: prefetchAhead}, 210)
+		// The scales as words (times 64 for VPMULHW), their halves broadcast: sub-blocks 0-7 of
+		// the block, then 8-15.
+		s16 := YMM()
+		VPMOVSXBW(Mem{Base: w, Disp: 192}, s16)
+		if vnni {
+			VPSLLW(U8(6), s16, s16)
+		}
+		halves := []reg.VecVirtual{ZMM(), ZMM()}
+		VSHUFI64X2(U8(0x00), s16.AsZ(), s16.AsZ(), halves[0])
+		VSHUFI64X2(U8(0x55), s16.AsZ(), s16.AsZ(), halves[1])
 
-	lo, hi := make([]reg.VecVirtual, inputs), make([]reg.VecVirtual, inputs)
-	for t := range lo {
-		lo[t], hi[t] = ZMM(), ZMM()
-	}
-	for h := range 2 {
-		l, hb := q6KLoadHalf(w, h)
-		for k := range 2 {
-			bytes := q6KNibbles(q6KTables, m, l, hb, k)
-			for i := range 2 {
-				G := 4*h + 2*k + i
-				sc := ZMM()
-				VPSHUFB(c.scaleIdx.Offset(64*(G%4)), halves[h], sc)
-				q := ZMM()
-				if vnni {
-					VPERMB_Z(bytes, high[i], odd, q)
-					VPMULHW(sc, q, q)
-				} else {
-					src := bytes.AsY()
-					if i == 1 {
-						src = YMM()
-						VEXTRACTI64X4(U8(1), bytes, src)
+		lo, hi := make([]reg.VecVirtual, inputs), make([]reg.VecVirtual, inputs)
+		for t := range lo {
+			lo[t], hi[t] = ZMM(), ZMM()
+		}
+		for h := range 2 {
+			l, hb := q6KLoadHalf(w, h)
+			for k := range 2 {
+				bytes := q6KNibbles(q6KTables, m, l, hb, k)
+				for i := range 2 {
+					G := 4*h + 2*k + i
+					sc := ZMM()
+					VPSHUFB(c.scaleIdx.Offset(64*(G%4)), halves[h], sc)
+					q := ZMM()
+					if vnni {
+						VPERMB_Z(bytes, high[i], odd, q)
+						VPMULHW(sc, q, q)
+					} else {
+						VPMOVSXBW(halfOf(bytes, i), q)
+						VPSRAW(U8(2), q, q)
+						VPMULLW(sc, q, q)
 					}
-					VPMOVSXBW(src, q)
-					VPSRAW(U8(2), q, q)
-					VPMULLW(sc, q, q)
-				}
-				for t := range inputs {
-					for j, acc := range []reg.VecVirtual{lo[t], hi[t]} {
-						d := Mem{Base: dig[t], Disp: 128*G + 64*j}
-						if G == 0 { // the first products start the sums
-							VPMADDWD(d, q, acc)
-						} else {
-							madd(s, vnni, q, d, acc)
+					for t := range inputs {
+						for j, acc := range []reg.VecVirtual{lo[t], hi[t]} {
+							startOrMadd(s, vnni, G == 0, q, Mem{Base: dig[t], Disp: 128*G + 64*j}, acc)
 						}
 					}
 				}
 			}
 		}
-	}
 
-	part := make([]reg.VecVirtual, inputs) // T's eight partial sums of each input, float64
-	for t := range part {
-		part[t] = q6KTileWiden(lo[t])
-		VFMADD231PD_BCST(s.f64Digit, q6KTileWiden(hi[t]), part[t]) // exact: an integer below 2^48
-	}
-	var T reg.VecVirtual
-	if wide {
-		T = q6KFoldInputs(part)
-	} else {
-		r := q6KFoldInputs(part) // (T0, T1) halves in lanes 0-1 and 2-3, (T2, T3) in 4-5, 6-7
-		u := ZMM()
-		VSHUFF64X2(U8(0xb1), r, r, u)
-		VADDPD(u, r, r)
-		T = r
-	}
-	dh := XMM()
-	VPBROADCASTW(Mem{Base: w, Disp: 208}, dh)
-	df := YMM()
-	VCVTPH2PS(dh, df)
-	dz := ZMM()
-	VCVTPS2PD(df, dz)
-	VMULPD(dz, T, T)
-	if wide {
-		VMULPD(Mem{Base: scales}, T, T)
-		ADDQ(U8(64), scales)
-	} else {
-		// The inputs' 2^-sh: inputs 0 and 1 in lanes 0-1, 2 and 3 in lanes 4-5.
-		pair := []reg.VecVirtual{XMM(), XMM()}
-		for p, x := range pair {
-			a, b := GP64(), GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * (4 + 2*p)}, a)
-			MOVQ(Mem{Base: args, Disp: 8 * (5 + 2*p)}, b)
-			VMOVSD(Mem{Base: a, Index: scOff, Scale: 1}, x)
-			VMOVHPD(Mem{Base: b, Index: scOff, Scale: 1}, x, x)
+		part := make([]reg.VecVirtual, inputs) // T's eight partial sums of each input, float64
+		for t := range part {
+			part[t] = widenSum(lo[t])
+			VFMADD231PD_BCST(s.f64Digit, widenSum(hi[t]), part[t]) // exact: an integer below 2^48
 		}
-		sv := ZMM()
-		VINSERTF64X2(U8(2), pair[1], pair[0].AsZ(), sv)
-		VMULPD(sv, T, T)
-		ADDQ(U8(8), scOff)
-	}
-	VADDPD(T, y, y)
-	ADDQ(U32(210), w)
-	for _, d := range dig {
-		ADDQ(U32(1024), d)
-	}
-	DECQ(n)
-	JMP(LabelRef("block"))
-
-	Label("done")
+		var T reg.VecVirtual
+		if wide {
+			T = q6KFoldInputs(part)
+		} else {
+			r := q6KFoldInputs(part) // (T0, T1) halves in lanes 0-1 and 2-3, (T2, T3) in 4-5, 6-7
+			u := ZMM()
+			VSHUFF64X2(U8(0xb1), r, r, u)
+			VADDPD(u, r, r)
+			T = r
+		}
+		dh := XMM()
+		VPBROADCASTW(Mem{Base: w, Disp: 208}, dh)
+		VMULPD(halvesToF64(dh), T, T)
+		if wide {
+			VMULPD(Mem{Base: scales}, T, T)
+			ADDQ(U8(64), scales)
+		} else {
+			// The inputs' 2^-sh: inputs 0 and 1 in lanes 0-1, 2 and 3 in lanes 4-5.
+			pair := []reg.VecVirtual{XMM(), XMM()}
+			for p, x := range pair {
+				a, b := GP64(), GP64()
+				MOVQ(Mem{Base: args, Disp: 8 * (4 + 2*p)}, a)
+				MOVQ(Mem{Base: args, Disp: 8 * (5 + 2*p)}, b)
+				VMOVSD(Mem{Base: a, Index: scOff, Scale: 1}, x)
+				VMOVHPD(Mem{Base: b, Index: scOff, Scale: 1}, x, x)
+			}
+			sv := ZMM()
+			VINSERTF64X2(U8(2), pair[1], pair[0].AsZ(), sv)
+			VMULPD(sv, T, T)
+			ADDQ(U8(8), scOff)
+		}
+		VADDPD(T, y, y)
+		ADDQ(U32(210), w)
+		for _, d := range dig {
+			ADDQ(U32(1024), d)
+		}
+	})
 	if wide {
 		VMOVUPD(y, Mem{Base: frameAddr(ReturnIndex(0))})
 		VZEROUPPER()
@@ -249,18 +222,6 @@ func q6KTileKernel(s isa, vnni bool, c q6KTileConsts, name string, inputs int) {
 	VMOVSD(x, Mem{Base: out, Disp: 8})
 	VZEROUPPER()
 	RET()
-}
-
-// q6KTileWiden returns the sums of the two halves of the 16 dwords of acc as eight float64 (exact:
-// below 2^32).
-func q6KTileWiden(acc reg.VecVirtual) reg.VecVirtual {
-	a, b := ZMM(), ZMM()
-	VCVTDQ2PD(acc.AsY(), a)
-	x := YMM()
-	VEXTRACTI64X4(U8(1), acc, x)
-	VCVTDQ2PD(x, b)
-	VADDPD(b, a, a)
-	return a
 }
 
 // q6KFoldInputs adds up the float64 lanes of each register of part (four or eight, one per
@@ -307,105 +268,45 @@ const (
 //
 // which writes sixteen Q6_K rows (nb blocks each) into a panel, row r into lane r. Per digit
 // sub-block the sixteen rows' words are formed a row to a register with q6KTileKernel's VBMI
-// decode and turned into the sixteen column-pair vectors by q6KTranspose.
+// decode and turned into the sixteen column-pair vectors by transposeDwords.
 func q6KPanelBuildKernel(c q6KTileConsts) {
 	name := "q6KPanelBuildAVX512VNNI"
-	TEXT(name, NOSPLIT, "func(panel []byte, rows [16]*byte, nb int)")
-	Pragma("noescape")
-	Doc(name + " writes sixteen Q6_K rows into an integer Q6_K panel, row r into lane r.")
-	p := Load(Param("panel").Base(), GP64())
-	args := frameAddr(Param("rows"))
-	n := Load(Param("nb"), GP64())
-	off := GP64() // the block's offset into each row
-	XORQ(off, off)
+	declare(name, NOSPLIT, "func(panel []byte, rows [16]*byte, nb int)",
+		name+" writes sixteen Q6_K rows into an integer Q6_K panel, row r into lane r.")
+	b := newPanelBuild()
+	p, off := b.p, b.off
 	m := q6KMasks(q6KTables)
 	odd := K()
 	bits := GP64()
 	MOVQ(U64(0xaaaaaaaaaaaaaaaa), bits)
 	KMOVQ(bits, odd)
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	for r := range 16 {
-		w := GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * r}, w)
+	rowHead := func(r int, w reg.Register) {
 		h := XMM()
 		VPBROADCASTW(Mem{Base: w, Index: off, Scale: 1, Disp: 208}, h)
 		VCVTPH2PS(h, h)
 		VCVTSS2SD(h, h, h)
 		VMOVSD(h, Mem{Base: p, Disp: q6KPanelD + 8*r})
 	}
-	for G := range 8 {
+	rowWords := func(G, r int, w reg.Register) reg.VecVirtual {
 		h, k, i := G/4, G/2%2, G%2
-		v := make([]reg.VecVirtual, 16)
-		for r := range v {
-			w := GP64()
-			MOVQ(Mem{Base: args, Disp: 8 * r}, w)
-			l, hb := ZMM(), ZMM()
-			VMOVDQU64(Mem{Base: w, Index: off, Scale: 1, Disp: 64 * h}, l)
-			VBROADCASTI64X4(Mem{Base: w, Index: off, Scale: 1, Disp: 128 + 32*h}, hb)
-			bytes := q6KNibbles(q6KTables, m, l, hb, k)
-			s16 := YMM()
-			VPMOVSXBW(Mem{Base: w, Index: off, Scale: 1, Disp: 192}, s16)
-			VPSLLW(U8(6), s16, s16)
-			half := ZMM()
-			VSHUFI64X2(U8([]uint8{0x00, 0x55}[h]), s16.AsZ(), s16.AsZ(), half)
-			VPSHUFB(c.scaleIdx.Offset(64*(G%4)), half, half)
-			idx := ZMM()
-			VMOVDQU64(c.highIdx.Offset(64*i), idx)
-			v[r] = ZMM()
-			VPERMB_Z(bytes, idx, odd, v[r])
-			VPMULHW(half, v[r], v[r])
-		}
-		q6KTranspose(v, func(u int, o reg.VecVirtual) {
-			VMOVDQU32(o, Mem{Base: p, Disp: 64 * (16*G + u)})
-		})
+		l, hb := ZMM(), ZMM()
+		VMOVDQU64(Mem{Base: w, Index: off, Scale: 1, Disp: 64 * h}, l)
+		VBROADCASTI64X4(Mem{Base: w, Index: off, Scale: 1, Disp: 128 + 32*h}, hb)
+		bytes := q6KNibbles(q6KTables, m, l, hb, k)
+		s16 := YMM()
+		VPMOVSXBW(Mem{Base: w, Index: off, Scale: 1, Disp: 192}, s16)
+		VPSLLW(U8(6), s16, s16)
+		half := ZMM()
+		VSHUFI64X2(U8([]uint8{0x00, 0x55}[h]), s16.AsZ(), s16.AsZ(), half)
+		VPSHUFB(c.scaleIdx.Offset(64*(G%4)), half, half)
+		idx := ZMM()
+		VMOVDQU64(c.highIdx.Offset(64*i), idx)
+		v := ZMM()
+		VPERMB_Z(bytes, idx, odd, v)
+		VPMULHW(half, v, v)
+		return v
 	}
-	ADDQ(U32(210), off)
-	ADDQ(U32(q6KPanelBlock), p)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
-	VZEROUPPER()
-	RET()
-}
-
-// q6KTranspose hands store the sixteen dword columns of the 16×16 dword matrix whose row r is
-// v[r] (column u as a register whose lane r is v[r]'s dword u), with dword, qword and two
-// 128-bit shuffle rounds, as q4KPanelBuildKernel's transpose.
-func q6KTranspose(v []reg.VecVirtual, store func(u int, o reg.VecVirtual)) {
-	// Dwords: t[2k] = a0 b0 a1 b1, t[2k+1] = a2 b2 a3 b3 per 128-bit lane (a, b rows 2k, 2k+1).
-	t := make([]reg.VecVirtual, 16)
-	for kk := range 8 {
-		t[2*kk], t[2*kk+1] = ZMM(), ZMM()
-		VPUNPCKLDQ(v[2*kk+1], v[2*kk], t[2*kk])
-		VPUNPCKHDQ(v[2*kk+1], v[2*kk], t[2*kk+1])
-	}
-	// Qwords: x[m][e] holds, in 128-bit lane L, rows 4m..4m+3 of column 4L+e.
-	x := make([][4]reg.VecVirtual, 4)
-	for m := range 4 {
-		a, b, c, d := t[4*m], t[4*m+1], t[4*m+2], t[4*m+3]
-		for e := range 4 {
-			x[m][e] = ZMM()
-		}
-		VPUNPCKLQDQ(c, a, x[m][0])
-		VPUNPCKHQDQ(c, a, x[m][1])
-		VPUNPCKLQDQ(d, b, x[m][2])
-		VPUNPCKHQDQ(d, b, x[m][3])
-	}
-	// 128-bit lanes: column 4L+e takes lane L of x[0..3][e].
-	for e := range 4 {
-		p0, p1, p2, p3 := ZMM(), ZMM(), ZMM(), ZMM()
-		VSHUFI32X4(U8(0x44), x[1][e], x[0][e], p0) // x0.L0 x0.L1 x1.L0 x1.L1
-		VSHUFI32X4(U8(0xee), x[1][e], x[0][e], p1) // x0.L2 x0.L3 x1.L2 x1.L3
-		VSHUFI32X4(U8(0x44), x[3][e], x[2][e], p2)
-		VSHUFI32X4(U8(0xee), x[3][e], x[2][e], p3)
-		for L, src := range [][2]reg.VecVirtual{{p0, p2}, {p0, p2}, {p1, p3}, {p1, p3}} {
-			o := ZMM()
-			VSHUFI32X4(U8([]uint8{0x88, 0xdd}[L%2]), src[1], src[0], o)
-			store(4*L+e, o)
-		}
-	}
+	b.blocks(210, q6KPanelBlock, rowHead, rowWords)
 }
 
 // q6KPanelTileKernel emits, for T tokens,
@@ -432,17 +333,12 @@ func q6KTranspose(v []reg.VecVirtual, store func(u int, o reg.VecVirtual)) {
 func q6KPanelTileKernel(s isa, T int) {
 	name := fmt.Sprintf("q6KPanel%dAVX512VNNI", T)
 	// Not NOSPLIT: the sums on the stack and the frame exceed what a NOSPLIT function may use.
-	TEXT(name, 0, fmt.Sprintf("func(panel []byte, in [%d]*byte, nb int, y []float32)", 2*T))
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s stores in y DotQ6K of the sixteen rows of an integer Q6_K panel against %d prepared inputs.", name, T))
+	declare(name, 0, fmt.Sprintf("func(panel []byte, in [%d]*byte, nb int, y []float32)", 2*T),
+		fmt.Sprintf("%s stores in y DotQ6K of the sixteen rows of an integer Q6_K panel against %d prepared inputs.", name, T))
 	p := Load(Param("panel").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())
-	dig := make([]reg.GPVirtual, T)
-	for i := range dig {
-		dig[i] = GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * i}, dig[i])
-	}
+	dig := loadPointers(args, T)
 	scOff := GP64()
 	XORQ(scOff, scOff)
 	zero := ZMM()
@@ -454,69 +350,53 @@ func q6KPanelTileKernel(s isa, T int) {
 	for i := range 2 * T {
 		VMOVUPD(zero, y.Offset(64*i))
 	}
-	Label("block")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	lo, hi, M, N := make([]reg.VecVirtual, T), make([]reg.VecVirtual, T), make([]reg.VecVirtual, T), make([]reg.VecVirtual, T)
-	for i := range T {
-		lo[i], hi[i], M[i], N[i] = ZMM(), ZMM(), ZMM(), ZMM()
-		for _, v := range []reg.VecVirtual{lo[i], hi[i], M[i], N[i]} {
-			VMOVDQA64(zero, v)
+	blockLoop(n, func() {
+		lo, hi, M, N := make([]reg.VecVirtual, T), make([]reg.VecVirtual, T), make([]reg.VecVirtual, T), make([]reg.VecVirtual, T)
+		for i := range T {
+			lo[i], hi[i], M[i], N[i] = copyOf(zero), copyOf(zero), copyOf(zero), copyOf(zero)
 		}
-	}
-	for G := range 8 {
-		for win := range 2 {
-			for u := 8 * win; u < 8*win+8; u++ {
-				wv := ZMM()
-				VMOVDQU32(Mem{Base: p, Disp: 64 * (16*G + u)}, wv)
+		for G := range 8 {
+			for win := range 2 {
+				for u := 8 * win; u < 8*win+8; u++ {
+					panelProducts(p, dig, G, u, lo, hi)
+				}
 				for i := range T {
-					vpdpwssdBcast(Mem{Base: dig[i], Disp: 128*G + 4*u}, wv, lo[i])
-					vpdpwssdBcast(Mem{Base: dig[i], Disp: 128*G + 64 + 4*u}, wv, hi[i])
-				}
-			}
-			for i := range T {
-				for _, d := range []struct{ acc, to reg.VecVirtual }{{lo[i], M[i]}, {hi[i], N[i]}} {
-					t := ZMM()
-					VPSRAD(U8(16), d.acc, t)
-					VPADDD(t, d.to, d.to)
-					VPANDD(low, d.acc, d.acc)
+					for _, d := range []struct{ acc, to reg.VecVirtual }{{lo[i], M[i]}, {hi[i], N[i]}} {
+						t := ZMM()
+						VPSRAD(U8(16), d.acc, t)
+						VPADDD(t, d.to, d.to)
+						VPANDD(low, d.acc, d.acc)
+					}
 				}
 			}
 		}
-	}
-	for i := range T {
-		VPADDD(hi[i], M[i], M[i]) // hi below 2^16 after the last split
-		sc := GP64()
-		MOVQ(Mem{Base: args, Disp: 8 * (T + i)}, sc)
-		for h := range 2 {
-			part := func(v reg.VecVirtual) reg.VecVirtual {
-				src := v.AsY()
-				if h == 1 {
-					src = YMM()
-					VEXTRACTI64X4(U8(1), v, src)
+		for i := range T {
+			VPADDD(hi[i], M[i], M[i]) // hi below 2^16 after the last split
+			sc := GP64()
+			MOVQ(Mem{Base: args, Disp: 8 * (T + i)}, sc)
+			for h := range 2 {
+				part := func(v reg.VecVirtual) reg.VecVirtual {
+					src := halfOf(v, h)
+					f := ZMM()
+					VCVTDQ2PD(src, f)
+					return f
 				}
-				f := ZMM()
-				VCVTDQ2PD(src, f)
-				return f
+				t, m, nn := part(lo[i]), part(M[i]), part(N[i])
+				VFMADD231PD_BCST(s.f64Digit, m, t) // exact: integers below 2^53
+				VMULPD_BCST(s.f64Digit, nn, nn)
+				VFMADD231PD_BCST(s.f64Digit, nn, t)
+				VMULPD(Mem{Base: p, Disp: q6KPanelD + 64*h}, t, t)
+				VMULPD_BCST(Mem{Base: sc, Index: scOff, Scale: 1}, t, t)
+				VADDPD(y.Offset(128*i+64*h), t, t)
+				VMOVUPD(t, y.Offset(128*i+64*h))
 			}
-			t, m, nn := part(lo[i]), part(M[i]), part(N[i])
-			VFMADD231PD_BCST(s.f64Digit, m, t) // exact: integers below 2^53
-			VMULPD_BCST(s.f64Digit, nn, nn)
-			VFMADD231PD_BCST(s.f64Digit, nn, t)
-			VMULPD(Mem{Base: p, Disp: q6KPanelD + 64*h}, t, t)
-			VMULPD_BCST(Mem{Base: sc, Index: scOff, Scale: 1}, t, t)
-			VADDPD(y.Offset(128*i+64*h), t, t)
-			VMOVUPD(t, y.Offset(128*i+64*h))
 		}
-	}
-	for i := range dig {
-		ADDQ(U32(1024), dig[i])
-	}
-	ADDQ(U32(q6KPanelBlock), p)
-	ADDQ(U8(8), scOff)
-	DECQ(n)
-	JMP(LabelRef("block"))
-	Label("done")
+		for i := range dig {
+			ADDQ(U32(1024), dig[i])
+		}
+		ADDQ(U32(q6KPanelBlock), p)
+		ADDQ(U8(8), scOff)
+	})
 	out := Load(Param("y").Base(), GP64())
 	for i := range T {
 		for h := range 2 {

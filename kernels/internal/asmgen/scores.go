@@ -23,9 +23,8 @@ import (
 // addition is commutative, so each sum has the tree's bits whichever operand comes first.
 func scoresKernel(s isa) {
 	name := "attendScores" + s.suffix
-	TEXT(name, NOSPLIT, "func(out, q, keys []float32, stride int, scale float32)")
-	Pragma("noescape")
-	Doc(name + " writes attention's scores: the contract dot of q with each key row, times scale.")
+	declare(name, NOSPLIT, "func(out, q, keys []float32, stride int, scale float32)",
+		name+" writes attention's scores: the contract dot of q with each key row, times scale.")
 	out := Load(Param("out").Base(), GP64())
 	npos := Load(Param("out").Len(), GP64())
 	qp := Load(Param("q").Base(), GP64())
@@ -39,14 +38,7 @@ func scoresKernel(s isa) {
 
 	// rows runs n positions (1 or 4) from the key rows at ptrs, stores their scores at out.
 	rows := func(n int, label string, ptrs []reg.Register) {
-		acc := make([][]reg.VecVirtual, n)
-		for j := range acc {
-			for range s.parts {
-				v := s.vec()
-				s.xor(v, v, v)
-				acc[j] = append(acc[j], v)
-			}
-		}
+		acc := zeroLaneRows(s, n)
 		off := GP64()
 		XORQ(off, off)
 		Label(label)

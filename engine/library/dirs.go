@@ -1,4 +1,4 @@
-package catalog
+package library
 
 import (
 	"encoding/json"
@@ -30,12 +30,12 @@ const HomeEnv = "TROCHILUS_HOME"
 func UserDirs() (Dirs, error) {
 	root, err := dataRoot()
 	if err != nil {
-		return Dirs{}, fmt.Errorf("catalog: finding the data folder: %w", err)
+		return Dirs{}, fmt.Errorf("library: finding the data folder: %w", err)
 	}
 	d := DirsAt(root)
 	for _, dir := range []string{d.Data, d.Models, d.Chats} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return Dirs{}, fmt.Errorf("catalog: creating the data folder: %w", err)
+			return Dirs{}, fmt.Errorf("library: creating the data folder: %w", err)
 		}
 	}
 	return d, nil
@@ -82,7 +82,7 @@ const Extension = ".gguf"
 func (d Dirs) ModelFiles() ([]string, error) {
 	entries, err := os.ReadDir(d.Models)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("catalog: models folder: %w", err)
+		return nil, fmt.Errorf("library: models folder: %w", err)
 	}
 	var paths []string
 	for _, e := range entries {
@@ -116,13 +116,13 @@ func (d Dirs) Opened() ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("catalog: opened models: %w", err)
+		return nil, fmt.Errorf("library: opened models: %w", err)
 	}
 	defer f.Close()
 	var paths []string
 	dec := json.NewDecoder(&limitedReader{r: f, n: maxOpened})
 	if err := dec.Decode(&paths); err != nil {
-		return nil, fmt.Errorf("catalog: opened models list %s: %w", d.openedFile(), err)
+		return nil, fmt.Errorf("library: opened models list %s: %w", d.openedFile(), err)
 	}
 	return paths, nil
 }
@@ -131,7 +131,7 @@ func (d Dirs) Opened() ([]string, error) {
 func (d Dirs) AddOpened(path string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return fmt.Errorf("library: %w", err)
 	}
 	paths, err := d.Opened()
 	if err != nil {
@@ -159,10 +159,10 @@ func (d Dirs) writeOpened(paths []string) error {
 	}
 	data, err := json.MarshalIndent(paths, "", "  ")
 	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return fmt.Errorf("library: %w", err)
 	}
 	if err := writeAtomic(d.openedFile(), append(data, '\n')); err != nil {
-		return fmt.Errorf("catalog: saving the opened models list: %w", err)
+		return fmt.Errorf("library: saving the opened models list: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package catalog
+package machine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/trochilus-llm/trochilus/internal/directio"
@@ -46,37 +45,38 @@ const (
 )
 
 // MeasureReadSpeed measures how fast dir's disk reads without the page cache: it reads the
-// start of the largest model file in dir (at most 512 MiB or 3 s), or, when dir holds no model
-// of at least 64 MiB, a 64 MiB probe file it writes, syncs, reads and removes.
+// start of the largest file in dir (in the models folder, a model; at most 512 MiB or 3 s),
+// or, when dir holds no file of at least 64 MiB, a 64 MiB probe file it writes, syncs, reads
+// and removes.
 func MeasureReadSpeed(ctx context.Context, dir string) (ReadSpeed, error) {
-	file, err := largestModel(dir)
+	file, err := largestFile(dir)
 	if err != nil {
 		return ReadSpeed{}, err
 	}
 	if file == "" {
 		probe, err := writeProbe(dir)
 		if err != nil {
-			return ReadSpeed{}, fmt.Errorf("catalog: measuring %s: %w", dir, err)
+			return ReadSpeed{}, fmt.Errorf("machine: measuring %s: %w", dir, err)
 		}
 		defer os.Remove(probe)
 		file = probe
 	}
 	s, err := measureFile(ctx, file)
 	if err != nil {
-		return ReadSpeed{}, fmt.Errorf("catalog: measuring %s: %w", dir, err)
+		return ReadSpeed{}, fmt.Errorf("machine: measuring %s: %w", dir, err)
 	}
 	return s, nil
 }
 
-func largestModel(dir string) (string, error) {
+func largestFile(dir string) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return "", fmt.Errorf("catalog: %w", err)
+		return "", fmt.Errorf("machine: %w", err)
 	}
 	var best string
 	var size int64 = probeSize - 1
 	for _, e := range entries {
-		if !strings.EqualFold(filepath.Ext(e.Name()), Extension) || !e.Type().IsRegular() {
+		if !e.Type().IsRegular() {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.Size() > size {

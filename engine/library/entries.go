@@ -1,4 +1,4 @@
-package catalog
+package library
 
 import (
 	"bytes"
@@ -10,8 +10,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/trochilus-llm/trochilus/engine/hub"
 )
 
 // Entry is a model that can be downloaded from Hugging Face.
@@ -48,39 +49,22 @@ func Builtin() []Entry {
 	}
 }
 
-// HubEnv names the environment variable that replaces https://huggingface.co (a mirror), as
-// Hugging Face's own tools read it.
-const HubEnv = "HF_ENDPOINT"
-
-// Hub returns the Hugging Face address to use: $HF_ENDPOINT, or https://huggingface.co.
-func Hub() string {
-	if h := strings.TrimRight(os.Getenv(HubEnv), "/"); h != "" {
-		return h
-	}
-	return "https://huggingface.co"
-}
-
-var (
-	repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	fileName = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
-)
-
 // Check reports the first thing wrong with an entry: a repository or file name that is not
 // one, a file that would land outside the models folder, a negative size, a bad digest.
 func (e *Entry) Check() error {
 	switch {
 	case strings.TrimSpace(e.Name) == "":
 		return fmt.Errorf("entry for %s/%s has no name", e.Repo, e.File)
-	case !repoName.MatchString(e.Repo) || strings.Contains(e.Repo, ".."):
+	case !hub.IsRepo(e.Repo):
 		return fmt.Errorf("entry %q: repository %q is not owner/name", e.Name, e.Repo)
-	case !fileName.MatchString(e.File) || strings.Contains(e.File, ".."):
+	case !hub.IsFilePath(e.File):
 		return fmt.Errorf("entry %q: file %q is not a plain path in the repository", e.Name, e.File)
 	case !strings.EqualFold(path.Ext(e.File), Extension):
 		return fmt.Errorf("entry %q: file %q is not a %s file", e.Name, e.File, Extension)
 	case e.Size < 0:
 		return fmt.Errorf("entry %q: size %d", e.Name, e.Size)
 	}
-	if e.SHA256 != "" && !isDigest(e.SHA256) {
+	if e.SHA256 != "" && !hub.IsSHA256(e.SHA256) {
 		return fmt.Errorf("entry %q: sha256 %q is not 64 hex digits", e.Name, e.SHA256)
 	}
 	if e.URL != "" {
@@ -95,21 +79,13 @@ func (e *Entry) Check() error {
 // LocalName returns the name the file takes in the models folder.
 func (e *Entry) LocalName() string { return path.Base(e.File) }
 
-// DownloadURL returns where the file is fetched: Entry.URL, or the hub's resolve address for
-// the repository's main branch.
-func (e *Entry) DownloadURL(hub string) string {
+// DownloadURL returns where the file is fetched: Entry.URL, or the resolve address of the
+// repository's main branch at the Hub at endpoint.
+func (e *Entry) DownloadURL(endpoint string) string {
 	if e.URL != "" {
 		return e.URL
 	}
-	return strings.TrimRight(hub, "/") + "/" + e.Repo + "/resolve/main/" + escapePath(e.File)
-}
-
-func escapePath(p string) string {
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		parts[i] = url.PathEscape(s)
-	}
-	return strings.Join(parts, "/")
+	return hub.FileURL(endpoint, e.Repo, e.File)
 }
 
 // catalogFile is the user's editable list of downloadable models.
@@ -133,38 +109,26 @@ func (d Dirs) Entries() ([]Entry, error) {
 		return list, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+		return nil, fmt.Errorf("library: %w", err)
 	}
 	if len(data) > 1<<20 {
-		return nil, fmt.Errorf("catalog: %s: %d bytes is too large for a list of models", d.catalogFile(), len(data))
+		return nil, fmt.Errorf("library: %s: %d bytes is too large for a list of models", d.catalogFile(), len(data))
 	}
 	var list []Entry
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&list); err != nil {
-		return nil, fmt.Errorf("catalog: %s: %w", d.catalogFile(), err)
+		return nil, fmt.Errorf("library: %s: %w", d.catalogFile(), err)
 	}
 	seen := map[string]bool{}
 	for i := range list {
 		if err := list[i].Check(); err != nil {
-			return nil, fmt.Errorf("catalog: %s: %w", d.catalogFile(), err)
+			return nil, fmt.Errorf("library: %s: %w", d.catalogFile(), err)
 		}
 		if seen[list[i].LocalName()] {
-			return nil, fmt.Errorf("catalog: %s: two entries download to %s", d.catalogFile(), list[i].LocalName())
+			return nil, fmt.Errorf("library: %s: two entries download to %s", d.catalogFile(), list[i].LocalName())
 		}
 		seen[list[i].LocalName()] = true
 	}
 	return list, nil
-}
-
-func isDigest(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }

@@ -1,4 +1,4 @@
-package catalog
+package library
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // errEnough stops modelgen once the header is written.
@@ -76,10 +77,11 @@ func header(t *testing.T, cfg modelgen.Config) *gguf.File {
 func TestQwen3FullContextVerdict(t *testing.T) {
 	cfg := modelgen.FullQwen3(modelgen.Q4KM())
 	f := header(t, cfg)
-	m, err := describe(f)
+	d, err := engine.Describe(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := Model{Size: f.Size(), Description: d}
 	if m.Unsupported != nil || m.Context != 40960 || m.Heads*m.HeadDim != 4096 || m.Hidden != 2048 {
 		t.Fatalf("described %+v (%v)", m.Config, m.Unsupported)
 	}
@@ -89,21 +91,21 @@ func TestQwen3FullContextVerdict(t *testing.T) {
 		name         string
 		total, avail uint64
 		context      int
-		want         Verdict
+		want         engine.Placement
 		planned, kv  int
 	}{
-		{"64 GiB, full context", 64 * gib, 60 * gib, 40960, Fits, 40960, fullKV},
-		{"64 GiB, default", 64 * gib, 60 * gib, 0, Fits, 8192, fullKV / 5},
-		{"32 GiB, full context", 32 * gib, 24 * gib, 40960, FitsExpertsFromDisk, 40960, fullKV},
-		{"16 GiB, full context", 16 * gib, 10 * gib, 40960, WontFit, 40960, fullKV},
-		{"16 GiB, default", 16 * gib, 10 * gib, 0, FitsExpertsFromDisk, 8192, fullKV / 5},
+		{"64 GiB, full context", 64 * gib, 60 * gib, 40960, engine.InMemory, 40960, fullKV},
+		{"64 GiB, default", 64 * gib, 60 * gib, 0, engine.InMemory, 8192, fullKV / 5},
+		{"32 GiB, full context", 32 * gib, 24 * gib, 40960, engine.ExpertsStreamed, 40960, fullKV},
+		{"16 GiB, full context", 16 * gib, 10 * gib, 40960, engine.Refused, 40960, fullKV},
+		{"16 GiB, default", 16 * gib, 10 * gib, 0, engine.ExpertsStreamed, 8192, fullKV / 5},
 		// 4 GiB free: 8192 and 4096 positions do not fit beside the dense weights and the
 		// fewest experts, 2048 do.
-		{"8 GiB, default", 8 * gib, 4 * gib, 0, FitsExpertsFromDisk, 2048, fullKV / 20},
+		{"8 GiB, default", 8 * gib, 4 * gib, 0, engine.ExpertsStreamed, 2048, fullKV / 20},
 	} {
 		verdict := m.PlanFor(machine.Profile{RAMTotal: c.total, RAMAvailable: c.avail}, c.context)
 		load, err := engine.PlanLoad(f, engine.Options{Context: c.context}, c.total, c.avail)
-		if (err != nil) != (c.want == WontFit) {
+		if (err != nil) != (c.want == engine.Refused) {
 			t.Errorf("%s: loader plan error %v", c.name, err)
 		}
 		if verdict.Placement != c.want || verdict.Context != c.planned || verdict.KV != uint64(c.kv) {
@@ -113,7 +115,7 @@ func TestQwen3FullContextVerdict(t *testing.T) {
 		if !samePlan(verdict, load) {
 			t.Errorf("%s: the verdict's plan\n%+v\nis not the loader's\n%+v", c.name, verdict, load)
 		}
-		if verdict.Text() != load.Text() || !strings.Contains(verdict.Text(), machine.Bytes(uint64(c.kv))) {
+		if verdict.Text() != load.Text() || !strings.Contains(verdict.Text(), units.Bytes(uint64(c.kv))) {
 			t.Errorf("%s: verdict %q, loader %q", c.name, verdict.Text(), load.Text())
 		}
 		t.Logf("%s: %s", c.name, verdict.Text())
@@ -122,7 +124,7 @@ func TestQwen3FullContextVerdict(t *testing.T) {
 
 // samePlan reports whether two plans have the same numbers (every exported field) and the
 // same refusal.
-func samePlan(a, b Plan) bool {
+func samePlan(a, b engine.Plan) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	for i := range va.NumField() {
 		if va.Type().Field(i).IsExported() && !va.Field(i).Equal(vb.Field(i)) {

@@ -1,4 +1,8 @@
-package catalog
+// Package hub is a client of Hugging Face's Hub (or a mirror of it): the file listings of a
+// model repository with each file's size and SHA-256, the address a file downloads from, and
+// the description of a GGUF model read from its header over HTTP range requests, so that
+// whether it fits can be told before it is downloaded. Downloading is package download's job.
+package hub
 
 import (
 	"context"
@@ -8,10 +12,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/gguf"
 )
 
@@ -45,14 +52,14 @@ func LookupFile(ctx context.Context, client *http.Client, hub, repo, file string
 	for page := 0; next != "" && page < maxListingPages; page++ {
 		items, link, err := fetchListing(ctx, client, next)
 		if err != nil {
-			return FileInfo{}, fmt.Errorf("catalog: listing %s: %w", repo, err)
+			return FileInfo{}, fmt.Errorf("hub: listing %s: %w", repo, err)
 		}
 		for _, it := range items {
 			if it.Path != file || it.Type != "file" {
 				continue
 			}
-			if it.LFS == nil || !isDigest(it.LFS.Oid) {
-				return FileInfo{}, fmt.Errorf("catalog: %s in %s is not stored with LFS: no SHA-256 is published for it", file, repo)
+			if it.LFS == nil || !IsSHA256(it.LFS.Oid) {
+				return FileInfo{}, fmt.Errorf("hub: %s in %s is not stored with LFS: no SHA-256 is published for it", file, repo)
 			}
 			size := it.LFS.Size
 			if size == 0 {
@@ -63,9 +70,9 @@ func LookupFile(ctx context.Context, client *http.Client, hub, repo, file string
 		next = link
 	}
 	if next != "" {
-		return FileInfo{}, fmt.Errorf("catalog: %s: listing has more than %d pages", repo, maxListingPages)
+		return FileInfo{}, fmt.Errorf("hub: %s: listing has more than %d pages", repo, maxListingPages)
 	}
-	return FileInfo{}, fmt.Errorf("catalog: %s is not in the main branch of %s", file, repo)
+	return FileInfo{}, fmt.Errorf("hub: %s is not in the main branch of %s", file, repo)
 }
 
 // maxListedFiles bounds the files ListFiles collects over all pages, so a hostile listing
@@ -78,8 +85,8 @@ const maxListedFiles = 100_000
 // listing publishes for it; one stored without (a README, a small config) has SHA256 "".
 // Folders are not listed.
 func ListFiles(ctx context.Context, client *http.Client, hub, repo string) ([]FileInfo, error) {
-	if !repoName.MatchString(repo) || strings.Contains(repo, "..") {
-		return nil, fmt.Errorf("catalog: %q is not a repository name (owner/name)", repo)
+	if !IsRepo(repo) {
+		return nil, fmt.Errorf("hub: %q is not a repository name (owner/name)", repo)
 	}
 	if client == nil {
 		client = http.DefaultClient
@@ -89,21 +96,21 @@ func ListFiles(ctx context.Context, client *http.Client, hub, repo string) ([]Fi
 	for page := 0; next != "" && page < maxListingPages; page++ {
 		items, link, err := fetchListing(ctx, client, next)
 		if err != nil {
-			return nil, fmt.Errorf("catalog: listing %s: %w", repo, err)
+			return nil, fmt.Errorf("hub: listing %s: %w", repo, err)
 		}
 		for _, it := range items {
 			if it.Type != "file" {
 				continue
 			}
 			if len(files) == maxListedFiles {
-				return nil, fmt.Errorf("catalog: %s: listing has more than %d files", repo, maxListedFiles)
+				return nil, fmt.Errorf("hub: %s: listing has more than %d files", repo, maxListedFiles)
 			}
 			files = append(files, it.info())
 		}
 		next = link
 	}
 	if next != "" {
-		return nil, fmt.Errorf("catalog: %s: listing has more than %d pages", repo, maxListingPages)
+		return nil, fmt.Errorf("hub: %s: listing has more than %d pages", repo, maxListingPages)
 	}
 	return files, nil
 }
@@ -117,7 +124,7 @@ func (it listingItem) info() FileInfo {
 		if it.LFS.Size > 0 {
 			fi.Size = it.LFS.Size
 		}
-		if isDigest(it.LFS.Oid) {
+		if IsSHA256(it.LFS.Oid) {
 			fi.SHA256 = strings.ToLower(it.LFS.Oid)
 		}
 	}
@@ -198,31 +205,34 @@ const (
 )
 
 // DescribeRemote reads the header of the GGUF file of size bytes at addr with HTTP range
-// requests and describes the model as Describe does a local file, so that whether it fits
-// this machine can be told before it is downloaded. It reads at most 64 MiB; a server that
-// does not answer range requests (206 Partial Content) is an error. The Model's Path is addr.
-func DescribeRemote(ctx context.Context, client *http.Client, addr string, size int64) (Model, error) {
+// requests and describes the model as engine.Describe does a local file, so that whether it
+// fits this machine can be told before it is downloaded; a model without a name in its header
+// takes the file's. It reads at most 64 MiB; a server that does not answer range requests
+// (206 Partial Content) is an error.
+func DescribeRemote(ctx context.Context, client *http.Client, addr string, size int64) (engine.Description, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	r := &rangeReader{ctx: ctx, client: client, addr: addr}
 	f, err := gguf.Read(r, size)
 	if err != nil {
-		return Model{}, fmt.Errorf("catalog: reading the header of %s: %w", addr, err)
+		return engine.Description{}, fmt.Errorf("hub: reading the header of %s: %w", addr, err)
 	}
-	m, err := describe(f)
+	d, err := engine.Describe(f)
 	if err != nil {
-		return Model{}, fmt.Errorf("catalog: %s: %w", addr, err)
+		return engine.Description{}, fmt.Errorf("hub: %s: %w", addr, err)
 	}
-	m.Path = addr
-	if m.Name == "" {
+	if d.Layers == 0 {
+		return engine.Description{}, fmt.Errorf("hub: %s: metadata %s.block_count is missing or invalid", addr, d.Arch)
+	}
+	if d.Name == "" {
 		base := addr
 		if u, err := url.Parse(addr); err == nil {
 			base = u.Path
 		}
-		m.Name = strings.TrimSuffix(path.Base(base), path.Ext(base))
+		d.Name = strings.TrimSuffix(path.Base(base), path.Ext(base))
 	}
-	return m, nil
+	return d, nil
 }
 
 // rangeReader reads a file over HTTP, one range request per ReadAt. It holds a context
@@ -270,3 +280,55 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return n, err
 }
+
+// EndpointEnv names the environment variable that replaces https://huggingface.co (a mirror),
+// as Hugging Face's own tools read it.
+const EndpointEnv = "HF_ENDPOINT"
+
+// Endpoint returns the Hub's address to use: $HF_ENDPOINT, or https://huggingface.co.
+func Endpoint() string {
+	if h := strings.TrimRight(os.Getenv(EndpointEnv), "/"); h != "" {
+		return h
+	}
+	return "https://huggingface.co"
+}
+
+// FileURL returns the address a file of a repository's main branch downloads from at the Hub
+// at endpoint.
+func FileURL(endpoint, repo, file string) string {
+	return strings.TrimRight(endpoint, "/") + "/" + repo + "/resolve/main/" + escapePath(file)
+}
+
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+// IsSHA256 reports whether s is a SHA-256 digest in hex, as the Hub's listings give them.
+func IsSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	filePath = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
+)
+
+// IsRepo reports whether name is a repository name, owner/name, in the characters the Hub
+// allows and without "..".
+func IsRepo(name string) bool { return repoName.MatchString(name) && !strings.Contains(name, "..") }
+
+// IsFilePath reports whether p is a plain relative path of a file in a repository: the Hub's
+// characters, no empty or ".." element, so it cannot lead out of a folder it is joined to.
+func IsFilePath(p string) bool { return filePath.MatchString(p) && !strings.Contains(p, "..") }

@@ -1,11 +1,8 @@
-package catalog
+package library
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
+	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
@@ -139,7 +137,7 @@ func TestDescribeTinyModel(t *testing.T) {
 	if len(m.Types) != 2 || m.Types[0].Type != gguf.TypeQ8_0 || m.Types[1].Type != gguf.TypeF32 {
 		t.Fatalf("types %+v, want Q8_0 then F32", m.Types)
 	}
-	t.Logf("%s: %s, %d params, dense %d B, experts %d B, types %s", m.Name, machine.Bytes(uint64(m.Size)), m.All.Elems, fp.Dense(), fp.Experts, m.TypesText())
+	t.Logf("%s: %s, %d params, dense %d B, experts %d B, types %s", m.Name, units.Bytes(uint64(m.Size)), m.All.Elems, fp.Dense(), fp.Experts, m.TypesText())
 }
 
 // A file of an architecture the engine does not run is described with the reason.
@@ -233,27 +231,27 @@ func TestPlanFor(t *testing.T) {
 	cases := []struct {
 		name         string
 		total, avail uint64
-		verdict      Verdict
+		verdict      engine.Placement
 		reserve      uint64
 		context      int
 	}{
-		{"big machine", 64 * gib, 40 * gib, Fits, 6554 * gib / 1024, 4096},
-		{"8 GiB, 7.5 free", 8 * gib, 7*gib + gib/2, Fits, 2 * gib, 4096},
+		{"big machine", 64 * gib, 40 * gib, engine.InMemory, 6554 * gib / 1024, 4096},
+		{"8 GiB, 7.5 free", 8 * gib, 7*gib + gib/2, engine.InMemory, 2 * gib, 4096},
 		// room = 4 GiB − 2 GiB; dense 500 MiB + session ≈ 1.1 GiB leave ≈ 412 MiB: 117 units.
-		{"8 GiB, 4 free", 8 * gib, 4 * gib, FitsExpertsFromDisk, 2 * gib, 4096},
+		{"8 GiB, 4 free", 8 * gib, 4 * gib, engine.ExpertsStreamed, 2 * gib, 4096},
 		// room 1 GiB: dense 500 MiB, the pass buffers of 512 tokens (124 MiB) and the fewest
 		// experts (252 MiB) leave room for the KV cache of 512 positions, not 1024: the
 		// default context is halved three times.
-		{"8 GiB, 3 free", 8 * gib, 3 * gib, FitsExpertsFromDisk, 2 * gib, 512},
-		{"reserve eats all", 4 * gib, 2 * gib, WontFit, 2 * gib, 4096},
+		{"8 GiB, 3 free", 8 * gib, 3 * gib, engine.ExpertsStreamed, 2 * gib, 512},
+		{"reserve eats all", 4 * gib, 2 * gib, engine.Refused, 2 * gib, 4096},
 	}
 	for _, c := range cases {
 		pl := m.PlanFor(machine.Profile{RAMTotal: c.total, RAMAvailable: c.avail}, 0)
 		units := 0
 		switch c.verdict {
-		case Fits:
+		case engine.InMemory:
 			units = 1024
-		case FitsExpertsFromDisk:
+		case engine.ExpertsStreamed:
 			units = int((c.avail - pl.Reserve - dense - pl.Session()) / unit)
 		}
 		if pl.Placement != c.verdict || pl.Reserve/gib != c.reserve/gib || pl.UnitsInRAM != units || pl.Context != c.context {
@@ -271,13 +269,13 @@ func TestPlanFor(t *testing.T) {
 	need := dense + streamed.Session() + 72*unit
 	for _, c := range []struct {
 		avail uint64
-		want  Verdict
-	}{{2*gib + need - 1, WontFit}, {2*gib + need, FitsExpertsFromDisk}} {
+		want  engine.Placement
+	}{{2*gib + need - 1, engine.Refused}, {2*gib + need, engine.ExpertsStreamed}} {
 		if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: c.avail}, 4096); pl.Placement != c.want || pl.NeedAtLeast != need {
 			t.Errorf("available %d: %v (need %d), want %v (need %d)", c.avail, pl.Placement, pl.NeedAtLeast, c.want, need)
 		}
 	}
-	if Reserve(100*gib) != 10*gib || Reserve(4*gib) != 2*gib {
+	if machine.Reserve(100*gib) != 10*gib || machine.Reserve(4*gib) != 2*gib {
 		t.Fatal("reserve is not max(2 GiB, 10%)")
 	}
 }
@@ -286,10 +284,10 @@ func TestPlanForDenseModel(t *testing.T) {
 	m := Model{Description: engine.Description{Config: engine.Config{Layers: 2, Hidden: 64, Heads: 1, KVHeads: 1, HeadDim: 64,
 		Context: 128, Vocab: 100}, Footprint: engine.Footprint{FileSize: 1 << 30}}}
 	gib := uint64(1 << 30)
-	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 4 * gib}, 0); pl.Placement != Fits {
+	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 4 * gib}, 0); pl.Placement != engine.InMemory {
 		t.Fatalf("dense 1 GiB in 2 GiB of room: %v", pl.Placement)
 	}
-	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 3 * gib}, 0); pl.Placement != WontFit {
+	if pl := m.PlanFor(machine.Profile{RAMTotal: 8 * gib, RAMAvailable: 3 * gib}, 0); pl.Placement != engine.Refused {
 		t.Fatalf("dense 1 GiB in 1 GiB of room less the session: %v", pl.Placement)
 	}
 }
@@ -344,76 +342,5 @@ func TestEntriesFile(t *testing.T) {
 		if _, err := d.Entries(); err == nil || !strings.Contains(err.Error(), "catalog.json") {
 			t.Errorf("%s: %v, want an error naming catalog.json", bad, err)
 		}
-	}
-}
-
-// hubServer plays Hugging Face's tree API: two pages for the repository root, one for a
-// subfolder.
-func hubServer(t *testing.T) *httptest.Server {
-	digest := strings.Repeat("0123456789abcdef", 4)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/api/models/org/repo/tree/main", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("cursor") == "" {
-			w.Header().Set("Link", `</api/models/org/repo/tree/main?cursor=p2>; rel="next"`)
-			fmt.Fprint(w, `[{"type":"file","oid":"1111","size":1500,"path":"README.md"},
-			{"type":"directory","oid":"2222","size":0,"path":"sub"}]`)
-			return
-		}
-		fmt.Fprintf(w, `[{"type":"file","oid":"3333","size":134,"path":"m-Q4_K_M.gguf",
-			"lfs":{"oid":"%s","size":4212345678,"pointerSize":134}}]`, strings.ToUpper(digest))
-	})
-	mux.HandleFunc("/api/models/org/repo/tree/main/sub", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `[{"type":"file","oid":"4444","size":134,"path":"sub/x.gguf","lfs":{"oid":"%s","size":99}}]`, digest)
-	})
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
-	return ts
-}
-
-func TestLookupFile(t *testing.T) {
-	ts := hubServer(t)
-	ctx := context.Background()
-	digest := strings.Repeat("0123456789abcdef", 4)
-	fi, err := LookupFile(ctx, ts.Client(), ts.URL, "org/repo", "m-Q4_K_M.gguf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size != 4212345678 || fi.SHA256 != digest {
-		t.Fatalf("found %+v", fi)
-	}
-	if fi, err := LookupFile(ctx, ts.Client(), ts.URL+"/", "org/repo", "sub/x.gguf"); err != nil || fi.Size != 99 {
-		t.Fatalf("subfolder: %+v %v", fi, err)
-	}
-	for file, want := range map[string]string{
-		"README.md":   "not stored with LFS",
-		"absent.gguf": "not in the main branch",
-	} {
-		if _, err := LookupFile(ctx, ts.Client(), ts.URL, "org/repo", file); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", file, err, want)
-		}
-	}
-	if _, err := LookupFile(ctx, ts.Client(), ts.URL, "org/other", "m.gguf"); err == nil || !strings.Contains(err.Error(), "404") {
-		t.Errorf("missing repository: %v", err)
-	}
-}
-
-func TestMeasureReadSpeed(t *testing.T) {
-	dir := t.TempDir()
-	touch(t, filepath.Join(dir, "small.gguf")) // too small to measure with: a probe is written
-	s, err := MeasureReadSpeed(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Bytes != probeSize || s.BytesPerSec <= 0 || !strings.HasPrefix(filepath.Base(s.File), ".read-speed-") {
-		t.Fatalf("measured %+v", s)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("probe file left behind: %d entries", len(entries))
-	}
-	t.Logf("%s: %v", dir, s)
-
-	if _, err := MeasureReadSpeed(context.Background(), filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("missing folder measured")
 	}
 }

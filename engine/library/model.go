@@ -1,4 +1,4 @@
-package catalog
+package library
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 )
 
@@ -19,38 +20,27 @@ type Model struct {
 	engine.Description
 }
 
-// TypeShare is how much of a model one weight type holds.
-type TypeShare = engine.TypeTotal
-
 // Describe reads the header of the GGUF file at path. A file that is not a well-formed GGUF is
 // an error naming what is wrong; one of an architecture the engine does not run is described
 // all the same, with the reason in Unsupported (the caller decides what to offer).
 func Describe(path string) (Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return Model{}, fmt.Errorf("catalog: %w", err)
+		return Model{}, fmt.Errorf("library: %w", err)
 	}
 	defer f.Close()
-	m, err := describe(f)
-	if err != nil {
-		return Model{}, fmt.Errorf("catalog: %s: %w", path, err)
+	d, err := engine.Describe(f)
+	if err == nil && d.Layers == 0 {
+		err = fmt.Errorf("metadata %s.block_count is missing or invalid", d.Arch)
 	}
-	m.Path = path
+	if err != nil {
+		return Model{}, fmt.Errorf("library: %s: %w", path, err)
+	}
+	m := Model{Path: path, Size: f.Size(), Description: d}
 	if m.Name == "" {
 		m.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	return m, nil
-}
-
-func describe(f *gguf.File) (Model, error) {
-	d, err := engine.Describe(f)
-	if err != nil {
-		return Model{}, err
-	}
-	if d.Layers == 0 {
-		return Model{}, fmt.Errorf("metadata %s.block_count is missing or invalid", d.Arch)
-	}
-	return Model{Size: f.Size(), Description: d}, nil
 }
 
 // TypesText lists the weight types by share of the bytes, e.g. "Q4_K 71%, Q6_K 27%, F32 2%".
@@ -68,4 +58,15 @@ func (m *Model) TypesText() string {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", s.Type, pct))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// PlanFor works out how the model would use the memory profile p describes with a session of
+// ctx positions (0: the engine's default, engine.DefaultContext or the model's context when
+// shorter, less when that does not fit): engine.PlanMemory, the planner engine.Load follows,
+// so what the library shows and what a load does agree. A load that would leave less than
+// the reserve is refused: the placement is engine.Refused, with the numbers in the plan's Text.
+func (m *Model) PlanFor(p machine.Profile, ctx int) engine.Plan {
+	pl, _ := engine.PlanMemory(engine.PlanRequest{Config: m.Config, Footprint: m.Footprint,
+		RAMTotal: p.RAMTotal, RAMAvailable: p.RAMAvailable, Context: ctx})
+	return pl // a refusal is in the plan
 }
