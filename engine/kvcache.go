@@ -1,10 +1,104 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
 	"unsafe"
 
 	"github.com/trochilus-llm/trochilus/kernels"
 )
+
+// kvCache is a session's keys (after RoPE) and values, each laid out [layer][KV head]
+// [position][head width] so that one head's attention reads its positions in one run. Every
+// decode token reads it up to its position, the larger part of a token's bytes in a long
+// context, so it lives in 2 MiB pages where the platform gives them (see allocWeights) and on
+// the Go heap elsewhere. Its memory goes back to the system at free (Session.Close), or else
+// when the cache becomes unreachable.
+type kvCache struct {
+	keys, values []float32
+	kvHeads      int
+	positions    int
+	headDim      int
+	frees        [2]func() error
+}
+
+// newKVCache allocates the cache of a session of positions positions for c's model: floats
+// floats each for keys and values, as sessionSizes counts them for the planner.
+func newKVCache(c *Config, positions int, floats int64) (*kvCache, error) {
+	if floats >= maxElems || floats > math.MaxInt/8 {
+		return nil, fmt.Errorf("KV cache of %d floats is too large", floats)
+	}
+	kv := &kvCache{kvHeads: c.KVHeads, positions: positions, headDim: c.HeadDim}
+	var err error
+	if kv.keys, kv.frees[0], err = cacheFloats(kv, floats); err != nil {
+		return nil, err
+	}
+	if kv.values, kv.frees[1], err = cacheFloats(kv, floats); err != nil {
+		kv.frees[0]()
+		return nil, err
+	}
+	return kv, nil
+}
+
+// offset returns where (layer, KV head, position) starts in keys and values.
+func (kv *kvCache) offset(layer, head, pos int) int {
+	return ((layer*kv.kvHeads+head)*kv.positions + pos) * kv.headDim
+}
+
+// put stores the keys k and values v of position pos of a layer, every KV head's row.
+func (kv *kvCache) put(layer, pos int, k, v []float32) {
+	d := kv.headDim
+	for j := range kv.kvHeads {
+		at := kv.offset(layer, j, pos)
+		copy(kv.keys[at:at+d], k[j*d:(j+1)*d])
+		copy(kv.values[at:at+d], v[j*d:(j+1)*d])
+	}
+}
+
+// head returns the keys and values of one KV head of a layer, from position 0 on.
+func (kv *kvCache) head(layer, head int) (keys, values []float32) {
+	at := kv.offset(layer, head, 0)
+	return kv.keys[at:], kv.values[at:]
+}
+
+// free gives the memory back now; the cache must not be used afterwards. A second call does
+// nothing.
+func (kv *kvCache) free() error {
+	err := errors.Join(kv.frees[0](), kv.frees[1]())
+	kv.keys, kv.values = nil, nil
+	return err
+}
+
+// cacheFloats returns n zeroed floats for one half of a KV cache: in 2 MiB pages where the
+// platform gives them (see allocWeights), on the Go heap elsewhere. The memory goes back to
+// the system when free is called (the floats must not be used after it; further calls do
+// nothing) or else when owner becomes unreachable.
+func cacheFloats[T any](owner *T, n int64) (floats []float32, free func() error, err error) {
+	none := func() error { return nil } // heap memory: the collector takes it with owner
+	if n == 0 {
+		return nil, none, nil
+	}
+	m, err := allocWeights(4 * n)
+	if errors.Is(err, errNotResident) {
+		return make([]float32, n), none, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("KV cache: %w", err)
+	}
+	c := runtime.AddCleanup(owner, func(m *mapping) { m.close() }, m)
+	free = func() error {
+		// Stopped first, so that the cleanup cannot unmap at the same time; mapping.close
+		// makes a second free a no-op.
+		c.Stop()
+		if err := m.close(); err != nil {
+			return fmt.Errorf("KV cache of %d floats: %w", n, err)
+		}
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(m.data))), n), free, nil
+}
 
 // sessionSizes is the length, in elements, of every buffer a session of a moe model (moeRunner)
 // allocates. newRunner makes its slices with these lengths and the planner (PlanMemory) counts

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -30,10 +29,7 @@ type moeRunner struct {
 	qDim, kvDim     int
 	scale           float32 // 1/√head_dim
 
-	// The KV cache, [layer][kv head][position][head dim], keys after RoPE; freeCache gives
-	// its memory back (see close).
-	kcache, vcache []float32
-	freeCache      [2]func() error
+	kv *kvCache
 
 	// Pass buffers: rows of the pass's tokens.
 	x, h, tmp []float32 // hidden
@@ -111,15 +107,7 @@ func (w *moe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 	r.mul = newMultiplier(m.tier, m.pool, w.maxCols())
 	// Every buffer's length comes from sessionSizes, whose bytes the memory planner counts.
 	sz := newSessionSizes(c, ctxLen, pass, r.mul.threads)
-	cache := sz.cache
-	if cache >= maxElems || cache > math.MaxInt/8 {
-		return nil, fmt.Errorf("KV cache of %d floats is too large", cache)
-	}
-	if r.kcache, r.freeCache[0], err = cacheFloats(r, cache); err != nil {
-		return nil, err
-	}
-	if r.vcache, r.freeCache[1], err = cacheFloats(r, cache); err != nil {
-		r.freeCache[0]()
+	if r.kv, err = newKVCache(c, ctxLen, sz.cache); err != nil {
 		return nil, err
 	}
 	r.x, r.h, r.tmp = make([]float32, sz.hidden), make([]float32, sz.hidden), make([]float32, sz.hidden)
@@ -150,11 +138,7 @@ func (w *moe) newRunner(m *Model, ctxLen, pass int) (runner, error) {
 
 // close gives the KV cache's memory back to the system now rather than when the runner is
 // collected; the runner must not run afterwards. A second call does nothing.
-func (r *moeRunner) close() error {
-	err := errors.Join(r.freeCache[0](), r.freeCache[1]())
-	r.kcache, r.vcache = nil, nil
-	return err
-}
+func (r *moeRunner) close() error { return r.kv.free() }
 
 // forward implements runner.
 func (r *moeRunner) forward(ctx context.Context, tokens []int32, pos int, logits []float32, all bool) error {

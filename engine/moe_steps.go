@@ -79,18 +79,8 @@ func (r *moeRunner) qk(t int) error {
 	if err := r.w.mutant.rope(r.rope, k, p); err != nil {
 		return err
 	}
-	d := c.HeadDim
-	for j := range c.KVHeads {
-		at := r.cacheAt(r.layerIndex, j, p)
-		copy(r.kcache[at:at+d], k[j*d:(j+1)*d])
-		copy(r.vcache[at:at+d], v[j*d:(j+1)*d])
-	}
+	r.kv.put(r.layerIndex, p, k, v)
 	return nil
-}
-
-// cacheAt returns the offset of (layer, kv head, position) in the KV cache.
-func (r *moeRunner) cacheAt(layer, head, pos int) int {
-	return ((layer*r.c.KVHeads+head)*r.ctxLen + pos) * r.c.HeadDim
 }
 
 // clamp limits every element of x to [-c, c]; a NaN stays NaN, as in torch.clamp.
@@ -176,10 +166,10 @@ func (r *moeRunner) attendItems(lo, hi int) {
 			head, t := i/r.n, i%r.n
 			npos := r.w.mutant.causal(r.pos+t+1, r.pos+r.n) // its own position and those before
 			kvHead := r.w.mutant.kvHead(head/group, head, c.KVHeads)
-			at := r.cacheAt(r.layerIndex, kvHead, 0)
+			keys, values := r.kv.head(r.layerIndex, kvHead)
 			q := r.q[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
 			out := r.att[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
-			r.w.mutant.attend(r.tier, threads, out, q, r.kcache[at:], r.vcache[at:], npos, d, r.scale, scores)
+			r.w.mutant.attend(r.tier, threads, out, q, keys, values, npos, d, r.scale, scores)
 		}
 	}
 }

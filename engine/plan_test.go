@@ -25,7 +25,7 @@ func bytesOf[T any](s []T) uint64 {
 // knowing shows up as a difference.
 func allocated(s *Session) (kv, rest uint64) {
 	r := s.r.(*moeRunner)
-	kv = bytesOf(r.kcache) + bytesOf(r.vcache)
+	kv = bytesOf(r.kv.keys) + bytesOf(r.kv.values)
 	cos, sin := r.rope.CosSin(0) // rows of the table: their capacity runs to its end
 	rest = bytesOf(cos) + bytesOf(sin)
 	for _, b := range [][]float32{r.x, r.h, r.tmp, r.q, r.att, r.k, r.v, r.router, r.selW, r.xe, r.ge, r.ue, r.ye, s.logits} {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
-	"unsafe"
 
 	"github.com/trochilus-llm/trochilus/internal/osmem"
 )
@@ -79,34 +77,4 @@ func allocWeights(size int64) (*mapping, error) {
 		return nil, fmt.Errorf("resident memory: %w", err) // osmem's error names the size
 	}
 	return &mapping{data: r.Data, resident: true, hugePages: r.HugePages, unmap: r.Free}, nil
-}
-
-// cacheFloats returns n zeroed floats for a session's KV cache, which every decode token reads
-// up to its position (the larger part of a token's bytes in a long context): in 2 MiB pages
-// where the platform gives them (see allocWeights), on the Go heap elsewhere. The memory goes
-// back to the system when free is called (Session.Close: the floats must not be used after
-// it; further calls do nothing) or else when owner becomes unreachable.
-func cacheFloats[T any](owner *T, n int64) (floats []float32, free func() error, err error) {
-	none := func() error { return nil } // heap memory: the collector takes it with owner
-	if n == 0 {
-		return nil, none, nil
-	}
-	m, err := allocWeights(4 * n)
-	if errors.Is(err, errNotResident) {
-		return make([]float32, n), none, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("KV cache: %w", err)
-	}
-	c := runtime.AddCleanup(owner, func(m *mapping) { m.close() }, m)
-	free = func() error {
-		// Stopped first, so that the cleanup cannot unmap at the same time; mapping.close
-		// makes a second free a no-op.
-		c.Stop()
-		if err := m.close(); err != nil {
-			return fmt.Errorf("KV cache of %d floats: %w", n, err)
-		}
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(m.data))), n), free, nil
 }

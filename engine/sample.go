@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -53,12 +51,9 @@ func (sp *Sampling) Check() error {
 type sampler struct {
 	sp   Sampling
 	rng  *rand.Rand
-	cand []candidate
-}
-
-type candidate struct {
-	id int32
-	z  float32 // logit / temperature, then e^(z − max)
+	keys []uint64 // the kept tokens as rank keys (see rankKey)
+	tmp  []uint64 // the radix sort's other buffer
+	p    []float32
 }
 
 func newSampler(sp Sampling) *sampler {
@@ -76,6 +71,11 @@ func newSampler(sp Sampling) *sampler {
 //     the float64 sum of all kept p;
 //  5. u = the stream's next float64 in [0, 1); the token is the first of the prefix whose
 //     running sum exceeds u times the prefix's sum (the last one if rounding leaves none).
+//
+// The sums run in that order, so the order is part of the definition; it is found by a radix
+// sort on the bits of z, in time linear in the vocabulary (a comparison sort of 151,936 tokens
+// cost milliseconds a token), and the result is the same for any correct sort: no two tokens
+// share an id, so the order is total.
 func (s *sampler) next(logits []float32) (int32, error) {
 	t := s.sp.Temperature
 	top := float32(math.Inf(-1))
@@ -92,79 +92,165 @@ func (s *sampler) next(logits []float32) (int32, error) {
 	case math.IsInf(float64(top), -1):
 		return 0, fmt.Errorf("engine: sampling: every logit is -Inf")
 	}
+	infinite := math.IsInf(float64(top), 1)
 	keep := func(l, z float32) bool {
-		return l == l && (z-top >= -104 || math.IsInf(float64(top), 1) && math.IsInf(float64(z), 1))
+		return l == l && (z-top >= -104 || infinite && math.IsInf(float64(z), 1))
 	}
-	s.cand = s.cand[:0]
+	keys := s.keys[:0]
 	if k := s.sp.TopK; k > 0 && k < len(logits)/4 {
-		// The K best without sorting the vocabulary: a heap whose root is the worst kept.
+		// The K best without ranking the vocabulary: a heap whose root is the worst kept
+		// (the largest key). Once it is full a token enters only with a larger z than the
+		// worst's (equal z loses: its id is larger), which implies that it passes keep.
+		var worst float32
 		for id, l := range logits {
-			if z := l / t; keep(l, z) {
-				c := candidate{int32(id), z}
-				if len(s.cand) < k {
-					s.cand = append(s.cand, c)
-					siftUp(s.cand, len(s.cand)-1)
-				} else if better(c, s.cand[0]) {
-					s.cand[0] = c
-					siftDown(s.cand, 0)
+			z := l / t
+			if len(keys) == k {
+				if z > worst {
+					keys[0] = rankKey(z, int32(id))
+					siftDown(keys, 0)
+					worst = rankZ(keys[0])
 				}
+				continue
+			}
+			if keep(l, z) {
+				keys = append(keys, rankKey(z, int32(id)))
+				siftUp(keys, len(keys)-1)
+				worst = rankZ(keys[0])
 			}
 		}
 	} else {
 		for id, l := range logits {
 			if z := l / t; keep(l, z) {
-				s.cand = append(s.cand, candidate{int32(id), z})
+				keys = append(keys, rankKey(z, int32(id)))
 			}
 		}
 	}
-	slices.SortFunc(s.cand, func(a, b candidate) int {
-		if c := cmp.Compare(b.z, a.z); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	if k := s.sp.TopK; k > 0 && k < len(s.cand) {
-		s.cand = s.cand[:k]
+	if cap(s.tmp) < len(keys) {
+		s.tmp = make([]uint64, cap(keys))
 	}
+	keys, s.tmp = radixSort(keys, s.tmp[:len(keys)])
+	if k := s.sp.TopK; k > 0 && k < len(keys) {
+		keys = keys[:k]
+	}
+	if cap(s.p) < len(keys) {
+		s.p = make([]float32, cap(keys))
+	}
+	p := s.p[:len(keys)]
 	var total float64
-	for i := range s.cand {
-		p := float32(1) // +Inf logits share all the probability (Inf − Inf would be NaN)
-		if !math.IsInf(float64(top), 1) {
-			p = kernels.Exp(s.cand[i].z - top)
+	for i, key := range keys {
+		pi := float32(1) // +Inf logits share all the probability (Inf − Inf would be NaN)
+		if !infinite {
+			pi = kernels.Exp(rankZ(key) - top)
 		}
-		s.cand[i].z = p
-		total += float64(p)
+		p[i] = pi
+		total += float64(pi)
 	}
-	if p := s.sp.TopP; p > 0 && p < 1 {
-		want := float64(p) * total
+	if tp := s.sp.TopP; tp > 0 && tp < 1 {
+		want := float64(tp) * total
 		var sum float64
-		for i := range s.cand {
-			sum += float64(s.cand[i].z)
+		for i := range p {
+			sum += float64(p[i])
 			if sum >= want {
-				s.cand, total = s.cand[:i+1], sum
+				keys, p, total = keys[:i+1], p[:i+1], sum
 				break
 			}
 		}
 	}
+	s.keys = keys // the ranked candidates drawn from (a test reads them); reused next time
 	target := s.rng.Float64() * total
 	var sum float64
-	for _, c := range s.cand {
-		sum += float64(c.z)
+	for i := range p {
+		sum += float64(p[i])
 		if sum > target {
-			return c.id, nil
+			return rankID(keys[i]), nil
 		}
 	}
-	return s.cand[len(s.cand)-1].id, nil
+	return rankID(keys[len(keys)-1]), nil
 }
 
-// better reports whether a ranks before b: a larger z, or the lower id among equals.
-func better(a, b candidate) bool { return a.z > b.z || a.z == b.z && a.id < b.id }
+// rankKey packs a candidate so that keys in increasing order rank candidates: larger z first,
+// the lower id first among equal z. The high word is z's bits mapped so that unsigned order is
+// float order, then flipped (−0 is taken as +0, which compares equal to it); the low word is
+// the id.
+func rankKey(z float32, id int32) uint64 {
+	if z == 0 {
+		z = 0
+	}
+	b := math.Float32bits(z)
+	if b&(1<<31) != 0 {
+		b = ^b
+	} else {
+		b |= 1 << 31
+	}
+	return uint64(^b)<<32 | uint64(uint32(id))
+}
 
-// siftUp and siftDown keep h a heap whose root is its worst candidate.
-func siftUp(h []candidate, i int) {
+// rankZ and rankID unpack a rank key.
+func rankZ(key uint64) float32 {
+	b := ^uint32(key >> 32)
+	if b&(1<<31) != 0 {
+		b &^= 1 << 31
+	} else {
+		b = ^b
+	}
+	return math.Float32frombits(b)
+}
+
+func rankID(key uint64) int32 { return int32(uint32(key)) }
+
+// radixBits is the digit of radixSort: three passes cover the 32 bits of a key's high word.
+const radixBits = 11
+
+// radixSort sorts keys into increasing order, using tmp (as long as keys) as the other buffer,
+// and returns the sorted keys and the other buffer (either may be either). It is an LSD radix
+// sort, stable, in 11-bit digits (measured 2x faster than bytes with one shared count pass,
+// MEASUREMENTS): the three digits of the high word, after those of the low word (the id) when
+// the keys did not come in increasing id order, as a heap's do not. A pass in which every key
+// has the same digit is skipped.
+func radixSort(keys, tmp []uint64) (sorted, spare []uint64) {
+	if len(keys) < 2 {
+		return keys, tmp
+	}
+	inOrder := true
+	for i := 1; i < len(keys); i++ {
+		if uint32(keys[i]) < uint32(keys[i-1]) {
+			inOrder = false
+			break
+		}
+	}
+	var count [1 << radixBits]int
+	shifts := []uint{32, 32 + radixBits, 32 + 2*radixBits}
+	if !inOrder {
+		shifts = []uint{0, radixBits, 2 * radixBits, 32, 32 + radixBits, 32 + 2*radixBits}
+	}
+	for _, shift := range shifts {
+		clear(count[:])
+		for _, k := range keys {
+			count[(k>>shift)&(1<<radixBits-1)]++
+		}
+		if count[(keys[0]>>shift)&(1<<radixBits-1)] == len(keys) {
+			continue // one digit: the pass would move nothing
+		}
+		at := 0
+		for d, c := range count {
+			count[d] = at
+			at += c
+		}
+		for _, k := range keys {
+			d := (k >> shift) & (1<<radixBits - 1)
+			tmp[count[d]] = k
+			count[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys, tmp
+}
+
+// siftUp and siftDown keep h a heap whose root is its largest key: the worst candidate kept.
+func siftUp(h []uint64, i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !better(h[p], h[i]) {
+		if h[p] >= h[i] {
 			return
 		}
 		h[p], h[i] = h[i], h[p]
@@ -172,11 +258,11 @@ func siftUp(h []candidate, i int) {
 	}
 }
 
-func siftDown(h []candidate, i int) {
+func siftDown(h []uint64, i int) {
 	for {
 		w := i
-		for _, c := range []int{2*i + 1, 2*i + 2} {
-			if c < len(h) && better(h[w], h[c]) {
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(h) && h[c] > h[w] {
 				w = c
 			}
 		}

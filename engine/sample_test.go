@@ -114,14 +114,14 @@ func TestSamplerTopKByHeap(t *testing.T) {
 			}
 		}
 		slices.SortFunc(all, func(a, b candidate) int {
-			if better(a, b) {
+			if refBetter(a, b) {
 				return -1
 			}
 			return 1
 		})
-		got := make([]int32, len(s.cand))
-		for i, c := range s.cand {
-			got[i] = c.id
+		got := make([]int32, len(s.keys))
+		for i, key := range s.keys {
+			got[i] = rankID(key)
 		}
 		want := make([]int32, min(k, len(all)))
 		for i := range want {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,21 +30,6 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return chatLoop(ctx, args, chatIO{in: os.Stdin, out: stdout, err: stderr, interrupts: interrupts, prompt: interactive})
 }
 
-// openChat loads the model as open does and makes an assistant.Chat over its session; the
-// caller calls done when finished.
-func (f *modelFlags) openChat(ctx context.Context, stderr io.Writer) (*assistant.Chat, func(), error) {
-	m, s, done, err := f.open(ctx, stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := assistant.New(m, s)
-	if err != nil {
-		done()
-		return nil, nil, fmt.Errorf("%s: %w", *f.path, err)
-	}
-	return c, done, nil
-}
-
 // chatIO is where a chat reads and writes.
 type chatIO struct {
 	in         io.Reader
@@ -61,7 +45,13 @@ const chatHelp = `Type a message and press Enter. Commands: /reset starts a new 
 (the system message stays), /exit ends (so does end of input). Ctrl-C stops an answer.`
 
 func chatLoop(ctx context.Context, args []string, term chatIO) error {
-	fs := newFlags("chat", term.err)
+	cl := commandLine{
+		name:     "chat",
+		synopsis: "trochilus chat -m MODEL [-system TEXT] [-n N] [-t T] [-b B] [-c C]",
+		about: "Chat with the model on the terminal, through its own chat template: greedily, or sampled\n" +
+			"with -temp (the same seed gives the same answers on any machine).\n" + chatHelp,
+	}
+	fs := cl.flags(term.err)
 	mf := addModelFlags(fs)
 	system := fs.String("system", "", "a system message that opens the conversation")
 	n := fs.Int("n", 0, "most tokens an answer may have (0: as many as the context has room for)")
@@ -69,17 +59,8 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 	topK := fs.Int("top-k", 0, "with -temp: draw from the K most likely tokens only (0: all)")
 	topP := fs.Float64("top-p", 1, "with -temp: draw from the most likely tokens adding up to P")
 	seed := fs.Uint64("seed", 0, "with -temp: the random seed (default: a fresh one, printed); answer i uses seed+i")
-	fs.Usage = func() {
-		fmt.Fprintln(term.err, "usage: trochilus chat -m MODEL [-system TEXT] [-n N] [-t T] [-b B] [-c C]\n\n"+
-			"Chat with the model on the terminal, through its own chat template: greedily, or sampled\n"+
-			"with -temp (the same seed gives the same answers on any machine).\n"+chatHelp)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cl.parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if *n < 0 {
 		return fmt.Errorf("%w: -n %d: want at least 0", errUsage, *n)
@@ -90,9 +71,7 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 		if err := sampling.Check(); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
-		seeded := false
-		fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
-		if !seeded {
+		if !flagSet(fs, "seed") {
 			sampling.Seed = engine.NewSeed()
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
@@ -22,16 +21,7 @@ import (
 // answers to compare the commands with.
 func newChat(t *testing.T, path string) *assistant.Chat {
 	t.Helper()
-	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	s, err := m.NewSession(engine.SessionOptions{Context: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := assistant.New(m, s)
+	c, err := assistant.New(loadModel(t, path, engine.SessionOptions{Context: 512}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +113,7 @@ func TestChatRefusesAModelWithoutTemplate(t *testing.T) {
 	if err == nil {
 		t.Fatal("chat with a missing file")
 	}
-	if code, _, _ := trochilus("chat", "-n", "-1", "-m", "x"); code != 2 {
+	if code, _, _ := runCLI("chat", "-n", "-1", "-m", "x"); code != 2 {
 		t.Fatalf("-n -1: exit %d", code)
 	}
 }
@@ -146,30 +136,52 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// lineWatch is a writer that closes seen once what it was written holds want.
+type lineWatch struct {
+	syncBuffer
+	want string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	if strings.Contains(w.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+// startServe runs serve on path, with extra flags, at a free loopback port until ctx ends. It
+// returns once serve says where it listens (failing the test if serve ends first), with the
+// server's address, serve's stderr and the channel its result comes on. There is no deadline:
+// the test binary's -timeout is the only limit, so a slow machine is never mistaken for a
+// broken server.
+func startServe(t *testing.T, ctx context.Context, path string, extra ...string) (url string, errb *lineWatch, result <-chan error) {
+	t.Helper()
+	errb = &lineWatch{want: "serving ", seen: make(chan struct{})}
+	res := make(chan error, 1)
+	go func() {
+		res <- runServe(ctx, append([]string{"-m", path, "-addr", "127.0.0.1:0"}, extra...), io.Discard, errb)
+	}()
+	select {
+	case <-errb.seen:
+	case err := <-res:
+		t.Fatalf("serve ended: %v\n%s", err, errb.String())
+	}
+	m := regexp.MustCompile(`at http://(\S+):`).FindStringSubmatch(errb.String())
+	if m == nil {
+		t.Fatalf("serve does not say where it listens:\n%s", errb.String())
+	}
+	return "http://" + m[1], errb, res
+}
+
 func TestServeCommand(t *testing.T) {
 	path := tinyModel(t)
 	want := replies(t, path, []string{"Hello!"}, 8)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errb syncBuffer
-	result := make(chan error, 1)
-	go func() {
-		result <- runServe(ctx, []string{"-m", path, "-addr", "127.0.0.1:0", "-c", "512"}, io.Discard, &errb)
-	}()
-	addr := regexp.MustCompile(`at http://(\S+):`)
-	var url string
-	// Polled until serve says where it listens (no deadline: the test binary's -timeout is the
-	// only limit, so a slow machine is never mistaken for a broken server).
-	for ; url == ""; time.Sleep(10 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(errb.String()); m != nil {
-			url = "http://" + m[1]
-		}
-		select {
-		case err := <-result:
-			t.Fatalf("serve ended: %v\n%s", err, errb.String())
-		default:
-		}
-	}
+	url, errb, result := startServe(t, ctx, path, "-c", "512")
 	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"max_tokens":8,"messages":[{"role":"user","content":"Hello!"}]}`))
 	if err != nil {
@@ -217,7 +229,7 @@ func TestChatSampling(t *testing.T) {
 	if outs[0] != outs[1] || !strings.HasPrefix(outs[0], r.Text+"\n") {
 		t.Fatalf("chats %q and %q; the first answer with seed 5 is %q", outs[0], outs[1], r.Text)
 	}
-	if code, _, errs := trochilus("chat", "-m", path, "-temp", "-1"); code != 2 || !strings.Contains(errs, "temperature") {
+	if code, _, errs := runCLI("chat", "-m", path, "-temp", "-1"); code != 2 || !strings.Contains(errs, "temperature") {
 		t.Fatalf("-temp -1: exit %d %s", code, errs)
 	}
 }

@@ -15,21 +15,18 @@ import (
 // runCPU prints the machine profile: processor, cores, SIMD features and RAM; with -m, how a
 // model would sit in that memory.
 func runCPU(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cpu", stderr)
+	cl := commandLine{
+		name:     "cpu",
+		synopsis: "trochilus cpu [-json] [-m MODEL [-c C]]",
+		about: "Print what this machine offers: processor, cores, SIMD features, RAM. With -m, the memory plan\n" +
+			"a load of the model would follow: every weight in RAM, experts from disk, or won't fit, with the numbers.",
+	}
+	fs := cl.flags(stderr)
 	asJSON := fs.Bool("json", false, "print the profile (and with -m the plan) as JSON")
 	model := fs.String("m", "", "also plan this GGUF model in this machine's memory: a path, or a name in the models folder")
 	positions := fs.Int("c", 0, "with -m: positions the session holds (0: the default a load opens)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus cpu [-json] [-m MODEL [-c C]]\n\n"+
-			"Print what this machine offers: processor, cores, SIMD features, RAM. With -m, the memory plan\n"+
-			"a load of the model would follow: every weight in RAM, experts from disk, or won't fit, with the numbers.")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cl.parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if *positions < 0 || *positions > 0 && *model == "" {
 		return fmt.Errorf("%w: -c %d: want a context of 0 or more, with -m", errUsage, *positions)

@@ -16,7 +16,12 @@ import (
 
 // runGen writes a deterministic OLMoE- or Qwen3-MoE-shaped model with random weights.
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("gen", stderr)
+	cl := commandLine{
+		name:     "gen",
+		synopsis: "trochilus gen -o FILE [-preset tiny|full] [-type TYPE] [-seed N] [overrides]",
+		about:    "Write an OLMoE- or Qwen3-MoE-shaped GGUF with random weights; the same flags give the same bytes.",
+	}
+	fs := cl.flags(stderr)
 	out := fs.String("o", "", "the GGUF file to write (required)")
 	preset := fs.String("preset", "tiny", "the shape to start from: tiny, full (OLMoE-1B-7B), qwen3-tiny or qwen3-full (Qwen3-30B-A3B)")
 	typ := fs.String("type", "q8_0", "weight types: "+strings.Join(modelgen.MixNames(), ", "))
@@ -37,16 +42,8 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	eps := fs.Float64("rms-eps", 0, "override: RMSNorm epsilon")
 	normTopK := fs.Bool("norm-topk-prob", false, "renormalise the chosen experts' weights (olmoe.expert_weights_norm)")
 	clip := fs.Float64("clip-qkv", 0, "clamp q, k, v to this magnitude (olmoe.attention.clamp_kqv); 0: no clamp")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus gen -o FILE [-preset tiny|full] [-type TYPE] [-seed N] [overrides]\n\n"+
-			"Write an OLMoE- or Qwen3-MoE-shaped GGUF with random weights; the same flags give the same bytes.")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cl.parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if *out == "" {
 		return fmt.Errorf("%w: -o FILE is required", errUsage)
@@ -72,35 +69,21 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *name != "" {
 		cfg.Name = *name
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "layers":
-			cfg.Layers = *layers
-		case "hidden":
-			cfg.Hidden = *hidden
-		case "heads":
-			cfg.Heads = *heads
-			if !flagSet(fs, "kv-heads") {
-				cfg.KVHeads = *heads
-			}
-		case "kv-heads":
-			cfg.KVHeads = *kvHeads
-		case "experts":
-			cfg.Experts = *experts
-		case "experts-used":
-			cfg.ExpertsUsed = *used
-		case "ffn":
-			cfg.ExpertFFN = *ffn
-		case "vocab":
-			cfg.Vocab = *vocab
-		case "context":
-			cfg.Context = *ctxLen
-		case "rope-theta":
-			cfg.RopeTheta = float32(*theta)
-		case "rms-eps":
-			cfg.RMSEps = float32(*eps)
-		}
-	})
+	// An override replaces the preset's value only where its flag is given: a 0 given is a
+	// value for Validate to judge, not "the preset's".
+	override(fs, "layers", &cfg.Layers, *layers)
+	override(fs, "hidden", &cfg.Hidden, *hidden)
+	// -heads sets the key/value heads too, unless -kv-heads, applied after it, says otherwise.
+	override(fs, "heads", &cfg.Heads, *heads)
+	override(fs, "heads", &cfg.KVHeads, *heads)
+	override(fs, "kv-heads", &cfg.KVHeads, *kvHeads)
+	override(fs, "experts", &cfg.Experts, *experts)
+	override(fs, "experts-used", &cfg.ExpertsUsed, *used)
+	override(fs, "ffn", &cfg.ExpertFFN, *ffn)
+	override(fs, "vocab", &cfg.Vocab, *vocab)
+	override(fs, "context", &cfg.Context, *ctxLen)
+	override(fs, "rope-theta", &cfg.RopeTheta, float32(*theta))
+	override(fs, "rms-eps", &cfg.RMSEps, float32(*eps))
 	if cfg.Arch != "qwen3moe" { // Qwen3-MoE always renormalises and clamps nothing
 		cfg.NormTopKProb = *normTopK
 		cfg.ClipQKV = float32(*clip)
@@ -146,9 +129,9 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
-// flagSet reports whether the flag called name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+// override sets *field to v when the flag called name was given on the command line.
+func override[T any](fs *flag.FlagSet, name string, field *T, v T) {
+	if flagSet(fs, name) {
+		*field = v
+	}
 }

@@ -17,47 +17,48 @@ import (
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/kernels"
 	"github.com/trochilus-llm/trochilus/tokenizer"
 )
 
-// tinyModel writes the tiny Q8_0 OLMoE (full vocabulary, OLMoE's tokenizer) into a temporary
-// directory.
+// tinyModel copies the tiny Q8_0 OLMoE (full vocabulary, OLMoE's tokenizer), which modelgentest
+// writes once per test binary, into a temporary directory. The copy is named tiny-q8_0.gguf
+// because serve names the model after its file, and the tests expect that name.
 func tinyModel(t *testing.T) string {
 	t.Helper()
-	tok, err := modelgen.FindOLMoETokenizer("")
+	data, err := os.ReadFile(modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := modelgen.Tiny(modelgen.Uniform(gguf.TypeQ8_0))
-	cfg.Tokenizer = tok
 	path := filepath.Join(t.TempDir(), "tiny-q8_0.gguf")
-	if err := modelgen.Write(context.Background(), path, cfg); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-// trochilus runs the command line args and returns its exit code, stdout and stderr.
-func trochilus(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-// engineRun loads path and returns what the engine itself gives for prompt: the greedy tokens
-// (n of them, no stop token) and the logits of every prompt position.
-func engineRun(t *testing.T, path string, prompt []int32, n int) ([]int32, []float32, *engine.Model) {
+// loadModel loads path on one thread and opens a session with opts, for the engine's own
+// answers to compare the commands with; the test's end closes the model.
+func loadModel(t *testing.T, path string, opts engine.SessionOptions) (*engine.Model, *engine.Session) {
 	t.Helper()
 	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	s, err := m.NewSession(engine.SessionOptions{})
+	s, err := m.NewSession(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, s
+}
+
+// engineRun loads path and returns what the engine itself gives for prompt: the greedy tokens
+// (n of them, no stop token) and the logits of every prompt position.
+func engineRun(t *testing.T, path string, prompt []int32, n int) ([]int32, []float32, *engine.Model) {
+	t.Helper()
+	m, s := loadModel(t, path, engine.SessionOptions{})
 	logits := make([]float32, len(prompt)*m.Config().Vocab)
 	if err := s.EvalAll(context.Background(), prompt, logits); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestGenerateCommand(t *testing.T) {
 	path := tinyModel(t)
 	prompt := []int32{50279, 510, 3158, 8516, 30013}
 	want, _, _ := engineRun(t, path, prompt, 6)
-	code, out, errs := trochilus("generate", "-m", path, "--tokens", joinIDs(prompt), "-n", "6", "-t", "3", "-b", "2", "--ignore-eos")
+	code, out, errs := runCLI("generate", "-m", path, "--tokens", joinIDs(prompt), "-n", "6", "-t", "3", "-b", "2", "--ignore-eos")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -113,13 +114,13 @@ func TestGenerateStreamedExperts(t *testing.T) {
 	prompt := []int32{50279, 510, 3158, 8516, 30013}
 	want, _, _ := engineRun(t, path, prompt, 6)
 	for _, budget := range []string{"min", "1"} {
-		code, out, errs := trochilus("generate", "-m", path, "--tokens", joinIDs(prompt), "-n", "6", "--ignore-eos", "-expert-budget", budget)
+		code, out, errs := runCLI("generate", "-m", path, "--tokens", joinIDs(prompt), "-n", "6", "--ignore-eos", "-expert-budget", budget)
 		if code != 0 || out != joinIDs(want)+"\n" || !strings.Contains(errs, "experts streamed from disk") {
 			t.Fatalf("-expert-budget %s: exit %d, stdout %q (want %q), stderr %s", budget, code, out, joinIDs(want), errs)
 		}
 	}
 	for _, bad := range []string{"0", "-3", "lots"} {
-		if code, _, errs := trochilus("generate", "-m", path, "--tokens", "1", "-expert-budget", bad); code != 2 || !strings.Contains(errs, "expert-budget") {
+		if code, _, errs := runCLI("generate", "-m", path, "--tokens", "1", "-expert-budget", bad); code != 2 || !strings.Contains(errs, "expert-budget") {
 			t.Errorf("-expert-budget %s: exit %d, %s", bad, code, errs)
 		}
 	}
@@ -131,7 +132,7 @@ func TestLogitsCommand(t *testing.T) {
 	_, want, m := engineRun(t, path, prompt, 1)
 	vocab := m.Config().Vocab
 	file := filepath.Join(t.TempDir(), "logits.bin")
-	code, _, errs := trochilus("logits", "-m", path, "--tokens", joinIDs(prompt), "-o", file, "-b", "3", "-t", "2")
+	code, _, errs := runCLI("logits", "-m", path, "--tokens", joinIDs(prompt), "-o", file, "-b", "3", "-t", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -146,7 +147,7 @@ func TestLogitsCommand(t *testing.T) {
 	if !bytes.Equal(b, wantBytes) {
 		t.Fatalf("logits file: %d bytes, not the engine's %d bytes", len(b), len(wantBytes))
 	}
-	code, out, errs := trochilus("logits", "-m", path, "--tokens", joinIDs(prompt), "--hex")
+	code, out, errs := runCLI("logits", "-m", path, "--tokens", joinIDs(prompt), "--hex")
 	if code != 0 {
 		t.Fatalf("--hex: exit %d: %s", code, errs)
 	}
@@ -165,10 +166,7 @@ func TestLogitsCommand(t *testing.T) {
 func TestRunCommand(t *testing.T) {
 	path := tinyModel(t)
 	text := "The quick brown fox"
-	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, _ := loadModel(t, path, engine.SessionOptions{})
 	tok, err := tokenizer.FromGGUF(m.File())
 	if err != nil {
 		t.Fatal(err)
@@ -177,9 +175,8 @@ func TestRunCommand(t *testing.T) {
 	if tok.AddBOS() {
 		ids = append([]int32{tok.BOS()}, ids...)
 	}
-	m.Close()
 	want, _, _ := engineRun(t, path, ids, 8)
-	code, out, errs := trochilus("run", "-m", path, "-p", text, "-n", "8", "--ignore-eos")
+	code, out, errs := runCLI("run", "-m", path, "-p", text, "-n", "8", "--ignore-eos")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -190,7 +187,7 @@ func TestRunCommand(t *testing.T) {
 	if err := os.WriteFile(prompt, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out2, errs := trochilus("run", "-m", path, "-f", prompt, "-n", "8", "--ignore-eos"); code != 0 || out2 != out {
+	if code, out2, errs := runCLI("run", "-m", path, "-f", prompt, "-n", "8", "--ignore-eos"); code != 0 || out2 != out {
 		t.Errorf("-f: exit %d, %q (stderr %s), want %q", code, out2, errs, out)
 	}
 }
@@ -213,7 +210,7 @@ func TestModelCommandErrors(t *testing.T) {
 		{[]string{"run", "-m", path}, 2, "exactly one of -p"},
 		{[]string{"run", "-m", path, "-p", "x", "-f", "y"}, 2, "exactly one of -p"},
 	} {
-		code, _, errs := trochilus(tc.args...)
+		code, _, errs := runCLI(tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.has) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, errs, tc.code, tc.has)
 		}
@@ -238,11 +235,11 @@ func TestGenerateInterrupted(t *testing.T) {
 func TestGenerateRepeat(t *testing.T) {
 	path := tinyModel(t)
 	args := []string{"generate", "-m", path, "--tokens", "5,6,7", "-n", "6", "-ignore-eos", "-t", "2"}
-	code, once, _ := trochilus(args...)
+	code, once, _ := runCLI(args...)
 	if code != 0 {
 		t.Fatalf("generate: exit %d", code)
 	}
-	code, thrice, stderr := trochilus(append(args, "-repeat", "3")...)
+	code, thrice, stderr := runCLI(append(args, "-repeat", "3")...)
 	if code != 0 {
 		t.Fatalf("generate -repeat 3: exit %d: %s", code, stderr)
 	}
@@ -257,7 +254,7 @@ func TestGenerateRepeat(t *testing.T) {
 	if got := strings.Count(stderr, "\ngeneration: "); got != 3 {
 		t.Errorf("stderr reports %d generation rates, want 3:\n%s", got, stderr)
 	}
-	if code, _, _ := trochilus(append(args, "-repeat", "0")...); code != 2 {
+	if code, _, _ := runCLI(append(args, "-repeat", "0")...); code != 2 {
 		t.Errorf("-repeat 0: exit %d, want 2 (usage)", code)
 	}
 }

@@ -19,17 +19,16 @@ import (
 // runInspect describes a GGUF file: its architecture's configuration, its metadata, its tensors
 // and what they add up to. Only the header is read.
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", stderr)
+	cl := commandLine{
+		name:     "inspect",
+		synopsis: "trochilus inspect [-json] FILE",
+		about:    "Describe a GGUF file: architecture config, metadata, tensors, totals.",
+		args:     oneArg("FILE"),
+	}
+	fs := cl.flags(stderr)
 	asJSON := fs.Bool("json", false, "print the description as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus inspect [-json] FILE\n\nDescribe a GGUF file: architecture config, metadata, tensors, totals.")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cl.parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want one FILE, got %d arguments", errUsage, fs.NArg())
 	}
 	path := fs.Arg(0)
 	cpu0, cpuOK := machine.ProcessCPUTime()

@@ -22,24 +22,17 @@ import (
 // runLs lists the models the app knows: those in its models folder, unfinished downloads,
 // and the files opened from elsewhere that it remembers.
 func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("ls", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus ls\n\n"+
-			"List the app's models folder ($"+library.HomeEnv+"/models when set) and the models opened from\n"+
-			"elsewhere: size, architecture, weight types and whether each fits this machine's memory.")
-		fs.PrintDefaults()
+	cl := commandLine{
+		name:     "ls",
+		synopsis: "trochilus ls",
+		about: "List the app's models folder ($" + library.HomeEnv + "/models when set) and the models opened from\n" +
+			"elsewhere: size, architecture, weight types and whether each fits this machine's memory.",
 	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := cl.flags(stderr)
+	if err := cl.parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	dirs, err := library.UserDirs()
-	if err != nil {
-		return err
-	}
-	found, err := scanModelsFolder(dirs.Models)
+	dirs, found, err := readModelsFolder()
 	if err != nil {
 		return err
 	}
@@ -144,6 +137,16 @@ func lsPartialRow(final string) []string {
 type folderModels struct {
 	models  []string // *.gguf files
 	partial []string // final names of unfinished downloads (whose partial file is there)
+}
+
+// readModelsFolder finds the app's models folder, making it when missing, and reads it.
+func readModelsFolder() (library.Dirs, folderModels, error) {
+	dirs, err := library.UserDirs()
+	if err != nil {
+		return library.Dirs{}, folderModels{}, err
+	}
+	found, err := scanModelsFolder(dirs.Models)
+	return dirs, found, err
 }
 
 // scanModelsFolder reads the models folder. A missing folder holds nothing.

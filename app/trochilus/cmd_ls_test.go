@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,13 +22,7 @@ func TestLsAndRm(t *testing.T) {
 
 	// An unfinished download, cut at a known byte.
 	cut := int64(len(data) / 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	client := &http.Client{Transport: &interrupter{base: http.DefaultTransport, after: cut, cancel: cancel}}
-	var out, errOut bytes.Buffer
-	if err := pull(ctx, []string{"org/repo"}, &out, &errOut, client); !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted pull: %v\n%s%s", err, out.String(), errOut.String())
-	}
+	pullInterrupted(t, "org/repo", cut)
 	for name, contents := range map[string][]byte{
 		"tiny-Q4_K_M.gguf": data,
 		"tiny-copy.gguf":   data,

@@ -27,22 +27,20 @@ func runPull(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // pull is runPull with the HTTP client given, so tests can act at exact points of a transfer.
 func pull(ctx context.Context, args []string, stdout, stderr io.Writer, client *http.Client) error {
-	fs := newFlags("pull", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus pull REPO[:FILE]\n\n"+
-			"Download a GGUF model from Hugging Face ($"+hub.EndpointEnv+" replaces https://huggingface.co) into\n"+
-			"the app's models folder ($"+library.HomeEnv+"/models when set), verifying the SHA-256 the\n"+
-			"repository publishes. FILE is a file name (foo-Q4_K_M.gguf) or a quant tag (Q4_K_M); without\n"+
-			"it the repository's only .gguf, or its Q4_K_M one, is taken. An interrupted pull (Ctrl-C, a\n"+
-			"lost connection) keeps what it received; pulling again resumes there.\n\n"+
-			"example: trochilus pull allenai/OLMoE-1B-7B-0125-Instruct-GGUF:Q4_K_M")
-		fs.PrintDefaults()
+	cl := commandLine{
+		name:     "pull",
+		synopsis: "trochilus pull REPO[:FILE]",
+		about: "Download a GGUF model from Hugging Face ($" + hub.EndpointEnv + " replaces https://huggingface.co) into\n" +
+			"the app's models folder ($" + library.HomeEnv + "/models when set), verifying the SHA-256 the\n" +
+			"repository publishes. FILE is a file name (foo-Q4_K_M.gguf) or a quant tag (Q4_K_M); without\n" +
+			"it the repository's only .gguf, or its Q4_K_M one, is taken. An interrupted pull (Ctrl-C, a\n" +
+			"lost connection) keeps what it received; pulling again resumes there.\n\n" +
+			"example: trochilus pull allenai/OLMoE-1B-7B-0125-Instruct-GGUF:Q4_K_M",
+		args: oneArg("REPO[:FILE]"),
 	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := cl.flags(stderr)
+	if err := cl.parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want one REPO[:FILE], got %d arguments", errUsage, fs.NArg())
 	}
 	target := fs.Arg(0)
 	repo, want, err := parseTarget(target)

@@ -23,6 +23,7 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/hub"
 	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
 // fakeHub plays Hugging Face for pull: the tree API listing a repository's files (in two
@@ -127,26 +128,13 @@ func (h *fakeHub) downloadRanges() []string {
 	return append([]string(nil), h.downloads...)
 }
 
-// pullTestModel returns the bytes of a small Q4_K_M OLMoE-shaped GGUF (no tokenizer: the listing
-// needs only its header), written once per test binary.
-var pullTestModel = sync.OnceValues(func() ([]byte, error) {
-	cfg := modelgen.Tiny(modelgen.Q4KM())
-	cfg.Vocab = 512
-	dir, err := os.MkdirTemp("", "trochilus-pull-test-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	p := filepath.Join(dir, "m.gguf")
-	if err := modelgen.Write(context.Background(), p, cfg); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(p)
-})
-
+// pullTestModelBytes returns the bytes of a small Q4_K_M OLMoE-shaped GGUF (no tokenizer: the
+// listing needs only its header), written once per test binary.
 func pullTestModelBytes(t *testing.T) []byte {
 	t.Helper()
-	data, err := pullTestModel()
+	cfg := modelgen.Tiny(modelgen.Q4KM())
+	cfg.Vocab = 512
+	data, err := os.ReadFile(modelgentest.TestModel(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,6 +335,20 @@ func (b *cutBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// pullInterrupted pulls target as Ctrl-C would stop it once cut bytes of the file have come,
+// and returns what the pull printed; a pull that does not end interrupted fails the test.
+func pullInterrupted(t *testing.T, target string, cut int64) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := &http.Client{Transport: &interrupter{base: http.DefaultTransport, after: cut, cancel: cancel}}
+	var out, errOut bytes.Buffer
+	if err := pull(ctx, []string{target}, &out, &errOut, client); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted pull returned %v, want context.Canceled\n%s%s", err, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
 // Ctrl-C in the middle keeps the partial file and says how to resume; the next pull resumes
 // at its last byte with a Range request and the result verifies.
 func TestPullResumesAfterInterrupt(t *testing.T) {
@@ -355,15 +357,8 @@ func TestPullResumesAfterInterrupt(t *testing.T) {
 	hub.add("sub/OLMoE-tiny-Q4_K_M.gguf", data)
 	cut := int64(len(data) / 3)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	client := &http.Client{Transport: &interrupter{base: http.DefaultTransport, after: cut, cancel: cancel}}
-	var out, errOut bytes.Buffer
-	err := pull(ctx, []string{"org/repo:Q4_K_M"}, &out, &errOut, client)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted pull returned %v, want context.Canceled\n%s%s", err, out.String(), errOut.String())
-	}
-	t.Logf("interrupted pull:\n%s%s", out.String(), errOut.String())
+	out, errOut := pullInterrupted(t, "org/repo:Q4_K_M", cut)
+	t.Logf("interrupted pull:\n%s%s", out, errOut)
 	dest := filepath.Join(modelsDir(t), "OLMoE-tiny-Q4_K_M.gguf")
 	if kept := download.Partial(dest); kept != cut {
 		t.Fatalf("partial file holds %d bytes, want %d", kept, cut)
@@ -371,8 +366,8 @@ func TestPullResumesAfterInterrupt(t *testing.T) {
 	if _, err := os.Stat(dest); err == nil {
 		t.Fatal("an interrupted pull left a file under the final name")
 	}
-	if !strings.Contains(errOut.String(), "run 'trochilus pull org/repo:Q4_K_M' again to resume") {
-		t.Fatalf("no resume hint:\n%s", errOut.String())
+	if !strings.Contains(errOut, "run 'trochilus pull org/repo:Q4_K_M' again to resume") {
+		t.Fatalf("no resume hint:\n%s", errOut)
 	}
 
 	code, stdout, stderr := runCLI("pull", "org/repo:Q4_K_M")

@@ -18,25 +18,24 @@ import (
 // runRm deletes models from the app's models folder, with what unfinished downloads of them
 // left.
 func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("rm", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus rm NAME...\n\n"+
-			"Delete models from the app's models folder ($"+library.HomeEnv+"/models when set), with any\n"+
-			"unfinished download of them. NAME is a file name there, with or without .gguf, or the start\n"+
-			"of one that no other model shares ('trochilus ls' lists them). Files elsewhere are never touched.")
-		fs.PrintDefaults()
+	cl := commandLine{
+		name:     "rm",
+		synopsis: "trochilus rm NAME...",
+		about: "Delete models from the app's models folder ($" + library.HomeEnv + "/models when set), with any\n" +
+			"unfinished download of them. NAME is a file name there, with or without .gguf, or the start\n" +
+			"of one that no other model shares ('trochilus ls' lists them). Files elsewhere are never touched.",
+		args: func(names []string) error {
+			if len(names) == 0 {
+				return fmt.Errorf("%w: name the model to delete", errUsage)
+			}
+			return nil
+		},
 	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := cl.flags(stderr)
+	if err := cl.parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: name the model to delete", errUsage)
-	}
-	dirs, err := library.UserDirs()
-	if err != nil {
-		return err
-	}
-	found, err := scanModelsFolder(dirs.Models)
+	dirs, found, err := readModelsFolder()
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 )
@@ -12,23 +11,20 @@ import (
 // runRun continues raw text (no chat template) greedily through assistant.Complete, so that it
 // streams the same valid UTF-8 text as chat and serve, and prints it.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", stderr)
+	cl := commandLine{
+		name:     "run",
+		synopsis: "trochilus run -m MODEL (-p TEXT | -f FILE) [-n N] [-t T] [-b B] [-c C]",
+		about:    "Tokenize raw text (no chat template), generate greedily and print the new text.",
+	}
+	fs := cl.flags(stderr)
 	mf := addModelFlags(fs)
 	prompt := fs.String("p", "", "the prompt text")
 	file := fs.String("f", "", "read the prompt text from this file")
 	n := fs.Int("n", 128, "most tokens to generate")
 	special := fs.Bool("special", false, "turn control-token text in the prompt (<|endoftext|>, ...) into those tokens")
 	ignoreEOS := fs.Bool("ignore-eos", false, "do not stop at the end-of-sequence token")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: trochilus run -m MODEL (-p TEXT | -f FILE) [-n N] [-t T] [-b B] [-c C]\n\n"+
-			"Tokenize raw text (no chat template), generate greedily and print the new text.")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cl.parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if (*prompt == "") == (*file == "") {
 		return fmt.Errorf("%w: give the prompt with exactly one of -p TEXT and -f FILE", errUsage)
@@ -36,13 +32,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *n < 1 {
 		return fmt.Errorf("%w: -n %d: want at least 1", errUsage, *n)
 	}
-	text := *prompt
-	if *file != "" {
-		b, err := os.ReadFile(*file)
-		if err != nil {
-			return err
-		}
-		text = string(b)
+	text, err := textOrFile(*prompt, *file)
+	if err != nil {
+		return err
 	}
 	c, done, err := mf.openChat(ctx, stderr)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 )
@@ -43,35 +42,11 @@ func TestServedHosts(t *testing.T) {
 	}
 }
 
-// lineWatch is a writer that closes seen once what it was written holds want.
-type lineWatch struct {
-	syncBuffer
-	want string
-	once sync.Once
-	seen chan struct{}
-}
-
-func (w *lineWatch) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
-	if strings.Contains(w.String(), w.want) {
-		w.once.Do(func() { close(w.seen) })
-	}
-	return n, err
-}
-
 // TestServeStopsOnSIGTERM checks that SIGTERM ends serve as a normal stop: nil (status 0).
 func TestServeStopsOnSIGTERM(t *testing.T) {
 	path := tinyModel(t)
-	errb := &lineWatch{want: "serving ", seen: make(chan struct{})}
-	result := make(chan error, 1)
-	go func() {
-		result <- runServe(context.Background(), []string{"-m", path, "-addr", "127.0.0.1:0", "-c", "256"}, io.Discard, errb)
-	}()
-	select {
-	case <-errb.seen: // the signal handler is in place before serve says where it listens
-	case err := <-result:
-		t.Fatalf("serve ended: %v\n%s", err, errb.String())
-	}
+	// The signal handler is in place before serve says where it listens.
+	_, errb, result := startServe(t, context.Background(), path, "-c", "256")
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,9 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if (*text == "") == (*file == "") {
 		return fmt.Errorf("%w: give exactly one of -p and -f", errUsage)
 	}
-	in := *text
-	if *file != "" {
-		b, err := os.ReadFile(*file)
-		if err != nil {
-			return err
-		}
-		in = string(b)
+	in, err := textOrFile(*text, *file)
+	if err != nil {
+		return err
 	}
 	tok, _, err := openTokenizer(*model)
 	if err != nil {

@@ -9,10 +9,12 @@ package machine
 import (
 	"context"
 	"fmt"
-	"github.com/trochilus-llm/trochilus/gpu"
 	"io"
 	"runtime"
 	"strings"
+
+	"github.com/trochilus-llm/trochilus/gpu"
+	"github.com/trochilus-llm/trochilus/internal/units"
 
 	"github.com/klauspost/cpuid/v2"
 )
@@ -198,7 +200,7 @@ func (p Profile) Write(w io.Writer) error {
 		size int
 	}{{"L1d", p.L1D}, {"L2", p.L2}, {"L3", p.L3}} {
 		if c.size > 0 {
-			caches = append(caches, c.name+" "+Bytes(uint64(c.size)))
+			caches = append(caches, c.name+" "+units.Bytes(c.size))
 		}
 	}
 	if len(caches) > 0 {
@@ -208,7 +210,7 @@ func (p Profile) Write(w io.Writer) error {
 	if p.Hypervisor != "" {
 		lines = append(lines, [2]string{"hypervisor", p.Hypervisor})
 	}
-	lines = append(lines, [2]string{"ram", fmt.Sprintf("%s total, %s available", Bytes(p.RAMTotal), Bytes(p.RAMAvailable))})
+	lines = append(lines, [2]string{"ram", fmt.Sprintf("%s total, %s available", units.Bytes(p.RAMTotal), units.Bytes(p.RAMAvailable))})
 	for _, g := range p.GPUs {
 		lines = append(lines, [2]string{"gpu", fmt.Sprintf("%v, CUDA %s", g, p.CUDA)})
 	}
@@ -239,20 +241,6 @@ func hz(v int64) string {
 		return "unknown"
 	}
 	return fmt.Sprintf("%.2f GHz", float64(v)/1e9)
-}
-
-// Bytes renders a byte count with a binary unit (KiB, MiB, GiB, TiB), two decimals above 1 KiB.
-func Bytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 3 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.2f %s", v, [...]string{"KiB", "MiB", "GiB", "TiB"}[i])
 }
 
 // RAM returns the machine's physical memory and the part of it that can be had now without

@@ -79,18 +79,6 @@ func TestWrite(t *testing.T) {
 	}
 }
 
-func TestBytes(t *testing.T) {
-	for _, c := range []struct {
-		n    uint64
-		want string
-	}{{0, "0 B"}, {1023, "1023 B"}, {1024, "1.00 KiB"}, {1536, "1.50 KiB"}, {32 << 20, "32.00 MiB"},
-		{7_300_000_000, "6.80 GiB"}, {3 << 40, "3.00 TiB"}, {5 << 50, "5120.00 TiB"}} {
-		if got := Bytes(c.n); got != c.want {
-			t.Errorf("Bytes(%d) = %q, want %q", c.n, got, c.want)
-		}
-	}
-}
-
 func TestProcessCPUTime(t *testing.T) {
 	before, ok := ProcessCPUTime()
 	if !ok {

@@ -132,19 +132,19 @@ func Quantize(t gguf.Type, src []float32, dst []byte) error {
 		}
 	case gguf.TypeQ8_0:
 		for i := 0; i < len(src); i += 32 {
-			if err := QuantizeQ8_0((*[32]float32)(src[i:]), (*[34]byte)(dst[i/32*34:])); err != nil {
+			if err := quantizeQ8_0((*[32]float32)(src[i:]), (*[34]byte)(dst[i/32*34:])); err != nil {
 				return fmt.Errorf("quant: quantize Q8_0 block at element %d: %w", i, err)
 			}
 		}
 	case gguf.TypeQ4_K:
 		for i := 0; i < len(src); i += 256 {
-			if err := QuantizeQ4_K((*[256]float32)(src[i:]), (*[144]byte)(dst[i/256*144:])); err != nil {
+			if err := quantizeQ4_K((*[256]float32)(src[i:]), (*[144]byte)(dst[i/256*144:])); err != nil {
 				return fmt.Errorf("quant: quantize Q4_K block at element %d: %w", i, err)
 			}
 		}
 	case gguf.TypeQ6_K:
 		for i := 0; i < len(src); i += 256 {
-			if err := QuantizeQ6_K((*[256]float32)(src[i:]), (*[210]byte)(dst[i/256*210:])); err != nil {
+			if err := quantizeQ6_K((*[256]float32)(src[i:]), (*[210]byte)(dst[i/256*210:])); err != nil {
 				return fmt.Errorf("quant: quantize Q6_K block at element %d: %w", i, err)
 			}
 		}

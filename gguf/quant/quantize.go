@@ -55,10 +55,10 @@ func roundClamp(v float64, lo, hi int) int {
 	return int(r)
 }
 
-// QuantizeQ8_0 encodes the 32 values x as the Q8_0 block b: d is the smallest half at least
+// quantizeQ8_0 encodes the 32 values x as the Q8_0 block b: d is the smallest half at least
 // max|x|/127, q = round(x/d) in [-127, 127]. It fails on a NaN or infinity, or when d would not fit
 // a half (max|x| above about 8.3e6).
-func QuantizeQ8_0(x *[32]float32, b *[34]byte) error {
+func quantizeQ8_0(x *[32]float32, b *[34]byte) error {
 	if err := checkFinite(x[:]); err != nil {
 		return err
 	}
@@ -81,11 +81,11 @@ func QuantizeQ8_0(x *[32]float32, b *[34]byte) error {
 	return nil
 }
 
-// QuantizeQ4_K encodes the 256 values x as the Q4_K block b. Each sub-block j of 32 gets an offset
+// quantizeQ4_K encodes the 256 values x as the Q4_K block b. Each sub-block j of 32 gets an offset
 // −dmin·m_j at or below min(0, min x) and a step d·sc_j large enough to reach max x from it in 15
 // steps; d and dmin are the smallest halves that keep every sc_j and m_j within 6 bits. It fails
 // on a NaN or infinity, or when a scale would not fit a half.
-func QuantizeQ4_K(x *[256]float32, b *[144]byte) error {
+func quantizeQ4_K(x *[256]float32, b *[144]byte) error {
 	if err := checkFinite(x[:]); err != nil {
 		return err
 	}
@@ -146,11 +146,11 @@ func QuantizeQ4_K(x *[256]float32, b *[144]byte) error {
 	return nil
 }
 
-// QuantizeQ6_K encodes the 256 values x as the Q6_K block b. Each sub-block j of 16 gets a step
+// quantizeQ6_K encodes the 256 values x as the Q6_K block b. Each sub-block j of 16 gets a step
 // d·sc_j with sc_j in 0..127 large enough that 31 steps reach max|x| of the sub-block; d is the
 // smallest half that keeps every sc_j within int8, and q = round(x/step) in [-32, 31]. It fails on
 // a NaN or infinity, or when d would not fit a half.
-func QuantizeQ6_K(x *[256]float32, b *[210]byte) error {
+func quantizeQ6_K(x *[256]float32, b *[210]byte) error {
 	if err := checkFinite(x[:]); err != nil {
 		return err
 	}

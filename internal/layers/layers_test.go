@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"engine/library":    {"engine", "engine/hub", "engine/machine", "gguf"},
 	"engine/hub":        {"engine", "gguf"},
 	"engine/download":   {"internal/units"},
-	"engine/machine":    {"gpu", "internal/directio"},
+	"engine/machine":    {"gpu", "internal/directio", "internal/units"},
 	"experts":           {"gguf", "internal/directio", "internal/osmem", "internal/units", "kernels"},
 	"kernels":           {"gguf", "kernels/internal/bigmath"},
 	"gpu":               {},

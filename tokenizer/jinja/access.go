@@ -33,8 +33,8 @@ type boundMethod struct {
 	name string
 }
 
-func unsafeAttr(obj Value, name string) Undefined {
-	return Undefined{
+func unsafeAttr(obj Value, name string) undefinedValue {
+	return undefinedValue{
 		hint:     "access to attribute " + pyRepr(name) + " of " + pyRepr(typeName(obj)) + " object is unsafe.",
 		name:     name,
 		obj:      objectTypeRepr(obj),
@@ -54,7 +54,7 @@ func method(obj Value, name string) (Value, bool) {
 		if strMethods[name] {
 			return &boundMethod{obj, name}, true
 		}
-	case Markup:
+	case markupValue:
 		if strMethods[name] || name == "escape" || name == "unescape" || name == "striptags" {
 			return &boundMethod{obj, name}, true
 		}
@@ -72,7 +72,7 @@ func method(obj Value, name string) (Value, bool) {
 		if listMethods[name] {
 			return &boundMethod{obj, name}, true
 		}
-	case Tuple:
+	case tupleValue:
 		if tupleMethods[name] {
 			return &boundMethod{obj, name}, true
 		}
@@ -88,7 +88,7 @@ func method(obj Value, name string) (Value, bool) {
 // getAttr is the sandboxed environment's getattr: a Python attribute first, then obj[name].
 func getAttr(obj Value, name string) (Value, error) {
 	switch o := obj.(type) {
-	case Undefined:
+	case undefinedValue:
 		return nil, o.fail()
 	case *Dict:
 		if m, ok := method(o, name); ok {
@@ -97,7 +97,7 @@ func getAttr(obj Value, name string) (Value, error) {
 		if v, ok := o.Get(name); ok {
 			return v, nil
 		}
-	case *Namespace:
+	case *namespaceValue:
 		if v, ok := o.attrs.Get(name); ok {
 			if strings.HasPrefix(name, "_") {
 				return unsafeAttr(obj, name), nil
@@ -127,7 +127,7 @@ func getAttr(obj Value, name string) (Value, error) {
 // string keys, else an undefined value.
 func getItem(obj Value, key Value) (Value, error) {
 	switch o := obj.(type) {
-	case Undefined:
+	case undefinedValue:
 		return nil, o.fail()
 	case *Dict:
 		if _, err := hashKey(key); err == nil {
@@ -139,11 +139,11 @@ func getItem(obj Value, key Value) (Value, error) {
 		if v, ok := indexSeq(o, key); ok {
 			return v, nil
 		}
-	case Tuple:
+	case tupleValue:
 		if v, ok := indexSeq(o, key); ok {
 			return v, nil
 		}
-	case string, Markup:
+	case string, markupValue:
 		s, markup, _ := isStringy(o)
 		if i, _, isF, ok := number(key); ok && !isF {
 			rs := []rune(s)
@@ -152,7 +152,7 @@ func getItem(obj Value, key Value) (Value, error) {
 			}
 			if i >= 0 && i < int64(len(rs)) {
 				if markup {
-					return Markup(string(rs[i])), nil
+					return markupValue(string(rs[i])), nil
 				}
 				return string(rs[i]), nil
 			}
@@ -170,7 +170,7 @@ func getItem(obj Value, key Value) (Value, error) {
 	}
 	if name, ok := key.(string); ok {
 		switch o := obj.(type) {
-		case *Namespace, *loopContext, *cycler:
+		case *namespaceValue, *loopContext, *cycler:
 			return getAttr(o, name)
 		}
 		if m, ok := method(obj, name); ok {
@@ -278,12 +278,12 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 		}, nil
 	}
 	switch o := obj.(type) {
-	case []Value, Tuple:
+	case []Value, tupleValue:
 		var items []Value
 		if l, ok := o.([]Value); ok {
 			items = l
 		} else {
-			items = o.(Tuple)
+			items = o.(tupleValue)
 		}
 		each, err := pick(int64(len(items)))
 		if err != nil {
@@ -291,11 +291,11 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 		}
 		out := []Value{}
 		each(func(i int64) { out = append(out, items[i]) })
-		if _, ok := o.(Tuple); ok {
-			return Tuple(out), nil
+		if _, ok := o.(tupleValue); ok {
+			return tupleValue(out), nil
 		}
 		return out, nil
-	case string, Markup:
+	case string, markupValue:
 		s, markup, _ := isStringy(o)
 		rs := []rune(s)
 		each, err := pick(int64(len(rs)))
@@ -305,7 +305,7 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 		var b strings.Builder
 		each(func(i int64) { b.WriteRune(rs[i]) })
 		if markup {
-			return Markup(b.String()), nil
+			return markupValue(b.String()), nil
 		}
 		return b.String(), nil
 	case rangeValue:

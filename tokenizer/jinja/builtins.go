@@ -10,10 +10,10 @@ func init() {
 		"even":        modTest(2, 0),
 		"divisibleby": testDivisibleBy,
 		"defined": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
-			_, u := v.(Undefined)
+			_, u := v.(undefinedValue)
 			return !u, nil
 		},
-		"undefined": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, u := v.(Undefined); return u, nil },
+		"undefined": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, u := v.(undefinedValue); return u, nil },
 		"none":      func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { return v == nil, nil },
 		"boolean":   func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, ok := v.(bool); return ok, nil },
 		"false": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
@@ -41,7 +41,7 @@ func init() {
 		"iterable": testIterable,
 		"callable": testCallable,
 		"sameas":   testSameAs,
-		"escaped":  func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, ok := v.(Markup); return ok, nil },
+		"escaped":  func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, ok := v.(markupValue); return ok, nil },
 		"in": func(_ *renderer, v Value, args []Value, kwargs []kwValue) (bool, error) {
 			a, err := bindParams("test_in", []param{req("seq")}, args, kwargs)
 			if err != nil {
@@ -122,7 +122,7 @@ func caseTest(method string) testFunc {
 
 func testSequence(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
 	switch v.(type) {
-	case string, Markup, []Value, Tuple, *Dict, Undefined, rangeValue:
+	case string, markupValue, []Value, tupleValue, *Dict, undefinedValue, rangeValue:
 		return true, nil
 	}
 	return false, nil
@@ -130,7 +130,7 @@ func testSequence(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
 
 func testIterable(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
 	switch v.(type) {
-	case string, Markup, []Value, Tuple, *Dict, Undefined, rangeValue, *iterator, dictView, *loopContext:
+	case string, markupValue, []Value, tupleValue, *Dict, undefinedValue, rangeValue, *iterator, dictView, *loopContext:
 		return true, nil
 	}
 	return false, nil
@@ -138,7 +138,7 @@ func testIterable(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
 
 func testCallable(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
 	switch v.(type) {
-	case *Macro, Func, *builtinFunc, *boundMethod, *loopContext, Undefined, *joiner:
+	case *macroValue, Func, *builtinFunc, *boundMethod, *loopContext, undefinedValue, *joiner:
 		return true, nil
 	}
 	return false, nil
@@ -163,7 +163,7 @@ func testSameAs(_ *renderer, v Value, args []Value, kwargs []kwValue) (bool, err
 	case []Value:
 		b, ok := other.([]Value)
 		return ok && len(a) == len(b) && len(a) > 0 && &a[0] == &b[0], nil
-	case *Dict, *Namespace, *Macro, *loopContext, *iterator, *cycler, *joiner, *builtinFunc:
+	case *Dict, *namespaceValue, *macroValue, *loopContext, *iterator, *cycler, *joiner, *builtinFunc:
 		return v == other, nil
 	case string:
 		b, ok := other.(string)
@@ -253,7 +253,7 @@ func dictFrom(fname string, args []Value, kwargs []kwValue) (*Dict, error) {
 			for i, k := range src.keys {
 				_ = d.Set(k, src.vals[i])
 			}
-		case *Namespace:
+		case *namespaceValue:
 			return nil, typeError("'Namespace' object is not iterable")
 		default:
 			items, err := iterate(src)
@@ -289,5 +289,5 @@ func globalNamespace(_ *renderer, args []Value, kwargs []kwValue) (Value, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Namespace{attrs: d}, nil
+	return &namespaceValue{attrs: d}, nil
 }

@@ -34,7 +34,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		return nil, typeError("slice outside a subscript")
 	case *tupleExpr:
 		items, err := r.evalList(e.items, sc)
-		return Tuple(items), err
+		return tupleValue(items), err
 	case *listExpr:
 		items, err := r.evalList(e.items, sc)
 		if items == nil && err == nil {
@@ -185,7 +185,7 @@ func (r *renderer) evalSlice(obj Value, s *sliceExpr, sc *scope) (Value, error) 
 		}
 		parts[i] = v
 	}
-	if u, ok := obj.(Undefined); ok {
+	if u, ok := obj.(undefinedValue); ok {
 		return nil, u.fail()
 	}
 	v, err := sliceValue(obj, parts[0], parts[1], parts[2])
@@ -194,7 +194,7 @@ func (r *renderer) evalSlice(obj Value, s *sliceExpr, sc *scope) (Value, error) 
 			return nil, err
 		}
 		// Jinja's getitem turns TypeError and LookupError into an undefined value.
-		return undefinedAttr(obj, pyRepr(Tuple{parts[0], parts[1], parts[2]})), nil
+		return undefinedAttr(obj, pyRepr(tupleValue{parts[0], parts[1], parts[2]})), nil
 	}
 	return v, nil
 }
@@ -238,7 +238,7 @@ func (r *renderer) evalArgs(c *callArgs, sc *scope) ([]Value, []kwValue, error) 
 		}
 		d, ok := v.(*Dict)
 		if !ok {
-			if _, undef := v.(Undefined); undef {
+			if _, undef := v.(undefinedValue); undef {
 				return args, kwargs, nil
 			}
 			return nil, nil, typeError("argument after ** must be a mapping, not %s", typeName(v))
@@ -254,7 +254,7 @@ func (r *renderer) evalArgs(c *callArgs, sc *scope) ([]Value, []kwValue, error) 
 	return args, kwargs, nil
 }
 
-func (r *renderer) evalCall(e *callExpr, sc *scope, caller *Macro) (Value, error) {
+func (r *renderer) evalCall(e *callExpr, sc *scope, caller *macroValue) (Value, error) {
 	fn, err := r.eval(e.fn, sc)
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func (r *renderer) evalCall(e *callExpr, sc *scope, caller *Macro) (Value, error
 
 func (r *renderer) call(fn Value, args []Value, kwargs []kwValue) (Value, error) {
 	switch f := fn.(type) {
-	case *Macro:
+	case *macroValue:
 		return r.callMacro(f, args, kwargs)
 	case Func:
 		return f(args, kwMap(kwargs))
@@ -302,7 +302,7 @@ func (r *renderer) call(fn Value, args []Value, kwargs []kwValue) (Value, error)
 			return "", nil
 		}
 		return f.sep, nil
-	case Undefined:
+	case undefinedValue:
 		return nil, f.fail()
 	}
 	return nil, typeError("'%s' object is not callable", typeName(fn))

@@ -97,7 +97,7 @@ func strFilter(f func(string) string) filterFunc {
 		}
 		s, markup := softStr(v)
 		if markup {
-			return Markup(f(s)), nil
+			return markupValue(f(s)), nil
 		}
 		return f(s), nil
 	}
@@ -115,7 +115,7 @@ func filterTrim(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, er
 	}
 	out := pyStrip(s, "strip", chars, has)
 	if markup {
-		return Markup(out), nil
+		return markupValue(out), nil
 	}
 	return out, nil
 }
@@ -132,7 +132,7 @@ func filterDefault(r *renderer, v Value, args []Value, kwargs []kwValue) (Value,
 	if err != nil {
 		return nil, err
 	}
-	if _, undef := v.(Undefined); undef || (truth(a[1]) && !truth(v)) {
+	if _, undef := v.(undefinedValue); undef || (truth(a[1]) && !truth(v)) {
 		return a[0], nil
 	}
 	return v, nil
@@ -150,14 +150,14 @@ func filterForceEscape(r *renderer, v Value, args []Value, kwargs []kwValue) (Va
 		return nil, err
 	}
 	s, _ := softStr(v)
-	return Markup(htmlEscape(s)), nil
+	return markupValue(htmlEscape(s)), nil
 }
 
 func filterSafe(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
 	if err := noArgs("safe", args, kwargs); err != nil {
 		return nil, err
 	}
-	return Markup(pyStr(v)), nil
+	return markupValue(pyStr(v)), nil
 }
 
 func filterString(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
@@ -166,7 +166,7 @@ func filterString(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 	}
 	s, markup := softStr(v)
 	if markup {
-		return Markup(s), nil
+		return markupValue(s), nil
 	}
 	return s, nil
 }
@@ -256,7 +256,7 @@ func filterItems(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, e
 		return nil, err
 	}
 	switch d := v.(type) {
-	case Undefined:
+	case undefinedValue:
 		return &iterator{kind: "generator"}, nil
 	case *Dict:
 		return &iterator{kind: "generator", items: dictView{"items", d}.list()}, nil
@@ -322,7 +322,7 @@ func filterCenter(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 	}
 	out := pyPad(s, "center", w, " ")
 	if markup {
-		return Markup(out), nil
+		return markupValue(out), nil
 	}
 	return out, nil
 }
@@ -379,7 +379,7 @@ func filterIndent(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 		out = ind + out
 	}
 	if markup {
-		return Markup(out), nil
+		return markupValue(out), nil
 	}
 	return out, nil
 }
@@ -435,7 +435,7 @@ func filterFormat(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 		return nil, &Error{Kind: "FilterArgumentError", Msg: "can't handle positional and keyword arguments at the same time"}
 	}
 	s, markup := softStr(v)
-	var fa Value = Tuple(args)
+	var fa Value = tupleValue(args)
 	if len(kwargs) > 0 {
 		d := NewDict()
 		for _, k := range kwargs {
@@ -445,7 +445,7 @@ func filterFormat(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 	}
 	if markup {
 		out, err := percentFormat(s, escapeArgs(fa))
-		return Markup(out), err
+		return markupValue(out), err
 	}
 	return percentFormat(s, fa)
 }
@@ -460,9 +460,9 @@ func filterAttr(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, er
 		return nil, typeError("attribute name must be string")
 	}
 	switch o := v.(type) {
-	case Undefined:
+	case undefinedValue:
 		return nil, o.fail()
-	case *Namespace:
+	case *namespaceValue:
 		if x, ok := o.attrs.Get(name); ok {
 			return x, nil
 		}
@@ -495,7 +495,7 @@ func filterToJSON(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 		return nil, err
 	}
 	s = strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, "'", `\u0027`).Replace(s)
-	return Markup(s), nil
+	return markupValue(s), nil
 }
 
 func withIndent(o jsonOptions, indent Value) (jsonOptions, error) {

@@ -25,7 +25,7 @@ func filterDictsort(r *renderer, v Value, args []Value, kwargs []kwValue) (Value
 	items := dictView{"items", d}.list()
 	keys := make([]Value, len(items))
 	for i, it := range items {
-		k := it.(Tuple)[pos]
+		k := it.(tupleValue)[pos]
 		if !truth(a[0]) {
 			k = ignoreCase(k)
 		}
@@ -38,8 +38,8 @@ func ignoreCase(v Value) Value {
 	switch s := v.(type) {
 	case string:
 		return pyLower(s)
-	case Markup:
-		return Markup(pyLower(string(s)))
+	case markupValue:
+		return markupValue(pyLower(string(s)))
 	}
 	return v
 }
@@ -106,7 +106,7 @@ func attrGetter(attr Value, def Value) func(Value) (Value, error) {
 			if item, err = getItem(item, p); err != nil {
 				return nil, err
 			}
-			if _, undef := item.(Undefined); undef && def != nil {
+			if _, undef := item.(undefinedValue); undef && def != nil {
 				item = def
 			}
 		}
@@ -270,7 +270,7 @@ func filterReverse(r *renderer, v Value, args []Value, kwargs []kwValue) (Value,
 			rs[i], rs[j] = rs[j], rs[i]
 		}
 		if markup {
-			return Markup(string(rs)), nil
+			return markupValue(string(rs)), nil
 		}
 		return string(rs), nil
 	}

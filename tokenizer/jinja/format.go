@@ -11,7 +11,7 @@ func percentFormat(format string, args Value) (string, error) {
 	var positional []Value
 	var mapping *Dict
 	switch a := args.(type) {
-	case Tuple:
+	case tupleValue:
 		positional = a
 	case *Dict:
 		mapping = a

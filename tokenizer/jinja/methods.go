@@ -14,7 +14,7 @@ func (r *renderer) callMethod(m *boundMethod, args []Value, kwargs []kwValue) (V
 	switch recv := m.recv.(type) {
 	case string:
 		return strMethod(recv, false, m.name, args, kwargs)
-	case Markup:
+	case markupValue:
 		switch m.name {
 		case "escape":
 			return escapeValue(argOr(args, 0, nil)), nil
@@ -26,7 +26,7 @@ func (r *renderer) callMethod(m *boundMethod, args []Value, kwargs []kwValue) (V
 		return dictMethod(recv, m.name, args, kwargs)
 	case []Value:
 		return seqMethod(recv, "list", m.name, args, kwargs)
-	case Tuple:
+	case tupleValue:
 		return seqMethod(recv, "tuple", m.name, args, kwargs)
 	case *loopContext:
 		switch m.name {
@@ -84,7 +84,7 @@ func strArg(method string, v Value, allowNone bool) (string, bool, error) {
 func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValue) (Value, error) {
 	wrap := func(out string) Value {
 		if markup {
-			return Markup(out)
+			return markupValue(out)
 		}
 		return out
 	}
@@ -172,7 +172,7 @@ func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValu
 			return nil, err
 		}
 		var prefixes []Value
-		if t, ok := args[0].(Tuple); ok {
+		if t, ok := args[0].(tupleValue); ok {
 			prefixes = t
 		} else {
 			prefixes = []Value{args[0]}
@@ -180,7 +180,7 @@ func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValu
 		for _, p := range prefixes {
 			ps, ok := p.(string)
 			if !ok {
-				if m, isM := p.(Markup); isM {
+				if m, isM := p.(markupValue); isM {
 					ps = string(m)
 				} else {
 					return nil, typeError("%s first arg must be str or a tuple of str, not %s", name, typeName(p))
@@ -306,11 +306,11 @@ func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValu
 		}
 		if i < 0 {
 			if name == "partition" {
-				return Tuple{wrap(s), wrap(""), wrap("")}, nil
+				return tupleValue{wrap(s), wrap(""), wrap("")}, nil
 			}
-			return Tuple{wrap(""), wrap(""), wrap(s)}, nil
+			return tupleValue{wrap(""), wrap(""), wrap(s)}, nil
 		}
-		return Tuple{wrap(s[:i]), wrap(sep), wrap(s[i+len(sep):])}, nil
+		return tupleValue{wrap(s[:i]), wrap(sep), wrap(s[i+len(sep):])}, nil
 	case "isdigit", "isdecimal", "isnumeric", "isalpha", "isalnum", "isspace", "islower", "isupper", "isascii", "istitle", "isidentifier", "isprintable":
 		return strPredicate(s, name), nil
 	case "expandtabs":

@@ -32,7 +32,7 @@ func isStringy(v Value) (string, bool, bool) {
 	switch v := v.(type) {
 	case string:
 		return v, false, true
-	case Markup:
+	case markupValue:
 		return string(v), true, true
 	}
 	return "", false, false
@@ -43,7 +43,7 @@ func unsupportedOperands(op string, a, b Value) error {
 }
 
 func unaryOp(op string, x Value) (Value, error) {
-	if u, ok := x.(Undefined); ok {
+	if u, ok := x.(undefinedValue); ok {
 		return nil, u.fail()
 	}
 	i, f, isF, ok := number(x)
@@ -70,10 +70,10 @@ func overflow() error {
 }
 
 func binaryOp(op string, a, b Value) (Value, error) {
-	if u, ok := a.(Undefined); ok {
+	if u, ok := a.(undefinedValue); ok {
 		return nil, u.fail()
 	}
-	if u, ok := b.(Undefined); ok {
+	if u, ok := b.(undefinedValue); ok {
 		return nil, u.fail()
 	}
 	ai, af, aF, aNum := number(a)
@@ -95,7 +95,7 @@ func binaryOp(op string, a, b Value) (Value, error) {
 		if s, markup, ok := isStringy(a); ok {
 			if markup {
 				out, err := percentFormat(s, escapeArgs(b))
-				return Markup(out), err
+				return markupValue(out), err
 			}
 			return percentFormat(s, b)
 		}
@@ -105,8 +105,8 @@ func binaryOp(op string, a, b Value) (Value, error) {
 
 func escapeArgs(v Value) Value {
 	switch v := v.(type) {
-	case Tuple:
-		out := make(Tuple, len(v))
+	case tupleValue:
+		out := make(tupleValue, len(v))
 		for i, e := range v {
 			out[i] = escapeArg(e)
 		}
@@ -138,11 +138,11 @@ func add(a, b Value) (Value, error) {
 		}
 		switch {
 		case am && !bm:
-			return Markup(as + htmlEscape(bs)), nil
+			return markupValue(as + htmlEscape(bs)), nil
 		case bm && !am:
-			return Markup(htmlEscape(as) + bs), nil
+			return markupValue(htmlEscape(as) + bs), nil
 		case am && bm:
-			return Markup(as + bs), nil
+			return markupValue(as + bs), nil
 		}
 		return as + bs, nil
 	case aok:
@@ -162,12 +162,12 @@ func add(a, b Value) (Value, error) {
 		}
 		out := make([]Value, 0, len(av)+len(bv))
 		return append(append(out, av...), bv...), nil
-	case Tuple:
-		bv, ok := b.(Tuple)
+	case tupleValue:
+		bv, ok := b.(tupleValue)
 		if !ok {
 			return nil, typeError(`can only concatenate tuple (not "%s") to tuple`, typeName(b))
 		}
-		out := make(Tuple, 0, len(av)+len(bv))
+		out := make(tupleValue, 0, len(av)+len(bv))
 		return append(append(out, av...), bv...), nil
 	}
 	return nil, unsupportedOperands("+", a, b)
@@ -183,11 +183,11 @@ func repeat(seq Value, n int64, nv Value) (Value, error) {
 			return nil, errOutputTooLarge
 		}
 		return strings.Repeat(s, int(n)), nil
-	case Markup:
+	case markupValue:
 		if n > 0 && int64(len(s)) > maxOutput/n {
 			return nil, errOutputTooLarge
 		}
-		return Markup(strings.Repeat(string(s), int(n))), nil
+		return markupValue(strings.Repeat(string(s), int(n))), nil
 	case []Value:
 		if n > 0 && int64(len(s)) > maxOutput/16/n {
 			return nil, errOutputTooLarge
@@ -197,11 +197,11 @@ func repeat(seq Value, n int64, nv Value) (Value, error) {
 			out = append(out, s...)
 		}
 		return out, nil
-	case Tuple:
+	case tupleValue:
 		if n > 0 && int64(len(s)) > maxOutput/16/n {
 			return nil, errOutputTooLarge
 		}
-		out := make(Tuple, 0, len(s)*int(n))
+		out := make(tupleValue, 0, len(s)*int(n))
 		for i := int64(0); i < n; i++ {
 			out = append(out, s...)
 		}
@@ -398,8 +398,8 @@ func pyEquals(a, b Value) bool {
 	case []Value:
 		bv, ok := b.([]Value)
 		return ok && seqEqual(av, bv)
-	case Tuple:
-		bv, ok := b.(Tuple)
+	case tupleValue:
+		bv, ok := b.(tupleValue)
 		return ok && seqEqual(av, bv)
 	case *Dict:
 		bv, ok := b.(*Dict)
@@ -419,8 +419,8 @@ func pyEquals(a, b Value) bool {
 			}
 		}
 		return true
-	case Undefined:
-		_, ok := b.(Undefined)
+	case undefinedValue:
+		_, ok := b.(undefinedValue)
 		return ok
 	case rangeValue:
 		bv, ok := b.(rangeValue)
@@ -432,7 +432,7 @@ func pyEquals(a, b Value) bool {
 	case dictView:
 		bv, ok := b.(dictView)
 		return ok && av.kind == bv.kind && av.d == bv.d
-	case *Namespace, *Macro, *loopContext, *iterator, *builtinFunc, *cycler, *joiner:
+	case *namespaceValue, *macroValue, *loopContext, *iterator, *builtinFunc, *cycler, *joiner:
 		return a == b
 	case *boundMethod:
 		bv, ok := b.(*boundMethod)
@@ -471,10 +471,10 @@ func pyLess(a, b Value) (bool, error) {
 
 // pyCompare orders a and b, failing as Python does for types without an order.
 func pyCompare(a, b Value, op string) (int, error) {
-	if u, ok := a.(Undefined); ok {
+	if u, ok := a.(undefinedValue); ok {
 		return 0, u.fail()
 	}
-	if u, ok := b.(Undefined); ok {
+	if u, ok := b.(undefinedValue); ok {
 		return 0, u.fail()
 	}
 	ai, af, aF, aNum := number(a)
@@ -504,8 +504,8 @@ func pyCompare(a, b Value, op string) (int, error) {
 		if bv, ok := b.([]Value); ok {
 			return seqCompare(av, bv, op)
 		}
-	case Tuple:
-		if bv, ok := b.(Tuple); ok {
+	case tupleValue:
+		if bv, ok := b.(tupleValue); ok {
 			return seqCompare(av, bv, op)
 		}
 	}
@@ -576,7 +576,7 @@ func contains(container, item Value) (bool, error) {
 	switch c := container.(type) {
 	case []Value:
 		return seqContains(c, item), nil
-	case Tuple:
+	case tupleValue:
 		return seqContains(c, item), nil
 	case *Dict:
 		if _, err := hashKey(item); err != nil {
@@ -584,7 +584,7 @@ func contains(container, item Value) (bool, error) {
 		}
 		_, ok := c.Get(item)
 		return ok, nil
-	case Undefined:
+	case undefinedValue:
 		return false, nil
 	case dictView:
 		if c.kind == "keys" {

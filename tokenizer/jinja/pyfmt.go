@@ -13,9 +13,9 @@ func pyStr(v Value) string {
 	switch v := v.(type) {
 	case string:
 		return v
-	case Markup:
+	case markupValue:
 		return string(v)
-	case Undefined:
+	case undefinedValue:
 		return ""
 	}
 	var b strings.Builder
@@ -46,7 +46,7 @@ func writeRepr(b *strings.Builder, v Value) {
 		b.WriteString(floatRepr(v))
 	case string:
 		writeStringRepr(b, v)
-	case Markup:
+	case markupValue:
 		b.WriteString("Markup(")
 		writeStringRepr(b, string(v))
 		b.WriteString(")")
@@ -59,7 +59,7 @@ func writeRepr(b *strings.Builder, v Value) {
 			writeRepr(b, e)
 		}
 		b.WriteByte(']')
-	case Tuple:
+	case tupleValue:
 		b.WriteByte('(')
 		for i, e := range v {
 			if i > 0 {
@@ -73,13 +73,13 @@ func writeRepr(b *strings.Builder, v Value) {
 		b.WriteByte(')')
 	case *Dict:
 		writeDictRepr(b, v)
-	case Undefined:
+	case undefinedValue:
 		b.WriteString("Undefined")
-	case *Namespace:
+	case *namespaceValue:
 		b.WriteString("<Namespace ")
 		writeDictRepr(b, v.attrs)
 		b.WriteString(">")
-	case *Macro:
+	case *macroValue:
 		b.WriteString("<Macro ")
 		if v.name == "" {
 			b.WriteString("anonymous")
@@ -260,11 +260,11 @@ func writeJSON(b *strings.Builder, v Value, o jsonOptions, depth int) error {
 		b.WriteString(jsonFloat(v))
 	case string:
 		writeJSONString(b, v, o.ensureASCII)
-	case Markup:
+	case markupValue:
 		writeJSONString(b, string(v), o.ensureASCII)
 	case []Value:
 		return writeJSONArray(b, v, o, depth)
-	case Tuple:
+	case tupleValue:
 		return writeJSONArray(b, v, o, depth)
 	case *Dict:
 		return writeJSONObject(b, v, o, depth)
@@ -351,7 +351,7 @@ func writeJSONObject(b *strings.Builder, d *Dict, o jsonOptions, depth int) erro
 		switch k := d.keys[i].(type) {
 		case string:
 			key = k
-		case Markup:
+		case markupValue:
 			key = string(k)
 		case int64:
 			key = strconv.FormatInt(k, 10)
@@ -509,9 +509,9 @@ func htmlEscape(s string) string {
 
 // escapeValue is markupsafe.escape: Markup passes through, anything else is str()-ed and
 // escaped.
-func escapeValue(v Value) Markup {
-	if m, ok := v.(Markup); ok {
+func escapeValue(v Value) markupValue {
+	if m, ok := v.(markupValue); ok {
 		return m
 	}
-	return Markup(htmlEscape(pyStr(v)))
+	return markupValue(htmlEscape(pyStr(v)))
 }

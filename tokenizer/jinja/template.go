@@ -272,9 +272,9 @@ func (r *renderer) execNode(n node, sc *scope, out *strings.Builder) (ctrl, erro
 		}
 		return ctrlNone, r.assign(n.target, v, sc)
 	case *macroNode:
-		sc.set(n.name, &Macro{name: n.name, sig: &n.sig, body: n.body, closure: sc})
+		sc.set(n.name, &macroValue{name: n.name, sig: &n.sig, body: n.body, closure: sc})
 	case *callBlockNode:
-		caller := &Macro{name: "caller", sig: &n.sig, body: n.body, closure: sc}
+		caller := &macroValue{name: "caller", sig: &n.sig, body: n.body, closure: sc}
 		v, err := r.evalCall(n.call, sc, caller)
 		if err != nil {
 			return ctrlNone, err
@@ -319,9 +319,9 @@ func writeValue(out *strings.Builder, v Value) {
 	switch v := v.(type) {
 	case string:
 		out.WriteString(v)
-	case Markup:
+	case markupValue:
 		out.WriteString(string(v))
-	case Undefined:
+	case undefinedValue:
 	default:
 		writeRepr(out, v)
 	}
@@ -358,7 +358,7 @@ func (r *renderer) assign(t target, v Value, sc *scope) error {
 		}
 	case nsTarget:
 		obj, _ := sc.lookup(t.name)
-		ns, ok := obj.(*Namespace)
+		ns, ok := obj.(*namespaceValue)
 		if !ok {
 			return &Error{Kind: "TemplateRuntimeError", Msg: "cannot assign attribute on non-namespace object"}
 		}
@@ -483,8 +483,8 @@ func (l *loopContext) attr(name string) (Value, bool) {
 	return nil, false
 }
 
-// Macro is a macro defined in a template, or the caller of a {% call %} block.
-type Macro struct {
+// macroValue is a macro defined in a template, or the caller of a {% call %} block.
+type macroValue struct {
 	name    string
 	sig     *signature
 	body    []node
@@ -497,7 +497,7 @@ type kwValue struct {
 }
 
 // callMacro binds arguments as jinja2.runtime.Macro.__call__ does and renders the body.
-func (r *renderer) callMacro(m *Macro, args []Value, kwargs []kwValue) (Value, error) {
+func (r *renderer) callMacro(m *macroValue, args []Value, kwargs []kwValue) (Value, error) {
 	if r.depth >= maxDepth {
 		return nil, &Error{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
 	}
@@ -557,11 +557,11 @@ func (r *renderer) callMacro(m *Macro, args []Value, kwargs []kwValue) (Value, e
 		return nil, typeError("macro %s takes no keyword argument %s", pyRepr(m.name), pyRepr(kw[0].name))
 	}
 	if sig.usesVarargs {
-		var extra Tuple
+		var extra tupleValue
 		if len(args) > nparams {
-			extra = append(Tuple{}, args[nparams:]...)
+			extra = append(tupleValue{}, args[nparams:]...)
 		} else {
-			extra = Tuple{}
+			extra = tupleValue{}
 		}
 		sc.set("varargs", extra)
 	} else if len(args) > nparams {

@@ -8,44 +8,44 @@ import (
 )
 
 // Value is any template value. The dynamic types the interpreter understands mirror the Python
-// objects Jinja2 sees:
+// objects Jinja2 sees; a host gives and gets the exported ones:
 //
 //	nil           None
 //	bool          bool
 //	int64         int
 //	float64       float
 //	string        str
-//	Markup        markupsafe.Markup (a str marked safe)
 //	[]Value       list
-//	Tuple         tuple
 //	*Dict         dict (insertion-ordered)
-//	Undefined     jinja2.Undefined
-//	*Namespace    jinja2 namespace()
 //	Func          a callable supplied by the host (a global or a filter)
+//
+// and templates make the others (markupValue: markupsafe.Markup, a str marked safe;
+// tupleValue: tuple; undefinedValue: jinja2.Undefined; *namespaceValue: namespace();
+// *macroValue: a macro).
 //
 // ValueOf converts ordinary Go values (int, float32, map[string]any, []string, ...) to these.
 type Value = any
 
-// Tuple is a Python tuple: like a list, but printed with parentheses and never equal to a list.
-type Tuple []Value
+// tupleValue is a Python tuple: like a list, but printed with parentheses and never equal to a list.
+type tupleValue []Value
 
-// Markup is a string marked safe, as markupsafe.Markup: joining a plain string to it with +
+// markupValue is a string marked safe, as markupsafe.markupValue: joining a plain string to it with +
 // HTML-escapes the plain string.
-type Markup string
+type markupValue string
 
 // Func is a callable provided by the host: a global function or a filter. For a filter the
 // filtered value is args[0]. kwargs is nil when the call has no keyword arguments.
 type Func func(args []Value, kwargs map[string]Value) (Value, error)
 
-// Namespace is the mutable object namespace() returns: the only thing a template may assign
+// namespaceValue is the mutable object namespace() returns: the only thing a template may assign
 // attributes on ({% set ns.x = 1 %}).
-type Namespace struct {
+type namespaceValue struct {
 	attrs *Dict
 }
 
-// Undefined is the value of a missing variable, attribute or item, as jinja2.Undefined: it
+// undefinedValue is the value of a missing variable, attribute or item, as jinja2.undefinedValue: it
 // prints as "", is false, iterates as empty, and fails on any other use.
-type Undefined struct {
+type undefinedValue struct {
 	hint     string // explicit message, if any
 	name     Value  // the missing name or key
 	obj      string // object_type_repr of the container, when hasObj
@@ -53,16 +53,16 @@ type Undefined struct {
 	security bool // raise SecurityError rather than UndefinedError (sandbox)
 }
 
-func undefinedName(name string) Undefined { return Undefined{name: name} }
+func undefinedName(name string) undefinedValue { return undefinedValue{name: name} }
 
-func undefinedHint(hint string) Undefined { return Undefined{hint: hint} }
+func undefinedHint(hint string) undefinedValue { return undefinedValue{hint: hint} }
 
-func undefinedAttr(obj Value, name Value) Undefined {
-	return Undefined{name: name, obj: objectTypeRepr(obj), hasObj: true}
+func undefinedAttr(obj Value, name Value) undefinedValue {
+	return undefinedValue{name: name, obj: objectTypeRepr(obj), hasObj: true}
 }
 
 // message is the text of the error Jinja raises when the undefined value is used.
-func (u Undefined) message() string {
+func (u undefinedValue) message() string {
 	if u.hint != "" {
 		return u.hint
 	}
@@ -75,7 +75,7 @@ func (u Undefined) message() string {
 	return pyRepr(u.obj) + " has no attribute " + pyRepr(u.name)
 }
 
-func (u Undefined) fail() error {
+func (u undefinedValue) fail() error {
 	if u.security {
 		return &Error{Kind: "SecurityError", Msg: u.message()}
 	}
@@ -209,9 +209,9 @@ func hashKey(k Value) (any, error) {
 		return k, nil
 	case string:
 		return k, nil
-	case Markup:
+	case markupValue:
 		return string(k), nil
-	case Tuple:
+	case tupleValue:
 		var b strings.Builder
 		for _, e := range k {
 			hk, err := hashKey(e)
@@ -221,31 +221,31 @@ func hashKey(k Value) (any, error) {
 			fmt.Fprintf(&b, "%T:%v;", hk, hk)
 		}
 		return tupleKey(b.String()), nil
-	case Undefined:
-		return Undefined{}, nil
-	case *Namespace, *Macro, *loopContext:
+	case undefinedValue:
+		return undefinedValue{}, nil
+	case *namespaceValue, *macroValue, *loopContext:
 		return k, nil
 	}
 	return nil, typeError("unhashable type: '%s'", typeName(k))
 }
 
-// NewNamespace returns a namespace holding the given attributes.
-func NewNamespace(attrs *Dict) *Namespace {
+// newNamespace returns a namespace holding the given attributes.
+func newNamespace(attrs *Dict) *namespaceValue {
 	if attrs == nil {
 		attrs = NewDict()
 	}
-	return &Namespace{attrs: attrs}
+	return &namespaceValue{attrs: attrs}
 }
 
 // Attr returns a namespace attribute.
-func (n *Namespace) Attr(name string) (Value, bool) { return n.attrs.Get(name) }
+func (n *namespaceValue) Attr(name string) (Value, bool) { return n.attrs.Get(name) }
 
 // ValueOf converts a Go value into a template value: integers to int64, floats to float64,
 // maps with string keys to *Dict (keys sorted, since Go maps have no order; use ParseJSON to
 // keep a document's order), slices to lists. Values already in template form pass through.
 func ValueOf(x any) (Value, error) {
 	switch x := x.(type) {
-	case nil, bool, int64, float64, string, Markup, *Dict, Undefined, *Namespace, Func, Tuple:
+	case nil, bool, int64, float64, string, markupValue, *Dict, undefinedValue, *namespaceValue, Func, tupleValue:
 		return x, nil
 	case int:
 		return int64(x), nil
@@ -344,19 +344,19 @@ func typeName(v Value) string {
 		return "float"
 	case string:
 		return "str"
-	case Markup:
+	case markupValue:
 		return "Markup"
 	case []Value:
 		return "list"
-	case Tuple:
+	case tupleValue:
 		return "tuple"
 	case *Dict:
 		return "dict"
-	case Undefined:
+	case undefinedValue:
 		return "Undefined"
-	case *Namespace:
+	case *namespaceValue:
 		return "Namespace"
-	case *Macro:
+	case *macroValue:
 		return "Macro"
 	case *loopContext:
 		return "LoopContext"
@@ -399,15 +399,15 @@ func truth(v Value) bool {
 		return v != 0
 	case string:
 		return v != ""
-	case Markup:
+	case markupValue:
 		return v != ""
 	case []Value:
 		return len(v) > 0
-	case Tuple:
+	case tupleValue:
 		return len(v) > 0
 	case *Dict:
 		return v.Len() > 0
-	case Undefined:
+	case undefinedValue:
 		return false
 	case dictView:
 		return v.d.Len() > 0
@@ -446,7 +446,7 @@ func (v dictView) list() []Value {
 	}
 	out := make([]Value, len(v.d.keys))
 	for i := range v.d.keys {
-		out[i] = Tuple{v.d.keys[i], v.d.vals[i]}
+		out[i] = tupleValue{v.d.keys[i], v.d.vals[i]}
 	}
 	return out
 }
@@ -471,15 +471,15 @@ func iterate(v Value) ([]Value, error) {
 	switch v := v.(type) {
 	case []Value:
 		return v, nil
-	case Tuple:
+	case tupleValue:
 		return v, nil
 	case *Dict:
 		return v.keys, nil
 	case string:
 		return stringChars(v, false), nil
-	case Markup:
+	case markupValue:
 		return stringChars(string(v), true), nil
-	case Undefined:
+	case undefinedValue:
 		return nil, nil
 	case *iterator:
 		return v.rest(), nil
@@ -492,7 +492,7 @@ func iterate(v Value) ([]Value, error) {
 			out[i] = v.at(i)
 		}
 		return out, nil
-	case *Namespace:
+	case *namespaceValue:
 		return nil, typeError("'Namespace' object is not iterable")
 	}
 	return nil, typeError("'%s' object is not iterable", typeName(v))
@@ -502,7 +502,7 @@ func stringChars(s string, markup bool) []Value {
 	out := make([]Value, 0, len(s))
 	for _, r := range s {
 		if markup {
-			out = append(out, Markup(string(r)))
+			out = append(out, markupValue(string(r)))
 		} else {
 			out = append(out, string(r))
 		}
@@ -515,15 +515,15 @@ func length(v Value) (int64, error) {
 	switch v := v.(type) {
 	case string:
 		return int64(runeCount(v)), nil
-	case Markup:
+	case markupValue:
 		return int64(runeCount(string(v))), nil
 	case []Value:
 		return int64(len(v)), nil
-	case Tuple:
+	case tupleValue:
 		return int64(len(v)), nil
 	case *Dict:
 		return int64(v.Len()), nil
-	case Undefined:
+	case undefinedValue:
 		return 0, nil
 	case dictView:
 		return int64(v.d.Len()), nil
@@ -547,9 +547,6 @@ func runeCount(s string) int {
 // Str returns Python's str(v): what {{ v }} prints.
 func Str(v Value) string { return pyStr(v) }
 
-// Repr returns Python's repr(v).
-func Repr(v Value) string { return pyRepr(v) }
-
 // Truth returns Python's bool(v): what {% if v %} tests.
 func Truth(v Value) bool { return truth(v) }
 
@@ -558,7 +555,7 @@ func Items(v Value) ([]Value, bool) {
 	switch v := v.(type) {
 	case []Value:
 		return v, true
-	case Tuple:
+	case tupleValue:
 		return v, true
 	}
 	return nil, false

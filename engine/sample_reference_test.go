@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/kernels"
+)
+
+// referenceSampler is the sampler before its radix ranking: candidates sorted with
+// slices.SortFunc.
+type referenceSampler struct {
+	sp   Sampling
+	rng  *rand.Rand
+	cand []candidate
+}
+
+type candidate struct {
+	id int32
+	z  float32 // logit / temperature, then e^(z − max)
+}
+
+func newReferenceSampler(sp Sampling) *referenceSampler {
+	return &referenceSampler{sp: sp, rng: rand.New(rand.NewPCG(sp.Seed, 0x74726f6368696c75))}
+}
+
+// next is the sampler as session 6 wrote it (a full sort of the kept vocabulary each token),
+// kept as the definition the fast sampler must match draw for draw:
+//
+//  1. z = float32(logit / T) for every token whose logit is not NaN; z_max the largest;
+//  2. tokens with z − z_max below −104 (whose exp rounds to 0: they cannot be drawn) dropped,
+//     the rest sorted by z, largest first, lower ids first among equals; the first TopK kept;
+//  3. p = kernels.Exp(z − z_max) (the correctly rounded float32 exp), in that order;
+//  4. with TopP < 1, the shortest prefix whose float64 running sum of p reaches TopP times
+//     the float64 sum of all kept p;
+//  5. u = the stream's next float64 in [0, 1); the token is the first of the prefix whose
+//     running sum exceeds u times the prefix's sum (the last one if rounding leaves none).
+func (s *referenceSampler) next(logits []float32) (int32, error) {
+	t := s.sp.Temperature
+	top := float32(math.Inf(-1))
+	seen := false
+	for _, l := range logits {
+		if l == l {
+			seen = true
+			top = max(top, l/t)
+		}
+	}
+	switch {
+	case !seen:
+		return 0, fmt.Errorf("engine: sampling: every logit is NaN")
+	case math.IsInf(float64(top), -1):
+		return 0, fmt.Errorf("engine: sampling: every logit is -Inf")
+	}
+	keep := func(l, z float32) bool {
+		return l == l && (z-top >= -104 || math.IsInf(float64(top), 1) && math.IsInf(float64(z), 1))
+	}
+	s.cand = s.cand[:0]
+	if k := s.sp.TopK; k > 0 && k < len(logits)/4 {
+		// The K best without sorting the vocabulary: a heap whose root is the worst kept.
+		for id, l := range logits {
+			if z := l / t; keep(l, z) {
+				c := candidate{int32(id), z}
+				if len(s.cand) < k {
+					s.cand = append(s.cand, c)
+					refSiftUp(s.cand, len(s.cand)-1)
+				} else if refBetter(c, s.cand[0]) {
+					s.cand[0] = c
+					refSiftDown(s.cand, 0)
+				}
+			}
+		}
+	} else {
+		for id, l := range logits {
+			if z := l / t; keep(l, z) {
+				s.cand = append(s.cand, candidate{int32(id), z})
+			}
+		}
+	}
+	slices.SortFunc(s.cand, func(a, b candidate) int {
+		if c := cmp.Compare(b.z, a.z); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	if k := s.sp.TopK; k > 0 && k < len(s.cand) {
+		s.cand = s.cand[:k]
+	}
+	var total float64
+	for i := range s.cand {
+		p := float32(1) // +Inf logits share all the probability (Inf − Inf would be NaN)
+		if !math.IsInf(float64(top), 1) {
+			p = kernels.Exp(s.cand[i].z - top)
+		}
+		s.cand[i].z = p
+		total += float64(p)
+	}
+	if p := s.sp.TopP; p > 0 && p < 1 {
+		want := float64(p) * total
+		var sum float64
+		for i := range s.cand {
+			sum += float64(s.cand[i].z)
+			if sum >= want {
+				s.cand, total = s.cand[:i+1], sum
+				break
+			}
+		}
+	}
+	target := s.rng.Float64() * total
+	var sum float64
+	for _, c := range s.cand {
+		sum += float64(c.z)
+		if sum > target {
+			return c.id, nil
+		}
+	}
+	return s.cand[len(s.cand)-1].id, nil
+}
+
+// refBetter reports whether a ranks before b: a larger z, or the lower id among equals.
+func refBetter(a, b candidate) bool { return a.z > b.z || a.z == b.z && a.id < b.id }
+
+// refSiftUp and refSiftDown keep h a heap whose root is its worst candidate.
+func refSiftUp(h []candidate, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !refBetter(h[p], h[i]) {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func refSiftDown(h []candidate, i int) {
+	for {
+		w := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(h) && refBetter(h[w], h[c]) {
+				w = c
+			}
+		}
+		if w == i {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
+}
+
+// samplingLogits returns a vocabulary's worth of logits of one of several shapes: spread
+// narrow and wide, with many ties, with the special values (NaN, ±Inf, −0, subnormals) strewn
+// in, and large enough that a small temperature overflows them.
+func samplingLogits(rng *rand.Rand, n, shape int) []float32 {
+	l := make([]float32, n)
+	for i := range l {
+		switch shape {
+		case 0:
+			l[i] = float32(rng.NormFloat64() * 0.5)
+		case 1:
+			l[i] = float32(rng.NormFloat64() * 3)
+		case 2:
+			l[i] = float32(rng.NormFloat64() * 40) // many below the −104 cut
+		case 3:
+			l[i] = float32(rng.IntN(9)) / 4 // ties
+		case 4:
+			l[i] = []float32{0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, 0.25}[rng.IntN(5)]
+		case 5:
+			l[i] = float32(rng.NormFloat64() * 1e37)
+		}
+		if shape >= 3 {
+			switch rng.IntN(40) {
+			case 0:
+				l[i] = float32(math.NaN())
+			case 1:
+				l[i] = float32(math.Inf(-1))
+			}
+		}
+	}
+	if shape == 5 && n > 2 && rng.IntN(2) == 0 {
+		l[rng.IntN(n)] = float32(math.Inf(1))
+	}
+	return l
+}
+
+// TestSamplerMatchesReference draws with the radix-ranked sampler and the sort-based one it
+// replaced, the same seeds, on many logit vectors and settings: every draw (and every error)
+// must be the same, five draws in a row from each stream.
+func TestSamplerMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	trials := 0
+	for _, n := range []int{1, 2, 3, 7, 64, 1000, 4096, 50304, 151936} {
+		for shape := range 6 {
+			reps := 12
+			if n > 10000 {
+				reps = 2
+			}
+			for range reps {
+				logits := samplingLogits(rng, n, shape)
+				sp := Sampling{
+					Temperature: []float32{1, 0.7, 0.1, 1.5, 1e-30}[rng.IntN(5)],
+					TopK:        []int{0, 0, 1, 5, 40, n / 4, n/4 + 1, n, n + 3}[rng.IntN(9)],
+					TopP:        []float32{0, 1, 0.9, 0.5, 0.3, 0.999}[rng.IntN(6)],
+					Seed:        rng.Uint64(),
+				}
+				fast, ref := newSampler(sp), newReferenceSampler(sp)
+				for draw := range 5 {
+					got, gerr := fast.next(logits)
+					want, werr := ref.next(logits)
+					if got != want || (gerr == nil) != (werr == nil) {
+						t.Fatalf("n %d shape %d %+v, draw %d: token %d (%v), reference %d (%v)",
+							n, shape, sp, draw, got, gerr, want, werr)
+					}
+				}
+				trials++
+			}
+		}
+	}
+	t.Logf("%d logit vectors, 5 draws each, identical", trials)
+}
+
+// TestRankKeyOrder checks that key order is the ranking: larger z first, lower ids among
+// equal z, −0 equal to +0, and that a key gives its z and id back.
+func TestRankKeyOrder(t *testing.T) {
+	zs := []float32{float32(math.Inf(-1)), -3e38, -1, -1e-45, float32(math.Copysign(0, -1)), 0, 1e-45, 0.5, 1, 3e38, float32(math.Inf(1))}
+	for _, a := range zs {
+		for _, b := range zs {
+			for _, ids := range [][2]int32{{1, 2}, {2, 1}} {
+				ka, kb := rankKey(a, ids[0]), rankKey(b, ids[1])
+				want := refBetter(candidate{ids[0], a}, candidate{ids[1], b})
+				if (ka < kb) != want {
+					t.Errorf("z %v id %d vs z %v id %d: keys %x < %x is %v, want %v", a, ids[0], b, ids[1], ka, kb, ka < kb, want)
+				}
+			}
+		}
+		if k := rankKey(a, 77); rankID(k) != 77 || rankZ(k) != a {
+			t.Errorf("key of %v: gives back %v, id %d", a, rankZ(k), rankID(k))
+		}
+	}
+}
+
+// BenchmarkSample draws one token from a vocabulary of OLMoE's and of Qwen3's size, with
+// logits spread as a model's are (σ 3), greedy-like settings aside: the sampler's cost per
+// generated token, against the reference sort it replaced.
+func BenchmarkSample(b *testing.B) {
+	for _, n := range []int{50304, 151936} {
+		logits := samplingLogits(rand.New(rand.NewPCG(1, 2)), n, 1)
+		for _, sp := range []Sampling{{Temperature: 0.8, TopP: 0.95}, {Temperature: 0.7, TopK: 40, TopP: 0.9}, {Temperature: 1}} {
+			name := fmt.Sprintf("vocab=%d/topk=%d/topp=%g", n, sp.TopK, sp.TopP)
+			b.Run(name+"/radix", func(b *testing.B) {
+				s := newSampler(sp)
+				for b.Loop() {
+					if _, err := s.next(logits); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(name+"/sort", func(b *testing.B) {
+				s := newReferenceSampler(sp)
+				for b.Loop() {
+					if _, err := s.next(logits); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
