@@ -122,20 +122,25 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 		t.Run(tier.Name, func(t *testing.T) {
 			for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ4_K, gguf.TypeQ3_K} {
 				m := loadTest(t, tinyConfig(modelgen.Uniform(typ)), Options{Threads: 2, Tier: tier})
-				s := newTestSession(t, m, 8)
-				ctx := context.Background()
-				pass := testPrompts(m.cfg.Vocab)[2][:20]
-				// Warm up: the Q4_K inputs are sized on first use.
-				if _, err := s.Eval(ctx, pass); err != nil {
-					t.Fatal(err)
-				}
-				for _, in := range [][]int32{{3}, pass} {
-					if allocs := evalAllocs(t, s, in); allocs != 0 {
-						t.Errorf("%v: Eval of %d tokens allocates %.0f times", typ, len(in), allocs)
-					}
-				}
+				checkDecodeAllocatesNothing(t, m, newTestSession(t, m, 8), typ.String())
 			}
 		})
+	}
+}
+
+// checkDecodeAllocatesNothing evaluates a pass of 20 tokens on s to warm it up (the Q4_K inputs
+// are sized on first use), then checks that evaluating one token and that pass again allocate
+// nothing; what names the model in a failure.
+func checkDecodeAllocatesNothing(t *testing.T, m *Model, s *Session, what string) {
+	t.Helper()
+	pass := testPrompts(m.cfg.Vocab)[2][:20]
+	if _, err := s.Eval(context.Background(), pass); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range [][]int32{{3}, pass} {
+		if allocs := evalAllocs(t, s, in); allocs != 0 {
+			t.Errorf("%s: Eval of %d tokens allocates %.0f times", what, len(in), allocs)
+		}
 	}
 }
 
@@ -158,15 +163,7 @@ func TestStreamedDecodeAllocatesNothing(t *testing.T) {
 	m := loadTest(t, tinyConfig(modelgen.Q4KM()), Options{Threads: 2, ExpertBudget: ExpertBudgetMin})
 	s := newTestSession(t, m, 8)
 	ctx := context.Background()
-	pass := testPrompts(m.cfg.Vocab)[2][:20]
-	if _, err := s.Eval(ctx, pass); err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range [][]int32{{3}, pass} {
-		if allocs := evalAllocs(t, s, in); allocs != 0 {
-			t.Errorf("streamed experts: Eval of %d tokens allocates %.0f times", len(in), allocs)
-		}
-	}
+	checkDecodeAllocatesNothing(t, m, s, "streamed experts")
 	if st := m.ExpertStats(); st.Misses == 0 {
 		t.Fatalf("the store never missed: %+v", st)
 	}

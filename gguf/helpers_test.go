@@ -171,6 +171,18 @@ func writeFile(t testing.TB, kvs []KV, ts []testTensor) []byte {
 	return buf.Bytes()
 }
 
+// writeAndRead writes kvs and tensors as writeFile does and reads the bytes back: the file as
+// Read parses it, and its bytes.
+func writeAndRead(t testing.TB, kvs []KV, ts []testTensor) (*File, []byte) {
+	t.Helper()
+	data := writeFile(t, kvs, ts)
+	f, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, data
+}
+
 // checkFile checks f holds exactly kvs and ts, tensor bytes included.
 func checkFile(t testing.TB, f *File, kvs []KV, ts []testTensor) {
 	t.Helper()

@@ -19,11 +19,7 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	kvs, ts := everyKind(t)
-	data := writeFile(t, kvs, ts)
-	f, err := Read(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, data := writeAndRead(t, kvs, ts)
 	if f.Version != 3 || f.Alignment != 32 || f.Size() != int64(len(data)) {
 		t.Errorf("version %d, alignment %d, size %d", f.Version, f.Alignment, f.Size())
 	}
@@ -87,11 +83,7 @@ func TestAlignments(t *testing.T) {
 	for _, a := range []uint32{1, 2, 8, 32, 64, 4096, 65536} {
 		t.Run(fmt.Sprint(a), func(t *testing.T) {
 			kvs := []KV{{"general.architecture", String("x")}, {"general.alignment", Uint32(a)}}
-			data := writeFile(t, kvs, ts)
-			f, err := Read(bytes.NewReader(data), int64(len(data)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, data := writeAndRead(t, kvs, ts)
 			if f.Alignment != int64(a) {
 				t.Fatalf("alignment %d", f.Alignment)
 			}
@@ -120,11 +112,7 @@ func TestAlignments(t *testing.T) {
 
 func TestReadTensorAt(t *testing.T) {
 	kvs, ts := everyKind(t)
-	data := writeFile(t, kvs, ts)
-	f, err := Read(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, data := writeAndRead(t, kvs, ts)
 	// One expert of a stacked [64, 3, 2] Q8_0 tensor is 3 rows of 68 bytes.
 	exps, _ := f.Tensor("blk.0.ffn_down_exps.weight")
 	expert := make([]byte, 3*68)
@@ -210,11 +198,7 @@ func TestConcurrentReads(t *testing.T) {
 func TestGetters(t *testing.T) {
 	kvs, _ := everyKind(t)
 	kvs = append(kvs, KV{"small.i64", Int64(5)}, KV{"neg.i8", Int8(-3)}, KV{"f64.exact", Float64(0.5)})
-	data := writeFile(t, kvs, nil)
-	f, err := Read(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, _ := writeAndRead(t, kvs, nil)
 	if v, err := f.Uint32("u32"); err != nil || v != math.MaxUint32 {
 		t.Errorf("Uint32(u32) = %d, %v", v, err)
 	}
@@ -361,15 +345,27 @@ func (d *fullDisk) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestWriteFullDisk(t *testing.T) {
+// everyKindWriter returns a Writer given everyKind's keys and tensors (each through Set and
+// AddTensor), and those keys and tensors.
+func everyKindWriter(t *testing.T) (*Writer, []KV, []testTensor) {
+	t.Helper()
 	kvs, ts := everyKind(t)
 	w := NewWriter()
 	for _, kv := range kvs {
-		w.Set(kv.Key, kv.Value)
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tt := range ts {
-		w.AddTensor(tt.name, tt.typ, tt.dims, tt.data)
+		if err := w.AddTensor(tt.name, tt.typ, tt.dims, tt.data); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return w, kvs, ts
+}
+
+func TestWriteFullDisk(t *testing.T) {
+	w, _, _ := everyKindWriter(t)
 	n, err := w.WriteTo(&fullDisk{limit: 1000})
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "no space left on device") {
 		t.Errorf("WriteTo a full disk: %v", err)
@@ -382,14 +378,7 @@ func TestWriteFullDisk(t *testing.T) {
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.gguf")
-	kvs, ts := everyKind(t)
-	w := NewWriter()
-	for _, kv := range kvs {
-		w.Set(kv.Key, kv.Value)
-	}
-	for _, tt := range ts {
-		w.AddTensor(tt.name, tt.typ, tt.dims, tt.data)
-	}
+	w, kvs, ts := everyKindWriter(t)
 	if err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
-	"github.com/trochilus-llm/trochilus/tokenizer"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
@@ -23,38 +23,22 @@ const chatContext = 320
 // rendered, the whole prompt evaluated, greedy tokens up to maxTokens or the end-of-sequence.
 func freshAnswer(t *testing.T, path string, turns []chat.Message, maxTokens int) string {
 	t.Helper()
-	m, err := engine.Load(context.Background(), path, engine.Options{})
+	prompt := enginetest.Tokenizer(t, path).Encode(enginetest.ChatPrompt(t, path, turns), true)
+	return enginetest.Greedy(t, path, engine.Options{}, chatContext, prompt, maxTokens)
+}
+
+// replyAsFresh has cm answer turns in at most maxTokens tokens and checks that the answer is
+// the one a fresh session gives; what names the moment in a failure.
+func replyAsFresh(t *testing.T, cm ChatModel, path string, turns []chat.Message, maxTokens int, what string) assistant.Reply {
+	t.Helper()
+	r, err := cm.Reply(context.Background(), turns, assistant.Options{MaxTokens: maxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	tok, err := tokenizer.FromGGUF(m.File())
-	if err != nil {
-		t.Fatal(err)
+	if want := freshAnswer(t, path, turns, maxTokens); r.Text != want {
+		t.Fatalf("%s: %q, fresh %q", what, r.Text, want)
 	}
-	src, err := m.File().Str("tokenizer.chat_template")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := chat.Render(src, turns, chat.Options{AddGenerationPrompt: true,
-		SpecialTokens: chat.SpecialTokens{BOS: tok.Token(tok.BOS()), EOS: tok.Token(tok.EOS())}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := m.NewSession(engine.SessionOptions{Context: chatContext})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := s.Generate(context.Background(), tok.Encode(text, true),
-		engine.GenerateOptions{MaxTokens: maxTokens, Stop: []int32{tok.EOS()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := g.Tokens
-	if g.Stopped {
-		ids = ids[:len(ids)-1]
-	}
-	return tok.Decode(ids)
+	return r
 }
 
 func TestEngineChatThroughTheWindow(t *testing.T) {
@@ -133,26 +117,14 @@ func TestEngineReplyStopEditAndContext(t *testing.T) {
 		t.Fatalf("stopped reply %+v, %v (pieces %q)", r, err, pieces)
 	}
 	turns = append(turns, chat.Message{Role: "assistant", Content: r.Text}, chat.Message{Role: "user", Content: "Go on."})
-	r2, err := cm.Reply(context.Background(), turns, assistant.Options{MaxTokens: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshAnswer(t, path, turns, 10); r2.Text != want {
-		t.Fatalf("after a stop: %q, fresh %q", r2.Text, want)
-	}
+	r2 := replyAsFresh(t, cm, path, turns, 10, "after a stop")
 	if r2.Reused == 0 || r2.Reused >= r2.Prompt {
 		t.Fatalf("reused %d of %d", r2.Reused, r2.Prompt)
 	}
 
 	// Editing the last user message keeps only the prefix before it.
 	turns[2].Content = "Stop counting."
-	r3, err := cm.Reply(context.Background(), turns, assistant.Options{MaxTokens: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshAnswer(t, path, turns, 10); r3.Text != want {
-		t.Fatalf("after an edit: %q, fresh %q", r3.Text, want)
-	}
+	r3 := replyAsFresh(t, cm, path, turns, 10, "after an edit")
 	if r3.Reused >= r2.Reused+r2.Tokens {
 		t.Fatalf("edit reused %d tokens", r3.Reused)
 	}

@@ -207,6 +207,15 @@ func pickAndLoad(t *testing.T, u *UI, path string) {
 	}
 }
 
+// newLoadedUI builds the window over be with fresh folders and loads a tiny model file through
+// it, ready to chat.
+func newLoadedUI(t *testing.T, be Backend) *UI {
+	t.Helper()
+	u, dirs := newTestUI(t, be, Options{})
+	pickAndLoad(t, u, tinyModelFile(t, dirs.Models, "tiny.gguf"))
+	return u
+}
+
 func rowPaths(u *UI) []string {
 	var p []string
 	for _, r := range u.models.rows {
@@ -221,6 +230,15 @@ func say(t *testing.T, u *UI, text string) {
 	test.Type(u.chat.input, text)
 	test.Tap(u.chat.sendBtn)
 	u.Wait()
+}
+
+// sendAndWaitForAPiece types text and sends it to the gated model m, waiting until the answer's
+// first piece is out (the answer still under way).
+func sendAndWaitForAPiece(t *testing.T, u *UI, m *fakeModel, text string) {
+	t.Helper()
+	test.Type(u.chat.input, text)
+	test.Tap(u.chat.sendBtn)
+	waitPieces(t, m, 1)
 }
 
 // shownTexts returns the texts of the conversation view's message bodies.
@@ -367,8 +385,7 @@ func TestChatTurnStreamsAndSaves(t *testing.T) {
 // line record.
 func TestVariedAnswersSample(t *testing.T) {
 	be := &fakeBackend{prof: bigMachine(), answer: []string{"Hello."}}
-	u, dirs := newTestUI(t, be, Options{})
-	pickAndLoad(t, u, tinyModelFile(t, dirs.Models, "tiny.gguf"))
+	u := newLoadedUI(t, be)
 	say(t, u, "Hi")
 	u.chat.answers.SetSelected(answersVaried)
 	say(t, u, "Again")
@@ -404,13 +421,10 @@ func waitPieces(t *testing.T, m *fakeModel, n int) {
 
 func TestStopKeepsThePartialAnswer(t *testing.T) {
 	be := &fakeBackend{prof: bigMachine(), answer: []string{"one ", "two ", "three"}, gated: true}
-	u, dirs := newTestUI(t, be, Options{})
-	pickAndLoad(t, u, tinyModelFile(t, dirs.Models, "tiny.gguf"))
+	u := newLoadedUI(t, be)
 	m := be.last()
 
-	test.Type(u.chat.input, "Count.")
-	test.Tap(u.chat.sendBtn)
-	waitPieces(t, m, 1)
+	sendAndWaitForAPiece(t, u, m, "Count.")
 	if !u.chat.busy() || u.chat.stopBtn.Disabled() || !u.chat.sendBtn.Disabled() || !u.models.loadBtn.Disabled() {
 		t.Fatal("while answering: Stop should be the only way out (Send and Load disabled)")
 	}
@@ -433,8 +447,7 @@ func TestStopKeepsThePartialAnswer(t *testing.T) {
 
 func TestRegenerateAndEdit(t *testing.T) {
 	be := &fakeBackend{prof: bigMachine(), answer: []string{"Answer."}}
-	u, dirs := newTestUI(t, be, Options{})
-	pickAndLoad(t, u, tinyModelFile(t, dirs.Models, "tiny.gguf"))
+	u := newLoadedUI(t, be)
 	m := be.last()
 	say(t, u, "First question")
 	say(t, u, "Second question")
@@ -469,8 +482,7 @@ func TestRegenerateAndEdit(t *testing.T) {
 
 func TestNewChatAndOpenSaved(t *testing.T) {
 	be := &fakeBackend{prof: bigMachine(), answer: []string{"Hi."}}
-	u, dirs := newTestUI(t, be, Options{})
-	pickAndLoad(t, u, tinyModelFile(t, dirs.Models, "tiny.gguf"))
+	u := newLoadedUI(t, be)
 	say(t, u, "Hello there")
 	first := u.chat.conv.ID
 	test.Tap(u.chat.newBtn)
@@ -489,16 +501,13 @@ func TestNewChatAndOpenSaved(t *testing.T) {
 
 func TestCloseStopsGenerationAndSaves(t *testing.T) {
 	be := &fakeBackend{prof: bigMachine(), answer: []string{"partial ", "never"}, gated: true}
-	u, dirs := newTestUI(t, be, Options{})
-	pickAndLoad(t, u, tinyModelFile(t, dirs.Models, "tiny.gguf"))
+	u := newLoadedUI(t, be)
 	m := be.last()
-	test.Type(u.chat.input, "Tell me everything.")
-	test.Tap(u.chat.sendBtn)
-	waitPieces(t, m, 1)
+	sendAndWaitForAPiece(t, u, m, "Tell me everything.")
 	id := u.chat.conv.ID
 
 	u.Close() // hangs to the test binary's -timeout if generation is not stopped
-	saved, err := conversation.Store{Dir: dirs.Chats}.Load(id)
+	saved, err := conversation.Store{Dir: u.dirs.Chats}.Load(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,14 +116,6 @@ type typeTotal struct {
 	Bytes   int64  `json:"bytes"`
 }
 
-// llama.cpp's llama_ftype names (general.file_type).
-var fileTypeNames = map[uint64]string{
-	0: "ALL_F32", 1: "MOSTLY_F16", 2: "MOSTLY_Q4_0", 3: "MOSTLY_Q4_1", 7: "MOSTLY_Q8_0",
-	8: "MOSTLY_Q5_0", 9: "MOSTLY_Q5_1", 10: "MOSTLY_Q2_K", 11: "MOSTLY_Q3_K_S", 12: "MOSTLY_Q3_K_M",
-	13: "MOSTLY_Q3_K_L", 14: "MOSTLY_Q4_K_S", 15: "MOSTLY_Q4_K_M", 16: "MOSTLY_Q5_K_S",
-	17: "MOSTLY_Q5_K_M", 18: "MOSTLY_Q6_K", 32: "MOSTLY_BF16",
-}
-
 func describe(path string, f *gguf.File, took time.Duration) *description {
 	d := &description{
 		Path: path, FileBytes: f.Size(), Version: f.Version, Alignment: f.Alignment,
@@ -154,7 +146,7 @@ func describe(path string, f *gguf.File, took time.Duration) *description {
 func configOf(f *gguf.File) archConfig {
 	var c archConfig
 	if v, err := f.Uint64("general.file_type"); err == nil {
-		c.FileType, c.FileTypeName = &v, fileTypeNames[v]
+		c.FileType, c.FileTypeName = &v, gguf.FileTypeName(v)
 	}
 	desc, err := engine.Describe(f)
 	if err != nil {

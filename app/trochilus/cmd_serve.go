@@ -17,22 +17,25 @@ import (
 	"github.com/trochilus-llm/trochilus/engine/serve"
 )
 
-// runServe answers OpenAI-style HTTP requests with the model until interrupted.
+// runServe answers OpenAI- and Ollama-style HTTP requests with the model until interrupted.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cl := commandLine{
 		name:     "serve",
 		synopsis: "trochilus serve -m MODEL [-addr HOST:PORT] [-api-key KEY] [-cors ORIGINS] [-name ID] [-t T] [-b B] [-c C]",
 		about: "Answer HTTP requests in the shape of OpenAI's API: POST /v1/chat/completions,\n" +
-			"POST /v1/completions (\"stream\": true for server-sent events), GET /v1/models[/ID], GET /health.\n" +
-			"Greedy unless a request sets a temperature (then sampled with its seed, or a fresh one\n" +
-			"the response reports); requests are answered one at a time. Listens on loopback unless\n" +
-			"-addr says otherwise, which then needs -api-key. SIGINT or SIGTERM stops it.",
+			"POST /v1/completions (\"stream\": true for server-sent events), GET /v1/models[/ID], GET /health;\n" +
+			"greedy unless a request sets a temperature (then sampled with its seed, or a fresh one the\n" +
+			"response reports). And in the shape of Ollama's: POST /api/chat, /api/generate (lines of JSON\n" +
+			"unless \"stream\": false; Ollama's sampling defaults, a seed in the options reproduces),\n" +
+			"/api/show, GET /api/tags, /api/ps, /api/version. Requests are answered one at a time.\n" +
+			"Listens on loopback unless -addr says otherwise, which then needs -api-key. SIGINT or\n" +
+			"SIGTERM stops it.",
 	}
 	fs := cl.flags(stderr)
 	mf := addModelFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on, host:port (port 0: any free port)")
 	name := fs.String("name", "", "the model id clients see (default: the file name without .gguf)")
-	apiKey := fs.String("api-key", "", "the key every /v1 request must send as \"Authorization: Bearer KEY\" (default: $TROCHILUS_API_KEY); required off loopback")
+	apiKey := fs.String("api-key", "", "the key every /v1 and /api request must send as \"Authorization: Bearer KEY\" (default: $TROCHILUS_API_KEY); required off loopback")
 	cors := fs.String("cors", "", "browser origins allowed to call the server, comma-separated (\"http://localhost:3000\"; \"*\": any); none by default")
 	if err := cl.parse(fs, args); err != nil {
 		return err

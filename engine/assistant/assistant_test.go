@@ -12,7 +12,7 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
-	"github.com/trochilus-llm/trochilus/tokenizer"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
@@ -23,16 +23,7 @@ const testContext = 320
 // open loads the tiny model with a chat of testContext positions.
 func open(t *testing.T, path string) *Chat {
 	t.Helper()
-	m, err := engine.Load(context.Background(), path, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	s, err := m.NewSession(engine.SessionOptions{Context: testContext})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(m, s)
+	c, err := New(enginetest.Open(t, path, engine.Options{}, testContext))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,68 +35,32 @@ func open(t *testing.T, path string) *Chat {
 // end-of-sequence token.
 func fresh(t *testing.T, path, text string, special, bos bool, maxTokens int) string {
 	t.Helper()
-	m, err := engine.Load(context.Background(), path, engine.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	tok, err := tokenizer.FromGGUF(m.File())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := m.NewSession(engine.SessionOptions{Context: testContext})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := enginetest.Tokenizer(t, path)
 	var ids []int32
 	if bos {
 		ids = append(ids, tok.BOS())
 	}
-	g, err := s.Generate(context.Background(), tok.AppendEncode(ids, text, special),
-		engine.GenerateOptions{MaxTokens: maxTokens, Stop: []int32{tok.EOS()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := g.Tokens
-	if g.Stopped {
-		out = out[:len(out)-1]
-	}
-	return tok.Decode(out)
+	return enginetest.Greedy(t, path, engine.Options{Threads: 1}, testContext, tok.AppendEncode(ids, text, special), maxTokens)
 }
 
 // freshReply renders turns with the file's template directly and answers from a new session.
 func freshReply(t *testing.T, path string, turns []chat.Message, maxTokens int) string {
 	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := f.Str("tokenizer.chat_template")
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := tokenizerOf(t, path)
-	text, err := chat.Render(src, turns, chat.Options{AddGenerationPrompt: true,
-		SpecialTokens: chat.SpecialTokens{BOS: tok.Token(tok.BOS()), EOS: tok.Token(tok.EOS())}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fresh(t, path, text, true, false, maxTokens)
+	return fresh(t, path, enginetest.ChatPrompt(t, path, turns), true, false, maxTokens)
 }
 
-func tokenizerOf(t *testing.T, path string) *tokenizer.Tokenizer {
+// replyAsFresh has c answer turns in at most maxTokens tokens and checks that the answer is the
+// one a fresh session gives; what names the answer in a failure.
+func replyAsFresh(t *testing.T, c *Chat, path string, turns []chat.Message, maxTokens int, what string) Reply {
 	t.Helper()
-	f, err := gguf.Open(path)
+	r, err := c.Reply(context.Background(), turns, Options{MaxTokens: maxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
+	if want := freshReply(t, path, turns, maxTokens); r.Text != want {
+		t.Fatalf("%s %q, a fresh session gives %q", what, r.Text, want)
 	}
-	return tok
+	return r
 }
 
 func TestReplyAsAFreshSession(t *testing.T) {
@@ -132,13 +87,7 @@ func TestReplyAsAFreshSession(t *testing.T) {
 
 	// The second turn keeps the first's KV cache and still answers as a fresh session.
 	turns = append(turns, chat.Message{Role: "assistant", Content: r.Text}, chat.Message{Role: "user", Content: "Tell me more."})
-	r2, err := c.Reply(context.Background(), turns, Options{MaxTokens: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshReply(t, path, turns, 16); r2.Text != want {
-		t.Fatalf("second answer %q, a fresh session gives %q", r2.Text, want)
-	}
+	r2 := replyAsFresh(t, c, path, turns, 16, "second answer")
 	if r2.Reused == 0 || r2.Reused >= r2.Prompt {
 		t.Fatalf("second reply reused %d of %d", r2.Reused, r2.Prompt)
 	}
@@ -171,19 +120,13 @@ func TestStopTextEndsTheAnswer(t *testing.T) {
 	}
 	// The session stays consistent: a new turn answers as a fresh session would.
 	turns = append(turns, chat.Message{Role: "assistant", Content: r.Text}, chat.Message{Role: "user", Content: "Go on."})
-	r2, err := c.Reply(context.Background(), turns, Options{MaxTokens: 12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := freshReply(t, path, turns, 12); r2.Text != w {
-		t.Fatalf("after a stop text: %q, fresh %q", r2.Text, w)
-	}
+	replyAsFresh(t, c, path, turns, 12, "after a stop text:")
 }
 
 func TestCompleteRawText(t *testing.T) {
 	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ4_K))
 	c := open(t, path)
-	tok := tokenizerOf(t, path)
+	tok := enginetest.Tokenizer(t, path)
 	text := "The capital of France is <|endoftext|> not a token here"
 	r, err := c.Complete(context.Background(), text, Options{MaxTokens: 10})
 	if err != nil {
@@ -205,8 +148,8 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("too long: %v, want ErrContextFull", err)
 	}
 	// An empty text is the BOS alone where the tokenizer adds one, and no prompt otherwise.
-	if _, err := c.Complete(context.Background(), "", Options{MaxTokens: 1}); (err == nil) != tokenizerOf(t, path).AddBOS() {
-		t.Fatalf("empty completion: %v (the tokenizer adds a BOS: %v)", err, tokenizerOf(t, path).AddBOS())
+	if _, err := c.Complete(context.Background(), "", Options{MaxTokens: 1}); (err == nil) != enginetest.Tokenizer(t, path).AddBOS() {
+		t.Fatalf("empty completion: %v (the tokenizer adds a BOS: %v)", err, enginetest.Tokenizer(t, path).AddBOS())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -214,13 +157,7 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	turns := []chat.Message{{Role: "user", Content: "hi"}}
-	r, err := c.Reply(context.Background(), turns, Options{MaxTokens: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshReply(t, path, turns, 6); r.Text != want {
-		t.Fatalf("after errors: %q, fresh %q", r.Text, want)
-	}
+	replyAsFresh(t, c, path, turns, 6, "after errors:")
 
 	// A file without a chat template completes but cannot chat.
 	olmoe, err := modelgen.FindOLMoETokenizer("")

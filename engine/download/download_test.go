@@ -116,6 +116,22 @@ func quick() Options {
 		newStallTimer: (&manualTimers{}).start}
 }
 
+// once are quick options with retries off: a Fetch makes one attempt.
+func once() Options {
+	opts := quick()
+	opts.Retries = -1
+	return opts
+}
+
+// fetchCutOff fetches req from a server set to cut the transfer off, with opts that do not
+// retry it (see once), and fails the test if that succeeds.
+func fetchCutOff(t *testing.T, req Request, opts Options) {
+	t.Helper()
+	if err := Fetch(context.Background(), req, opts); err == nil {
+		t.Fatal("dropped download succeeded")
+	}
+}
+
 // manualTimers make stall timers that fire only when the test calls fire.
 type manualTimers struct {
 	mu     sync.Mutex
@@ -226,17 +242,21 @@ func (b *hookBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// checkDone asserts the destination holds exactly want and nothing else was left beside it.
-func checkDone(t *testing.T, path string, want []byte) {
+// fetchWhole fetches req with opts and checks that the download completed: req.Path holds
+// exactly want and nothing was left beside it.
+func fetchWhole(t *testing.T, req Request, opts Options, want []byte) {
 	t.Helper()
-	got, err := os.ReadFile(path)
+	if err := Fetch(context.Background(), req, opts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(req.Path)
 	if err != nil {
 		t.Fatalf("reading the downloaded file: %v", err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("downloaded %d bytes, not the %d served (or different bytes)", len(got), len(want))
 	}
-	checkOnly(t, filepath.Dir(path), filepath.Base(path))
+	checkOnly(t, filepath.Dir(req.Path), filepath.Base(req.Path))
 }
 
 // checkOnly asserts dir holds exactly the named files.
@@ -270,10 +290,7 @@ func TestFetchWhole(t *testing.T) {
 		}
 		last = p
 	}
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts); err != nil {
-		t.Fatal(err)
-	}
-	checkDone(t, path, data)
+	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts, data)
 	if srv.requests() != 1 || srv.ranges[0] != "" {
 		t.Fatalf("requests with ranges %q, want one without a range", srv.ranges)
 	}
@@ -300,8 +317,7 @@ func TestFetchResumesAfterDrop(t *testing.T) {
 	srv, ts := newServer(t, data)
 	srv.dropAt[1] = 1<<20 + 777
 	path := filepath.Join(t.TempDir(), "m.gguf")
-	opts := quick()
-	opts.Retries = -1
+	opts := once()
 	err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts)
 	if err == nil {
 		t.Fatal("a dropped connection with retries off succeeded")
@@ -320,10 +336,7 @@ func TestFetchResumesAfterDrop(t *testing.T) {
 
 	var resumed int64
 	opts.OnProgress = func(p Progress) { resumed = p.Resumed }
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts); err != nil {
-		t.Fatal(err)
-	}
-	checkDone(t, path, data)
+	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts, data)
 	if want := "bytes=" + strconv.FormatInt(kept, 10) + "-"; srv.requests() != 2 || srv.ranges[1] != want {
 		t.Fatalf("requests %q, want a second one with Range %q", srv.ranges, want)
 	}
@@ -355,10 +368,7 @@ func TestFetchRetriesDropsAndStalls(t *testing.T) {
 			waits = append(waits, p.Err.Error())
 		}
 	}
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts); err != nil {
-		t.Fatal(err)
-	}
-	checkDone(t, path, data)
+	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts, data)
 	if srv.requests() != 4 {
 		t.Fatalf("%d requests (%q), want 4", srv.requests(), srv.ranges)
 	}
@@ -389,10 +399,7 @@ func TestFetchStallTimerFires(t *testing.T) {
 			waits = append(waits, p.Err.Error())
 		}
 	}
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts); err != nil {
-		t.Fatal(err)
-	}
-	checkDone(t, path, data)
+	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts, data)
 	if len(waits) == 0 || !strings.Contains(waits[0], "stalled") || srv.ranges[0] != "" {
 		t.Fatalf("retry reasons %q, ranges %q: want the first attempt to stall", waits, srv.ranges)
 	}
@@ -407,11 +414,7 @@ func TestPartialProgress(t *testing.T) {
 	if got, total := PartialProgress(path); got != 0 || total != 0 {
 		t.Fatalf("nothing downloaded: %d of %d", got, total)
 	}
-	opts := quick()
-	opts.Retries = -1
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum}, opts); err == nil {
-		t.Fatal("dropped download succeeded")
-	}
+	fetchCutOff(t, Request{URL: ts.URL, Path: path, SHA256: sum}, once())
 	got, total := PartialProgress(path)
 	if got != Partial(path) || got <= 0 || total != size {
 		t.Fatalf("PartialProgress %d of %d, want %d of %d", got, total, Partial(path), size)
@@ -471,10 +474,7 @@ func TestFetchPauseAndResume(t *testing.T) {
 	if got := Partial(path); got != 1<<20 {
 		t.Fatalf("partial file holds %d bytes, want %d", got, 1<<20)
 	}
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts); err != nil {
-		t.Fatal(err)
-	}
-	checkDone(t, path, data)
+	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, opts, data)
 	if srv.ranges[1] != "bytes=1048576-" {
 		t.Fatalf("resume asked for %q", srv.ranges[1])
 	}
@@ -486,11 +486,7 @@ func TestDiscard(t *testing.T) {
 	srv.dropAt[1] = 100_000
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.gguf")
-	opts := quick()
-	opts.Retries = -1
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum}, opts); err == nil {
-		t.Fatal("dropped download succeeded")
-	}
+	fetchCutOff(t, Request{URL: ts.URL, Path: path, SHA256: sum}, once())
 	checkOnly(t, dir, "m.gguf.part", "m.gguf.part.json")
 	if err := Discard(path); err != nil {
 		t.Fatal(err)
@@ -605,10 +601,7 @@ func TestFetchServerWithoutRanges(t *testing.T) {
 	if err := os.WriteFile(PartialPath(path), data[:2<<20], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, quick()); err != nil {
-		t.Fatal(err)
-	}
-	checkDone(t, path, data)
+	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, quick(), data)
 	if srv.ranges[0] != "bytes=2097152-" {
 		t.Fatalf("first request range %q", srv.ranges[0])
 	}
@@ -621,11 +614,8 @@ func TestFetchFileChangedOnServer(t *testing.T) {
 	srv, ts := newServer(t, old)
 	srv.dropAt[1] = 1 << 20
 	path := filepath.Join(t.TempDir(), "m.gguf")
-	opts := quick()
-	opts.Retries = -1
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: oldSum}, opts); err == nil {
-		t.Fatal("dropped download succeeded")
-	}
+	opts := once()
+	fetchCutOff(t, Request{URL: ts.URL, Path: path, SHA256: oldSum}, opts)
 	newData := bytes.Clone(old)
 	newData[0] ^= 0xff // a change inside the part already received
 	sum := sha256.Sum256(newData)
@@ -633,10 +623,7 @@ func TestFetchFileChangedOnServer(t *testing.T) {
 	srv.data, srv.etag = newData, `"v2"`
 	srv.mu.Unlock()
 	// The catalog now publishes the new digest; the partial file's state names the old one.
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path, SHA256: hex.EncodeToString(sum[:])}, opts); err != nil {
-		t.Fatal(err)
-	}
-	checkDone(t, path, newData)
+	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: hex.EncodeToString(sum[:])}, opts, newData)
 	if srv.ranges[1] != "" {
 		t.Fatalf("a partial file of another digest was resumed with %q", srv.ranges[1])
 	}
@@ -649,9 +636,7 @@ func TestFetchFileChangedOnServer(t *testing.T) {
 	srv.data, srv.etag = old, `"v1"`
 	srv.dropAt[3] = 1 << 20
 	srv.mu.Unlock()
-	if err := Fetch(context.Background(), Request{URL: ts.URL, Path: path2, SHA256: oldSum}, opts); err == nil {
-		t.Fatal("dropped download succeeded")
-	}
+	fetchCutOff(t, Request{URL: ts.URL, Path: path2, SHA256: oldSum}, opts)
 	srv.mu.Lock()
 	srv.data, srv.etag = newData, `"v2"`
 	srv.mu.Unlock()

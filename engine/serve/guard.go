@@ -17,13 +17,13 @@ import (
 //     rebinding), since its requests then carry that name;
 //   - a request with an Origin (a browser's) comes from one of Origins (403 otherwise), and a
 //     preflight (OPTIONS with Access-Control-Request-Method) from one is answered here;
-//   - with an APIKey, every /v1 route has "Authorization: Bearer KEY" (401 otherwise); /health
-//     stays open so that a supervisor can watch the server without the key;
+//   - with an APIKey, every /v1 and /api route has "Authorization: Bearer KEY" (401 otherwise);
+//     /health and / stay open so that a supervisor can watch the server without the key;
 //   - a POST's body is JSON (415 otherwise): a page's form or text/plain POST, which browsers
 //     send without a preflight, is refused before it can take the model.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r.Host) {
-		writeError(w, &apiError{status: http.StatusForbidden, typ: "invalid_request_error", code: "host_not_allowed",
+		writeErrorFor(w, r, &apiError{status: http.StatusForbidden, typ: "invalid_request_error", code: "host_not_allowed",
 			msg: fmt.Sprintf("Host %q is not a name of this server (loopback names only, unless it is started on another address)", r.Host)})
 		return
 	}
@@ -32,7 +32,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !s.originAllowed(origin) {
-			writeError(w, &apiError{status: http.StatusForbidden, typ: "invalid_request_error", code: "origin_not_allowed",
+			writeErrorFor(w, r, &apiError{status: http.StatusForbidden, typ: "invalid_request_error", code: "origin_not_allowed",
 				msg: fmt.Sprintf("requests from pages of %s are not allowed (trochilus serve -cors %s allows them)", origin, origin)})
 			return
 		}
@@ -52,20 +52,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
+	if s.APIKey != "" && (strings.HasPrefix(r.URL.Path, "/v1/") || strings.HasPrefix(r.URL.Path, "/api/")) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="trochilus"`)
-		writeError(w, &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
+		writeErrorFor(w, r, &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
 			msg: "missing or incorrect API key: send the server's key as \"Authorization: Bearer KEY\""})
 		return
 	}
 	if r.Method == http.MethodPost {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			writeError(w, &apiError{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
+			writeErrorFor(w, r, &apiError{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
 				msg: fmt.Sprintf("Content-Type %q: want application/json", r.Header.Get("Content-Type"))})
 			return
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// writeErrorFor answers an error in the shape of the API the request is for: Ollama's under
+// /api/, OpenAI's everywhere else.
+func writeErrorFor(w http.ResponseWriter, r *http.Request, err error) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		writeOllamaError(w, err)
+		return
+	}
+	writeError(w, err)
 }
 
 // hostAllowed reports whether a Host header names this server: a loopback name or address,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -91,54 +92,76 @@ func isTextFormat(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &f) == nil && (f == nil || f.Type == "text")
 }
 
-// decodeRequest reads a JSON request body into v, a pointer to a struct whose json tags
-// (embedded structs' included) name the fields honoured. It reads field by field so that an
-// error names the field and says what it wants in JSON's words (never Go's types); a field
-// in refused asking for something, or one serve does not know at all, is a 400 (as OpenAI
-// answers an unknown one: "Unrecognized request argument supplied").
+// decodeRequest reads a JSON request body of the OpenAI API into v, a pointer to a struct
+// whose json tags (embedded structs' included) name the fields honoured: readObject, then
+// decodeFields with the fields refused by both endpoints and refusedHere, and those accepted.
 func decodeRequest(w http.ResponseWriter, r *http.Request, v any, refusedHere map[string]refusal) error {
-	body, err := readBody(w, r)
+	obj, err := readObject(w, r)
 	if err != nil {
 		return err
+	}
+	return decodeFields(obj, v, fieldRules{refused: []map[string]refusal{refused, refusedHere}, accepted: accepted})
+}
+
+// readObject reads a request body that must be one JSON object.
+func readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return badRequest("request body: want a JSON object")
+			return nil, badRequest("request body: want a JSON object")
 		}
-		return badRequest("request body: invalid JSON: %v", err)
+		return nil, badRequest("request body: invalid JSON: %v", err)
 	}
 	if obj == nil {
-		return badRequest("request body: want a JSON object, got null")
+		return nil, badRequest("request body: want a JSON object, got null")
 	}
+	return obj, nil
+}
+
+// fieldRules are what decodeFields does with a field that v has no place for: refused (a 400
+// unless its value asks for nothing), accepted (a harmless no-op), else unknown (a 400). In
+// names the object the fields are in, for errors ("options." names options.temperature).
+type fieldRules struct {
+	refused  []map[string]refusal
+	accepted map[string]bool
+	in       string
+}
+
+// decodeFields decodes the fields of obj into v field by field, so that an error names the
+// field and says what it wants in JSON's words (never Go's types); a refused field asking for
+// something, or one not known at all, is a 400 (as OpenAI answers an unknown one:
+// "Unrecognized request argument supplied").
+func decodeFields(obj map[string]json.RawMessage, v any, rules fieldRules) error {
 	fields := map[string]reflect.Value{}
 	collectFields(reflect.ValueOf(v).Elem(), fields)
-	names := make([]string, 0, len(obj))
-	for name := range obj {
-		names = append(names, name)
-	}
-	slices.Sort(names) // the same request, the same error
 	var unknown []string
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(obj)) { // the same request, the same error
 		raw := obj[name]
 		if f, ok := fields[name]; ok {
 			if err := json.Unmarshal(raw, f.Addr().Interface()); err != nil {
-				return fieldError(name, err)
+				return fieldError(rules.in+name, err)
 			}
 			continue
 		}
-		ref, ok := refused[name]
-		if !ok {
-			ref, ok = refusedHere[name]
+		var ref refusal
+		var isRefused bool
+		for _, m := range rules.refused {
+			if ref, isRefused = m[name]; isRefused {
+				break
+			}
 		}
 		switch {
-		case ok && !ref.allows(raw):
-			e := badParam(name, "%s: %s", name, ref.why)
+		case isRefused && !ref.allows(raw):
+			e := badParam(rules.in+name, "%s%s: %s", rules.in, name, ref.why)
 			e.code = "unsupported_parameter"
 			return e
-		case !ok && !accepted[name]:
-			unknown = append(unknown, name)
+		case !isRefused && !rules.accepted[name]:
+			unknown = append(unknown, rules.in+name)
 		}
 	}
 	switch len(unknown) {

@@ -1,6 +1,8 @@
 // Package serve answers HTTP requests with a model in the shape of OpenAI's API
-// (POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}), so
-// that existing clients work unchanged, streaming with server-sent events when asked. Without a
+// (POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}) and of
+// Ollama's (/api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version: see
+// ollama.go), so that existing clients work unchanged, streaming with server-sent events (or
+// Ollama's lines of JSON) when asked. Without a
 // temperature (or at 0, or with top_p 0) the answer is greedy; above 0 it is sampled with the
 // request's seed, or a random one that the response reports ("seed"): the same seed gives the
 // same answer. A request asking for what the engine cannot honour (several choices, penalties,
@@ -74,6 +76,7 @@ func New(c *assistant.Chat, name string) *Server {
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
+	s.ollamaRoutes()
 	// The mux's own 404 and 405 are plain text, which OpenAI's clients cannot read: these
 	// patterns, less specific than the ones above, answer everything else in OpenAI's shape.
 	for path, allow := range map[string]string{"/v1/chat/completions": "POST", "/v1/completions": "POST",
@@ -86,7 +89,7 @@ func New(c *assistant.Chat, name string) *Server {
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url",
-			msg: fmt.Sprintf("%s %s: no such route (there are /v1/chat/completions, /v1/completions, /v1/models, /health)", r.Method, r.URL.Path)})
+			msg: fmt.Sprintf("%s %s: no such route (there are /v1/chat/completions, /v1/completions, /v1/models, /health, and Ollama's /api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version)", r.Method, r.URL.Path)})
 	})
 	return s
 }

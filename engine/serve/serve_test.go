@@ -18,6 +18,7 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
@@ -25,18 +26,10 @@ func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 
 const testContext = 256
 
+// newChat loads the model at path with a chat of testContext positions.
 func newChat(t *testing.T, path string) *assistant.Chat {
 	t.Helper()
-	m, err := engine.Load(context.Background(), path, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	s, err := m.NewSession(engine.SessionOptions{Context: testContext})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := assistant.New(m, s)
+	c, err := assistant.New(enginetest.Open(t, path, engine.Options{}, testContext))
 	if err != nil {
 		t.Fatal(err)
 	}

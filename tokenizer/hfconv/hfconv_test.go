@@ -25,35 +25,35 @@ func metadata(t *testing.T, kvs []gguf.KV) map[string]gguf.Value {
 	return m
 }
 
+// typed returns key's value as get, one of gguf.Value's typed getters, gives it, failing when
+// the key is missing or holds something other than kind.
+func typed[T any](t *testing.T, m map[string]gguf.Value, key, kind string, get func(gguf.Value) (T, bool)) T {
+	t.Helper()
+	x, ok := get(m[key])
+	if !ok {
+		t.Fatalf("key %q missing or not %s", key, kind)
+	}
+	return x
+}
+
 func str(t *testing.T, m map[string]gguf.Value, key string) string {
 	t.Helper()
-	v, ok := m[key]
-	if !ok {
-		t.Fatalf("key %q missing", key)
-	}
-	s, ok := v.Str()
-	if !ok {
-		t.Fatalf("key %q is %v, not a string", key, v.Type())
-	}
-	return s
+	return typed(t, m, key, "a string", gguf.Value.Str)
 }
 
 func strs(t *testing.T, m map[string]gguf.Value, key string) []string {
 	t.Helper()
-	s, ok := m[key].Strings()
-	if !ok {
-		t.Fatalf("key %q missing or not a string array", key)
-	}
-	return s
+	return typed(t, m, key, "a string array", gguf.Value.Strings)
 }
 
 func types(t *testing.T, m map[string]gguf.Value) []int32 {
 	t.Helper()
-	s, ok := m[keyTokenType].Int32s()
-	if !ok {
-		t.Fatalf("key %q missing or not an int32 array", keyTokenType)
-	}
-	return s
+	return typed(t, m, keyTokenType, "an int32 array", gguf.Value.Int32s)
+}
+
+func flag(t *testing.T, m map[string]gguf.Value, key string) bool {
+	t.Helper()
+	return typed(t, m, key, "a bool", gguf.Value.Bool)
 }
 
 func id(t *testing.T, m map[string]gguf.Value, key string) int {
@@ -67,15 +67,6 @@ func id(t *testing.T, m map[string]gguf.Value, key string) int {
 	}
 	u, _ := v.Uint64()
 	return int(u)
-}
-
-func flag(t *testing.T, m map[string]gguf.Value, key string) bool {
-	t.Helper()
-	b, ok := m[key].Bool()
-	if !ok {
-		t.Fatalf("key %q missing or not a bool", key)
-	}
-	return b
 }
 
 func read(t *testing.T, path string) []byte {

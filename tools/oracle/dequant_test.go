@@ -93,7 +93,7 @@ func TestDequantizeMatchesGo(t *testing.T) {
 	}
 	runPython(t, py, args...)
 	for _, c := range cases {
-		got := readFloat32s(t, c.path+".f32")
+		got := readFloats[float32](t, c.path+".f32")
 		if len(got) != c.elems {
 			t.Errorf("%v: numpy wrote %d values, want %d", c.typ, len(got), c.elems)
 			continue

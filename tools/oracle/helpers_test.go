@@ -58,36 +58,21 @@ func tryPython(t testing.TB, py string, args ...string) (stdout, stderr []byte, 
 	return o.Bytes(), e.Bytes(), err
 }
 
-// readFloat32s reads a little-endian float32 file.
-func readFloat32s(t testing.TB, path string) []float32 {
+// readFloats reads a little-endian file of float32s or float64s.
+func readFloats[T float32 | float64](t testing.TB, path string) []T {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b)%4 != 0 {
-		t.Fatalf("%s: %d bytes is not a whole number of float32s", path, len(b))
+	var zero T
+	size := binary.Size(zero)
+	if len(b)%size != 0 {
+		t.Fatalf("%s: %d bytes is not a whole number of %Ts", path, len(b), zero)
 	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
-// readFloat64s reads a little-endian float64 file.
-func readFloat64s(t testing.TB, path string) []float64 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
+	out := make([]T, len(b)/size)
+	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
 		t.Fatal(err)
-	}
-	if len(b)%8 != 0 {
-		t.Fatalf("%s: %d bytes is not a whole number of float64s", path, len(b))
-	}
-	out := make([]float64, len(b)/8)
-	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 	}
 	return out
 }

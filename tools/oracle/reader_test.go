@@ -102,7 +102,7 @@ func compareWithParser(t *testing.T, py, path string) {
 	}
 	dump := filepath.Join(t.TempDir(), "dump.f32")
 	runPython(t, py, script(t, "gguf_reader.py"), "dump", path, dump)
-	values := readFloat32s(t, dump)
+	values := readFloats[float32](t, dump)
 	at, compared := 0, 0
 	for i, ti := range pf.TensorInfos {
 		mine := info.Tensors[i]

@@ -80,7 +80,7 @@ func runReference(t *testing.T, py, dir, name string, jobs []refJob) refRun {
 	if run.out.Format != "trochilus-olmoe-ref/1" || len(run.out.Results) != len(jobs) {
 		t.Fatalf("%s: format %q with %d results for %d jobs", js, run.out.Format, len(run.out.Results), len(jobs))
 	}
-	all := readFloat32s(t, bin)
+	all := readFloats[float32](t, bin)
 	var at int64
 	for i, r := range run.out.Results {
 		j := jobs[i]
@@ -192,7 +192,7 @@ func TestReferenceTinyModels(t *testing.T) {
 	j := batch.jobs[3]
 	runPython(t, py, script(t, "olmoe_ref.py"), "--model", j.Model, "--tokens", joinInts(j.Tokens),
 		"--generate", fmt.Sprint(j.Generate), "--cache-mb", "0", "--logits", single+".bin", "--out", single+".json")
-	got := readFloat32s(t, single+".bin")
+	got := readFloats[float32](t, single+".bin")
 	var want []float32
 	for _, row := range batch.logits[3] {
 		want = append(want, row...)
@@ -326,7 +326,7 @@ func checkReference(t *testing.T, py, dir string, models []refModel) refRun {
 	runPython(t, py, script(t, "olmoe_f64.py"), "--batch", f64Batch)
 	for mi, m := range models {
 		r := batch.out.Results[3*mi]
-		want := readFloat64s(t, f64Jobs[mi].Logits)
+		want := readFloats[float64](t, f64Jobs[mi].Logits)
 		if len(want) != len(r.Prompt)*r.Vocab {
 			t.Fatalf("%s: olmoe_f64 wrote %d values, want %d", m.name, len(want), len(r.Prompt)*r.Vocab)
 		}
