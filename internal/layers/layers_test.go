@@ -89,7 +89,7 @@ var row = map[string]int{
 var testOnly = map[string][]string{
 	"app/trochilus":                  {"internal/modelgen/modelgentest", "kernels"},
 	"ui":                             {"gguf", "internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest"},
-	"engine/serve":                   {"internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest"},
+	"engine/serve":                   {"internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest", "internal/oracle"},
 	"engine/assistant":               {"gguf", "internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest"},
 	"engine":                         {"internal/modelgen", "internal/modelgen/modelgentest", "internal/oracle"},
 	"engine/library":                 {"internal/modelgen", "internal/modelgen/modelgentest", "internal/units"},

@@ -1,0 +1,105 @@
+package serve
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/internal/oracle"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// clientReport is what tools/clients/check.js prints: what OpenAI's and Ollama's own client
+// libraries got from the server.
+type clientReport struct {
+	Models                       []string
+	Chat, ChatFinish, ChatStream string
+	ChatUsage                    usage
+	ChatSeeded, Completion       string
+	ChatRefused, OllamaRefused   clientError
+	Tags                         []string
+	ShowFamily                   string
+	OllamaChat, OllamaStream     string
+	OllamaEval                   int
+	OllamaSeeded, OllamaGenerate string
+}
+
+type clientError struct {
+	OK      bool
+	Status  int
+	Message string
+	Param   *string
+}
+
+// TestClientLibraries serves the tiny model to the client libraries people use, unchanged (npm
+// openai and ollama, pinned by tools/deps.sh), and checks every answer against what the engine
+// computes for the same request: greedy, seeded, streamed and whole, chat and raw completion,
+// the model lists, and that a refusal reaches the client as the error it reads.
+func TestClientLibraries(t *testing.T) {
+	node := oracle.Node(t)
+	oracle.NPM(t, "openai")
+	oracle.NPM(t, "ollama")
+	f := newFixture(t)
+	cmd := exec.Command(node, filepath.Join(oracle.Root(t), "tools", "clients", "check.js"))
+	cmd.Env = append(os.Environ(), "TROCHILUS_URL="+f.srv.URL, "NODE_PATH="+oracle.NodeModules(t))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("check.js: %v", err)
+	}
+	var got clientReport
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("check.js printed %q: %v", out, err)
+	}
+
+	turns := []chat.Message{{Role: "user", Content: "Name three colours."}}
+	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 12})
+	seeded := f.reply(t, turns, assistant.Options{MaxTokens: 12, Sampling: &engine.Sampling{Temperature: 0.8, TopP: 1, Seed: 42}})
+	ollamaSeeded := f.reply(t, turns, assistant.Options{MaxTokens: 12,
+		Sampling: &engine.Sampling{Temperature: ollamaTemperature, TopK: ollamaTopK, TopP: ollamaTopP, Seed: 42}})
+	raw, err := f.want.Complete(t.Context(), "Once upon a time", assistant.Options{MaxTokens: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	generated := f.reply(t, []chat.Message{{Role: "user", Content: "Once upon a time"}}, assistant.Options{MaxTokens: 8})
+
+	for _, c := range []struct {
+		what, got, want string
+	}{
+		{"openai chat", got.Chat, greedy.Text},
+		{"openai chat finish_reason", got.ChatFinish, finishReason(&greedy)},
+		{"openai chat streamed", got.ChatStream, greedy.Text},
+		{"openai chat seed 42", got.ChatSeeded, seeded.Text},
+		{"openai completion", got.Completion, raw.Text},
+		{"ollama chat", got.OllamaChat, greedy.Text},
+		{"ollama chat streamed", got.OllamaStream, greedy.Text},
+		{"ollama chat seed 42", got.OllamaSeeded, ollamaSeeded.Text},
+		{"ollama generate", got.OllamaGenerate, generated.Text},
+		{"ollama show family", got.ShowFamily, "olmoe"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if u := got.ChatUsage; u.PromptTokens != greedy.Prompt || u.CompletionTokens != greedy.Tokens {
+		t.Errorf("openai usage %+v, want %d prompt and %d completion tokens", u, greedy.Prompt, greedy.Tokens)
+	}
+	if got.OllamaEval != greedy.Tokens {
+		t.Errorf("ollama eval_count %d, want %d", got.OllamaEval, greedy.Tokens)
+	}
+	if !slices.Equal(got.Models, []string{"tiny"}) || !slices.Equal(got.Tags, []string{"tiny:latest"}) {
+		t.Errorf("models %q, tags %q", got.Models, got.Tags)
+	}
+	if e := got.ChatRefused; e.OK || e.Status != 400 || e.Param == nil || *e.Param != "n" {
+		t.Errorf("openai n 2: %+v, want a 400 naming n", e)
+	}
+	if e := got.OllamaRefused; e.OK || e.Status != 400 || e.Message == "" {
+		t.Errorf("ollama repeat_penalty 1.1: %+v, want a 400", e)
+	}
+	t.Logf("openai@6.49.0 and ollama@0.6.4 got the engine's answers: %q", got.Chat)
+}
