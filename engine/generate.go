@@ -24,6 +24,16 @@ type GenerateOptions struct {
 
 	// Sampling, when set, draws each token at random (see Sampling); nil chooses greedily.
 	Sampling *Sampling
+
+	// Draft, when above 0, drafts up to that many tokens at a time from the context (see
+	// drafter) and verifies them in one pass: speculative decoding that cannot change a token,
+	// greedy or sampled, since every verified row is the one a one-token pass would give and
+	// each token is chosen from its row exactly as without drafts. 0: one token a pass.
+	Draft int
+
+	// Before is what the session holds before prompt (a kept prefix): drafts are looked up
+	// in it too.
+	Before []int32
 }
 
 // Generation is what Generate produced and how long it took.
@@ -33,14 +43,17 @@ type Generation struct {
 
 	PromptTokens int           // tokens of the prompt evaluated
 	PromptTime   time.Duration // evaluating the prompt and choosing the first token
-	DecodeTokens int           // one-token passes run after the prompt
-	DecodeTime   time.Duration // those passes and their choices
+	DecodeTokens int           // tokens chosen after the first
+	DecodeTime   time.Duration // the passes after the prompt and the choices
+	Passes       int           // forward passes after the prompt (DecodeTokens without drafts)
+	Drafted      int           // draft tokens verified
+	Accepted     int           // of those, tokens the model chose as drafted
 }
 
 // PromptRate returns the prompt tokens evaluated per second.
 func (g *Generation) PromptRate() float64 { return rate(g.PromptTokens, g.PromptTime) }
 
-// DecodeRate returns the generated tokens per second of the one-token passes.
+// DecodeRate returns the tokens chosen per second after the first.
 func (g *Generation) DecodeRate() float64 { return rate(g.DecodeTokens, g.DecodeTime) }
 
 func rate(n int, d time.Duration) float64 {
@@ -52,11 +65,17 @@ func rate(n int, d time.Duration) float64 {
 
 // Generate evaluates prompt and then chooses tokens greedily (the largest logit, the lowest id
 // among equals), or draws them as opts.Sampling says, until a stop token or MaxTokens. Each
-// chosen token but the last is evaluated, so the session ends holding the prompt and every new token except the last, whose logits
-// are never needed here: a caller continuing the sequence evaluates it next. The tokens made
-// before an error (a cancelled ctx included) are returned with it.
-func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOptions) (Generation, error) {
-	var g Generation
+// chosen token but the last is evaluated, so the session ends holding the prompt and every new
+// token except the last, whose logits are never needed here: a caller continuing the sequence
+// evaluates it next. The tokens made before an error (a cancelled ctx included) are returned
+// with it, and the session then holds as much as it would without drafts.
+//
+// With opts.Draft, a chosen token is evaluated together with the tokens that followed the
+// latest earlier occurrence of its context (a draft); the rows of that pass are the logits a
+// one-token pass would give at each position, so the next token is chosen from its row as
+// always, and while it is the one drafted the next row is valid too. The first token that
+// differs ends the draft: the positions past it are rewound, and it is evaluated next.
+func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOptions) (g Generation, err error) {
 	if opts.MaxTokens < 1 {
 		return g, fmt.Errorf("engine: generate %d tokens", opts.MaxTokens)
 	}
@@ -67,12 +86,33 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 		}
 		smp = newSampler(*opts.Sampling)
 	}
+	var dr *drafter
+	var rows []float32 // a verify pass's logits, a row of Vocab floats per token
+	if opts.Draft > 0 {
+		dr = newDrafter(opts.Before, prompt, min(opts.Draft, s.pass-1, maxDraft))
+		rows = make([]float32, (dr.most+1)*s.m.cfg.Vocab)
+	}
 	start := time.Now()
 	logits, err := s.Eval(ctx, prompt)
 	if err != nil {
 		return g, err
 	}
 	g.PromptTokens = len(prompt)
+	vocab := s.m.cfg.Vocab
+	// draft are the tokens of the last verify pass after its first, evaluated at positions
+	// base+1 on; confirmed of them match the tokens chosen since.
+	var draft []int32
+	base, confirmed := 0, 0
+	defer func() {
+		// On leaving inside a verified draft, its positions from the last token chosen on are
+		// not the sequence's: the session holds the tokens chosen but the last, as without
+		// drafts.
+		if draft != nil {
+			if rerr := s.Rewind(base + 1 + confirmed); err == nil {
+				err = rerr
+			}
+		}
+	}()
 	var one [1]int32
 	for {
 		tok := int32(kernels.Argmax(logits))
@@ -85,9 +125,12 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 		if len(g.Tokens) == 1 {
 			g.PromptTime = time.Since(start)
 			start = time.Now()
+		} else {
+			g.DecodeTokens++
 		}
 		if opts.OnToken != nil {
 			if err := opts.OnToken(tok); err != nil {
+				g.DecodeTime = time.Since(start)
 				return g, err
 			}
 		}
@@ -98,11 +141,42 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 		if len(g.Tokens) == opts.MaxTokens {
 			break
 		}
+		if draft != nil {
+			if confirmed < len(draft) && tok == draft[confirmed] {
+				// Evaluated already, at base+1+confirmed: the next row is its logits.
+				confirmed++
+				g.Accepted++
+				dr.accepted(tok)
+				logits = rows[confirmed*vocab : (confirmed+1)*vocab]
+				continue
+			}
+			// Not as drafted (or past the draft): the positions from here on go.
+			if err := s.Rewind(base + 1 + confirmed); err != nil {
+				return g, err
+			}
+			dr.ended(confirmed, len(draft))
+			draft = nil
+		}
+		if dr != nil {
+			dr.add(tok)
+			room := min(opts.MaxTokens-len(g.Tokens), s.ctxLen-s.pos-1)
+			if d := dr.propose(room); len(d) > 0 {
+				batch := append(append(dr.batch[:0], tok), d...)
+				if err := s.EvalAll(ctx, batch, rows[:len(batch)*vocab]); err != nil {
+					return g, err
+				}
+				g.Passes++
+				g.Drafted += len(d)
+				draft, base, confirmed = d, s.pos-len(batch), 0
+				logits = rows[:vocab]
+				continue
+			}
+		}
 		one[0] = tok
 		if logits, err = s.Eval(ctx, one[:]); err != nil {
 			return g, err
 		}
-		g.DecodeTokens++
+		g.Passes++
 	}
 	g.DecodeTime = time.Since(start)
 	return g, nil

@@ -171,7 +171,7 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 			sp = &each
 		}
 		answers++
-		r, err := c.Reply(turn, turns, assistant.Options{MaxTokens: *n, Sampling: sp, OnText: func(s string) {
+		r, err := c.Reply(turn, turns, assistant.Options{MaxTokens: *n, Sampling: sp, Draft: *mf.draft, OnText: func(s string) {
 			if _, e := term.out.Write([]byte(s)); e != nil && werr == nil {
 				werr = e
 				cancel()

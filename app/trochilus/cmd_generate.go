@@ -35,7 +35,10 @@ func parseTokens(s string) ([]int32, error) {
 func reportRates(stderr io.Writer, g *engine.Generation) {
 	fmt.Fprintf(stderr, "prompt: %d tokens in %.3fs, %.2f tok/s\n", g.PromptTokens, g.PromptTime.Seconds(), g.PromptRate())
 	fmt.Fprintf(stderr, "generation: %d tokens (%d decode passes) in %.3fs, %.2f tok/s\n",
-		len(g.Tokens), g.DecodeTokens, g.DecodeTime.Seconds(), g.DecodeRate())
+		len(g.Tokens), g.Passes, g.DecodeTime.Seconds(), g.DecodeRate())
+	if g.Drafted > 0 {
+		fmt.Fprintf(stderr, "drafts: %d tokens drafted, %d accepted (%.0f%%)\n", g.Drafted, g.Accepted, 100*float64(g.Accepted)/float64(g.Drafted))
+	}
 }
 
 // runGenerate generates greedily from token ids and prints the new ids.
@@ -66,7 +69,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer done()
-	opts := engine.GenerateOptions{MaxTokens: *n}
+	opts := engine.GenerateOptions{MaxTokens: *n, Draft: *mf.draft}
 	if eos, ok := m.EOS(); ok && !*ignoreEOS {
 		opts.Stop = []int32{eos}
 	}

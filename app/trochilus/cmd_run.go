@@ -42,7 +42,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer done()
 	var werr error
-	r, err := c.Complete(ctx, text, assistant.Options{MaxTokens: *n, SpecialText: *special, IgnoreEOS: *ignoreEOS,
+	r, err := c.Complete(ctx, text, assistant.Options{MaxTokens: *n, Draft: *mf.draft, SpecialText: *special, IgnoreEOS: *ignoreEOS,
 		OnText: func(piece string) {
 			if _, e := io.WriteString(stdout, piece); e != nil && werr == nil {
 				werr = e

@@ -67,7 +67,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		id = strings.TrimSuffix(filepath.Base(*mf.path), ".gguf")
 	}
 	srv := serve.New(c, id)
-	srv.APIKey, srv.Hosts = *apiKey, hosts
+	srv.APIKey, srv.Hosts, srv.Draft = *apiKey, hosts, *mf.draft
 	for _, o := range strings.Split(*cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			srv.Origins = append(srv.Origins, o)

@@ -23,10 +23,11 @@ type modelFlags struct {
 	context *int
 	profile *string
 	experts *string
+	draft   *int
 }
 
 // addModelFlags defines on fs the flags every command that runs a model shares: -m, -t, -b, -c,
-// -cpuprofile and -expert-budget.
+// -cpuprofile, -expert-budget and -draft.
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	return &modelFlags{
 		path:    fs.String("m", "", "the GGUF model to run: a path, or a name in the models folder (required)"),
@@ -35,6 +36,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		context: fs.Int("c", 0, fmt.Sprintf("positions the session holds (0: %d, or the model's context when shorter; less when that does not fit)", engine.DefaultContext)),
 		profile: fs.String("cpuprofile", "", "write a CPU profile of the run (pprof format) to this file"),
 		experts: fs.String("expert-budget", "", "stream the experts from disk through this many MiB of RAM, or \"min\" (default: only when the file does not fit)"),
+		draft:   fs.Int("draft", 0, "draft up to N tokens at a time from the context and verify them in one pass (speculative decoding: the same tokens, faster where the text repeats itself); 0: off"),
 	}
 }
 
@@ -90,6 +92,9 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (m *engine.Mode
 func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model, *engine.Session, error) {
 	if *f.path == "" {
 		return nil, nil, fmt.Errorf("%w: -m MODEL is required", errUsage)
+	}
+	if *f.draft < 0 {
+		return nil, nil, fmt.Errorf("%w: -draft %d: want 0 (off) or more", errUsage, *f.draft)
 	}
 	if *f.threads < 0 || *f.pass < 1 || *f.context < 0 {
 		return nil, nil, fmt.Errorf("%w: -t %d, -b %d, -c %d: want -t >= 0, -b >= 1, -c >= 0", errUsage, *f.threads, *f.pass, *f.context)

@@ -84,6 +84,10 @@ type Options struct {
 	// SpecialText makes Complete turn control-token text in its prompt (<|endoftext|>, …) into
 	// those tokens instead of reading it as text. Reply ignores it: templates always do.
 	SpecialText bool
+	// Draft drafts up to that many tokens at a time from the conversation and verifies them in
+	// one pass (engine.GenerateOptions.Draft): faster where the answer repeats what came
+	// before, never different. 0: off.
+	Draft int
 	// IgnoreEOS goes on past the end-of-sequence token (for benchmarks; the token's own text is
 	// never shown).
 	IgnoreEOS bool
@@ -180,6 +184,8 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 		MaxTokens: maxTokens,
 		Stop:      stop,
 		Sampling:  opts.Sampling,
+		Draft:     opts.Draft,
+		Before:    ids[:keep],
 		OnToken: func(id int32) error {
 			if id != c.eos && out.write(tokenizer.ValidUTF8(dec.Next(id))) {
 				return errStopText

@@ -365,6 +365,7 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		writeOllamaError(w, err)
 		return
 	}
+	opts.Draft = s.Draft
 	if err := s.acquire(r.Context()); err != nil {
 		writeOllamaError(w, err)
 		return

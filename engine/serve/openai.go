@@ -317,6 +317,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		writeError(w, err)
 		return
 	}
+	opts.Draft = s.Draft
 	if err := s.acquire(r.Context()); err != nil {
 		writeError(w, err)
 		return

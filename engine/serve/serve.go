@@ -53,6 +53,10 @@ type Server struct {
 	// is at least n / (4·tokenBytes) tokens (see promptBound).
 	tokenBytes int
 
+	// Draft, when above 0, drafts up to that many tokens at a time from each conversation
+	// (assistant.Options.Draft): faster answers where they repeat the conversation, the same
+	// tokens.
+	Draft int
 	// Log, when set, receives one line per answered request.
 	Log func(format string, args ...any)
 	// APIKey, when set, must come with every /v1 request as "Authorization: Bearer KEY".
