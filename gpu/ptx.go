@@ -20,7 +20,7 @@ func (p *ptx) label(name string) { fmt.Fprintf(&p.b, "%s:\n", name) }
 // %l0..%l15 that receive, for k = 0 .. n−1, the product of the floats at %rdA (stepping
 // strideA bytes) and %rdB (stepping by the byte count in %rdS), element k into lane k mod 16,
 // in increasing k, each product rounded (mul.rn) and added (add.rn): the contract's
-// Lanes.AddProducts. n is in %rN. Then the contract's tree (Lanes.Sum) leaves the sum in %fs.
+// lanes.AddProducts. n is in %rN. Then the contract's tree (lanes.Sum) leaves the sum in %fs.
 func (p *ptx) lanedReduction(prefix string, strideA int) {
 	for j := range 16 {
 		p.f("mov.f32 %%l%d, 0f00000000;", j)

@@ -3,8 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -16,15 +14,14 @@ import (
 
 func BenchmarkDotRow(b *testing.B) {
 	const cols = 2048
-	rng := rand.New(rand.NewPCG(1, 1))
-	x := randFloats(rng, cols, false, false)
-	for _, typ := range supportedTypes {
-		row := randRow(rng, typ, cols, false)
+	x, rows := dotRowBench(cols)
+	for i, typ := range supportedTypes {
+		row := rows[i]
 		b.Run(typ.String(), func(b *testing.B) {
 			var dot func() float32
 			if prepared, ok := preparedDots[typ]; ok {
-				var in Q4KInput
-				if err := PrepareQ4K(&in, x); err != nil {
+				var in q4KInput
+				if err := prepareQ4K(&in, x); err != nil {
 					b.Fatal(err)
 				}
 				dot = func() float32 { return prepared(row, &in) }
@@ -54,8 +51,7 @@ func report(b *testing.B, bytes, flopPairs int) {
 // for 16 (a slice of a prompt), on the default pool (TROCHILUS_BENCH_THREADS sets another size).
 func BenchmarkMatMul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	threads, _ := strconv.Atoi(os.Getenv("TROCHILUS_BENCH_THREADS")) // 0: the default
-	p := NewPool(threads)
+	p := NewPool(benchThreads()) // 0: the default
 	defer p.Close()
 	tier := Scalar()
 	shapes := []struct {
@@ -105,9 +101,9 @@ func BenchmarkExp(b *testing.B) {
 func BenchmarkPrepareQ4K(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 4))
 	x := randFloats(rng, 2048, false, false)
-	var in Q4KInput
+	var in q4KInput
 	for b.Loop() {
-		_ = PrepareQ4K(&in, x)
+		_ = prepareQ4K(&in, x)
 	}
 }
 

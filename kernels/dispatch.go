@@ -84,7 +84,7 @@ type simdTier struct {
 
 // asmKernels are the vector inner loops of a tier. The lanes kernels continue the 16 contract
 // lanes l over the whole units of a weight row w (a group of 16 floats or halves, a Q8_0 block)
-// against x; sum adds whole groups of 16 values; q4K computes DotQ4K of two Q4_K rows w0 and w1
+// against x; sum adds whole groups of 16 values; q4K computes dotQ4K of two Q4_K rows w0 and w1
 // (the same row twice for one) against a prepared input, given its q4KWide digits and sums and
 // its block scales: the whole definition, float64 steps included. Each must leave bits exactly
 // where the scalar definition does; the Go around them handles tails and the join.
@@ -107,20 +107,20 @@ type asmKernels struct {
 	panelPack                                func(panel, rows []float32, groups, stride int)
 	sum                                      func(l [16]float32, v []float32) [16]float32
 	q4K                                      func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
-	// q4Kr4 stores in dst DotQ4K of len(dst) Q4_K rows (len(dst)/4 groups of four) against one
+	// q4Kr4 stores in dst dotQ4K of len(dst) Q4_K rows (len(dst)/4 groups of four) against one
 	// prepared input: w holds the rows one after another (rowBytes each, len(scale) blocks of
 	// each read). Nil where the tier has too few registers (AVX2); decode then runs two rows a
 	// call.
 	q4Kr4 func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)
-	// q4K4 is DotQ4K of one row against four prepared inputs: in[t], in[4+t] and in[8+t] point
+	// q4K4 is dotQ4K of one row against four prepared inputs: in[t], in[4+t] and in[8+t] point
 	// at input t's digits, sums and scales; nb is the number of blocks.
 	q4K4 func(w []byte, in [12]*byte, nb int) [4]float32
-	// q4K8 continues and returns DotQ4K's float64 sums y (before the rounding to float32) of one
+	// q4K8 continues and returns dotQ4K's float64 sums y (before the rounding to float32) of one
 	// row of nb blocks against eight prepared inputs (in[t], in[8+t], in[16+t]); nil where the tier has
 	// too few registers (AVX2).
 	q4K8 func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
 	// q4KPanelBuild writes sixteen Q4_K rows of nb blocks into a panel, row r into lane r,
-	// and q4KPanel4 computes DotQ4K of the panel's first rows rows against four prepared
+	// and q4KPanel4 computes dotQ4K of the panel's first rows rows against four prepared
 	// inputs (see q4KPanelRows); nil where the tier has no VNNI.
 	q4KPanelBuild func(panel []byte, rows [16]*byte, nb int)
 	q4KPanel4     func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32
@@ -129,13 +129,13 @@ type asmKernels struct {
 	// none.
 	q4KPrep q4KPrepKernel
 
-	// The integer Q6_K kernels (DotQ6K against prepared inputs; see simd_q6k.go). q6KPair
+	// The integer Q6_K kernels (dotQ6K against prepared inputs; see simd_q6k.go). q6KPair
 	// computes two rows w0 and w1 (the same row twice for one) against one input, given its
 	// q4KWide digits and its block scales. q6KQuad stores in dst the results of len(dst) rows
 	// (len(dst)/4 groups of four) laid one after another in w, rowBytes each, against one input;
 	// nil where the tier has too few registers. q6KTile4 computes one row of nb blocks against
 	// four inputs (in[t] and in[4+t] point at input t's digits and scales); q6KTile8 continues
-	// the float64 sums y of DotQ6K against eight inputs over len(scales)/8 blocks (in[t] points
+	// the float64 sums y of dotQ6K against eight inputs over len(scales)/8 blocks (in[t] points
 	// at input t's digits of the first, scales[8b+t] is its scale of block b), so that a row
 	// runs a span of blocks at a time; nil where the tier has none.
 	q6KPair  func(w0, w1 []byte, digits []int16, scale []float64) [2]float32
@@ -143,7 +143,7 @@ type asmKernels struct {
 	q6KTile4 func(w []byte, in [8]*byte, nb int) [4]float32
 	q6KTile8 func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
 	// q6KPanelBuild writes sixteen Q6_K rows of nb blocks into a panel, row r into lane r, and
-	// q6KPanel4 stores in y[16t+r] DotQ6K of the panel's row r against prepared input t < 4
+	// q6KPanel4 stores in y[16t+r] dotQ6K of the panel's row r against prepared input t < 4
 	// (see q6KPanelRows); nil where the tier has no VNNI. q6KMemory holds the tier's panel and
 	// tile scratch memory.
 	q6KPanelBuild func(panel []byte, rows [16]*byte, nb int)
@@ -243,7 +243,7 @@ func (k laneRows) kernel(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 			for r := b0; r < b1; r++ {
 				l := k.four(m.Row(r), in.X[t*n:(t+4)*n], n)
 				for i := range 4 {
-					dst[(t+i)*m.Rows+r] = (*Lanes)(&l[i]).Sum()
+					dst[(t+i)*m.Rows+r] = (*lanes)(&l[i]).Sum()
 				}
 			}
 		}
@@ -256,7 +256,7 @@ func (k laneRows) kernel(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 			for t := tiled; t < in.Ntok; t++ {
 				l := k.fourRows(w, in.X[t*n:(t+1)*n])
 				for i := range 4 {
-					dst[t*m.Rows+r+i] = (*Lanes)(&l[i]).Sum()
+					dst[t*m.Rows+r+i] = (*lanes)(&l[i]).Sum()
 				}
 			}
 		}
@@ -265,8 +265,8 @@ func (k laneRows) kernel(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 		w0, w1 := m.Row(r), m.Row(r+1)
 		for t := tiled; t < in.Ntok; t++ {
 			l := k.two(w0, w1, in.X[t*n:(t+1)*n])
-			dst[t*m.Rows+r] = (*Lanes)(&l[0]).Sum()
-			dst[t*m.Rows+r+1] = (*Lanes)(&l[1]).Sum()
+			dst[t*m.Rows+r] = (*lanes)(&l[0]).Sum()
+			dst[t*m.Rows+r+1] = (*lanes)(&l[1]).Sum()
 		}
 	}
 	if r < r1 {

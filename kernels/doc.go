@@ -14,7 +14,7 @@
 //     ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) + ((l8+l9)+(l10+l11))+((l12+l13)+(l14+l15)).
 //   - A quantized weight is first dequantized to its own float32 value; then lane += w·x with the
 //     product rounded to float32 before the add (never a fused multiply-add).
-//   - Q4_K rows are not float dots: they follow the exact-integer definition of DotQ4K.
+//   - Q4_K rows are not float dots: they follow the exact-integer definition of dotQ4K.
 //   - Work is split over threads by output rows (or tokens), never inside a reduction, so the
 //     thread count never changes a bit.
 //   - Exp is the correctly rounded float32 exponential.

@@ -10,65 +10,65 @@ import "github.com/trochilus-llm/trochilus/gguf"
 // Preconditions: len(row) is a whole number of blocks and len(x) is at least the number of
 // elements they hold (Matrix.Validate checks both for a whole matrix).
 
-// DotRowF32 is the dot of a row of little-endian float32 values with x.
-func DotRowF32(row []byte, x []float32) float32 {
-	var l Lanes
-	var w [kElems]float32
-	n := len(row) / 4
-	for k := 0; k < n; k += kElems {
-		m := min(kElems, n-k)
-		gguf.DequantizeF32(row[4*k:], w[:m])
-		l.AddProducts(w[:m], x[k:])
-	}
-	return l.Sum()
-}
+// dotRowF32 is the dot of a row of little-endian float32 values with x.
+func dotRowF32(row []byte, x []float32) float32 { return dotRowFloats(gguf.TypeF32, row, x) }
 
-// DotRowF16 is the dot of a row of IEEE half values with x.
-func DotRowF16(row []byte, x []float32) float32 {
-	var l Lanes
-	var w [kElems]float32
-	n := len(row) / 2
-	for k := 0; k < n; k += kElems {
-		m := min(kElems, n-k)
-		gguf.DequantizeF16(row[2*k:], w[:m])
-		l.AddProducts(w[:m], x[k:])
-	}
-	return l.Sum()
-}
+// dotRowF16 is the dot of a row of IEEE half values with x.
+func dotRowF16(row []byte, x []float32) float32 { return dotRowFloats(gguf.TypeF16, row, x) }
 
-// DotRowBF16 is the dot of a row of bfloat16 values with x. Its result equals DotRowF32 of the
+// dotRowBF16 is the dot of a row of bfloat16 values with x. Its result equals dotRowF32 of the
 // widened values: a float32 row whose low halves are all zero can be stored as BF16 at load and
 // give the same bits from half the bytes.
-func DotRowBF16(row []byte, x []float32) float32 {
-	var l Lanes
+func dotRowBF16(row []byte, x []float32) float32 { return dotRowFloats(gguf.TypeBF16, row, x) }
+
+// dotRowQ8_0 is the dot of a row of Q8_0 blocks with x; the weights are d·q.
+func dotRowQ8_0(row []byte, x []float32) float32 { return dotRowBlocks(gguf.TypeQ8_0, row, x) }
+
+// dotRowQ5K is the dot of a row of Q5_K blocks with x; the weights are (d·sc)·q − dmin·m.
+func dotRowQ5K(row []byte, x []float32) float32 { return dotRowBlocks(gguf.TypeQ5_K, row, x) }
+
+// dotRowFloats is the row dot of the float types (F32, F16 or BF16, by typ), the row decoded
+// kElems values at a time (the last run may be shorter). The decoder is chosen by the type, not
+// passed as a func value, so that w stays on the stack.
+func dotRowFloats(typ gguf.Type, row []byte, x []float32) float32 {
+	size := 2
+	if typ == gguf.TypeF32 {
+		size = 4
+	}
+	var l lanes
 	var w [kElems]float32
-	n := len(row) / 2
+	n := len(row) / size
 	for k := 0; k < n; k += kElems {
 		m := min(kElems, n-k)
-		gguf.DequantizeBF16(row[2*k:], w[:m])
+		switch typ {
+		case gguf.TypeF32:
+			gguf.DequantizeF32(row[4*k:], w[:m])
+		case gguf.TypeF16:
+			gguf.DequantizeF16(row[2*k:], w[:m])
+		default:
+			gguf.DequantizeBF16(row[2*k:], w[:m])
+		}
 		l.AddProducts(w[:m], x[k:])
 	}
 	return l.Sum()
 }
 
-// DotRowQ8_0 is the dot of a row of Q8_0 blocks with x; the weights are d·q.
-func DotRowQ8_0(row []byte, x []float32) float32 {
-	var l Lanes
-	var w [q8_0Elems]float32
-	for b, k := 0, 0; b+q8_0Bytes <= len(row); b, k = b+q8_0Bytes, k+q8_0Elems {
-		gguf.DequantizeQ8_0((*[q8_0Bytes]byte)(row[b:]), &w)
-		l.AddProducts(w[:], x[k:])
+// dotRowBlocks is the row dot of the block types (Q8_0 or Q5_K, by typ), the row decoded a whole
+// block at a time (as dotRowFloats, the decoder is chosen by the type).
+func dotRowBlocks(typ gguf.Type, row []byte, x []float32) float32 {
+	size, elems := q8_0Bytes, q8_0Elems
+	if typ == gguf.TypeQ5_K {
+		size, elems = q5KBytes, kElems
 	}
-	return l.Sum()
-}
-
-// DotRowQ5K is the dot of a row of Q5_K blocks with x; the weights are (d·sc)·q − dmin·m.
-func DotRowQ5K(row []byte, x []float32) float32 {
-	var l Lanes
+	var l lanes
 	var w [kElems]float32
-	for b, k := 0, 0; b+q5KBytes <= len(row); b, k = b+q5KBytes, k+kElems {
-		gguf.DequantizeQ5_K((*[q5KBytes]byte)(row[b:]), &w)
-		l.AddProducts(w[:], x[k:])
+	for b, k := 0, 0; b+size <= len(row); b, k = b+size, k+elems {
+		if typ == gguf.TypeQ5_K {
+			gguf.DequantizeQ5_K((*[q5KBytes]byte)(row[b:]), &w)
+		} else {
+			gguf.DequantizeQ8_0((*[q8_0Bytes]byte)(row[b:]), (*[q8_0Elems]float32)(w[:]))
+		}
+		l.AddProducts(w[:elems], x[k:])
 	}
 	return l.Sum()
 }

@@ -37,17 +37,14 @@ func dotCorpus() [][2][]float32 {
 // checkDot compares dot with the reference on the corpus and returns how many pairs it checked
 // and how many differ (NaN equals NaN).
 func checkDot(dot func(a, b []float32) float32) (checked, bad int, first string) {
+	var c counts
 	for _, p := range dotCorpus() {
-		checked++
 		got, want := dot(p[0], p[1]), refDot(p[0], p[1])
-		if !sameBits(got, want) {
-			if bad == 0 {
-				first = fmt.Sprintf("n=%d: got %g (%#08x), want %g (%#08x)", len(p[0]), got, math.Float32bits(got), want, math.Float32bits(want))
-			}
-			bad++
-		}
+		c.note(got, want, func() string {
+			return fmt.Sprintf("n=%d: got %g (%#08x), want %g (%#08x)", len(p[0]), got, math.Float32bits(got), want, math.Float32bits(want))
+		})
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 func TestDotF32(t *testing.T) {
@@ -116,6 +113,7 @@ func TestDotKnownValues(t *testing.T) {
 // checkRowDot compares a row dot of typ with the reference (the 16-lane dot of quant's
 // dequantization of the row) on rows of 1..9 blocks, plain and special, and returns counts.
 func checkRowDot(typ gguf.Type, dot func(row []byte, x []float32) float32, rows int) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(uint64(typ), 11))
 	be := typ.BlockElems()
 	for i := range rows {
@@ -129,15 +127,11 @@ func checkRowDot(typ gguf.Type, dot func(row []byte, x []float32) float32, rows 
 		x := randFloats(rng, n, special, special && i%6 == 0)
 		got := dot(row, x)
 		want := refDot(dequantRow(typ, row, n), x)
-		checked++
-		if !sameBits(got, want) {
-			if bad == 0 {
-				first = fmt.Sprintf("%v row of %d: got %g (%#08x), want %g (%#08x)", typ, n, got, math.Float32bits(got), want, math.Float32bits(want))
-			}
-			bad++
-		}
+		c.note(got, want, func() string {
+			return fmt.Sprintf("%v row of %d: got %g (%#08x), want %g (%#08x)", typ, n, got, math.Float32bits(got), want, math.Float32bits(want))
+		})
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 func TestRowDots(t *testing.T) {
@@ -166,7 +160,7 @@ func TestBF16MatchesF32(t *testing.T) {
 			f[4*i+2], f[4*i+3] = bf[2*i], bf[2*i+1]
 		}
 		x := randFloats(rng, n, true, false)
-		if a, b := DotRowBF16(bf, x), DotRowF32(f, x); !sameBits(a, b) {
+		if a, b := dotRowBF16(bf, x), dotRowF32(f, x); !sameBits(a, b) {
 			t.Fatalf("BF16 row %g, same row as F32 %g", a, b)
 		}
 	}

@@ -174,61 +174,49 @@ func TestExpLong(t *testing.T) {
 	const pieces = 1 << 12
 	var (
 		mu         sync.Mutex
-		next       int
 		checked    uint64
 		slow       uint64
 		mismatches []string
 		nMismatch  uint64
 		undecided  []uint32
 	)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				piece := next
-				next++
-				mu.Unlock()
-				if piece >= pieces {
-					return
+	runPieces(workers, pieces, func() func(piece int) {
+		return func(piece int) {
+			var c, s, m uint64
+			var bad []string
+			var und []uint32
+			lo := uint64(piece) << 32 / pieces
+			hi := uint64(piece+1) << 32 / pieces
+			for b := lo; b < hi; b++ {
+				x := math.Float32frombits(uint32(b))
+				if x != x {
+					continue
 				}
-				var c, s, m uint64
-				var bad []string
-				var und []uint32
-				lo := uint64(piece) << 32 / pieces
-				hi := uint64(piece+1) << 32 / pieces
-				for b := lo; b < hi; b++ {
-					x := math.Float32frombits(uint32(b))
-					if x != x {
-						continue
-					}
-					c++
-					got := Exp(x)
-					want, isSlow := expReference(x)
-					if isSlow {
-						s++
-					}
-					if !sameBits(got, want) {
-						m++
-						if len(bad) < 10 {
-							bad = append(bad, fmt.Sprintf("Exp(%g [%#08x]) = %#08x, want %#08x", x, uint32(b), math.Float32bits(got), math.Float32bits(want)))
-						}
-					}
-					if !expFastDecides(x) {
-						und = append(und, uint32(b))
+				c++
+				got := Exp(x)
+				want, isSlow := expReference(x)
+				if isSlow {
+					s++
+				}
+				if !sameBits(got, want) {
+					m++
+					if len(bad) < 10 {
+						bad = append(bad, fmt.Sprintf("Exp(%g [%#08x]) = %#08x, want %#08x", x, uint32(b), math.Float32bits(got), math.Float32bits(want)))
 					}
 				}
-				mu.Lock()
-				checked += c
-				slow += s
-				nMismatch += m
-				mismatches = append(mismatches, bad...)
-				undecided = append(undecided, und...)
-				mu.Unlock()
+				if !expFastDecides(x) {
+					und = append(und, uint32(b))
+				}
 			}
-		})
-	}
-	wg.Wait()
+			mu.Lock()
+			checked += c
+			slow += s
+			nMismatch += m
+			mismatches = append(mismatches, bad...)
+			undecided = append(undecided, und...)
+			mu.Unlock()
+		}
+	})
 	slices.Sort(undecided)
 	t.Logf("Exp exhaustive: %d non-NaN inputs checked, %d mismatches, %d decided at high precision, %d hard cases, %d workers, %v",
 		checked, nMismatch, slow, len(undecided), workers, time.Since(start).Round(time.Millisecond))

@@ -2,8 +2,11 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
+	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/gguf/quant"
@@ -145,15 +148,143 @@ func dequantRow(typ gguf.Type, row []byte, n int) []float32 {
 // rowDots are the row dots under test, by type (Q4_K and Q6_K excepted: their definitions are
 // not float dots; see preparedDots).
 var rowDots = map[gguf.Type]func(row []byte, x []float32) float32{
-	gguf.TypeF32:  DotRowF32,
-	gguf.TypeF16:  DotRowF16,
-	gguf.TypeBF16: DotRowBF16,
-	gguf.TypeQ8_0: DotRowQ8_0,
-	gguf.TypeQ5_K: DotRowQ5K,
+	gguf.TypeF32:  dotRowF32,
+	gguf.TypeF16:  dotRowF16,
+	gguf.TypeBF16: dotRowBF16,
+	gguf.TypeQ8_0: dotRowQ8_0,
+	gguf.TypeQ5_K: dotRowQ5K,
 }
 
 // preparedDots are the definitions in exact integers, on a prepared input, by type.
-var preparedDots = map[gguf.Type]func(row []byte, in *Q4KInput) float32{
-	gguf.TypeQ4_K: DotQ4K,
-	gguf.TypeQ6_K: DotQ6K,
+var preparedDots = map[gguf.Type]func(row []byte, in *q4KInput) float32{
+	gguf.TypeQ4_K: dotQ4K,
+	gguf.TypeQ6_K: dotQ6K,
+}
+
+// counts gathers the results of a check: how many it compared, how many differ, and the first
+// difference.
+type counts struct {
+	checked, bad int
+	first        string
+}
+
+// add adds the results of another check.
+func (c *counts) add(checked, bad int, first string) {
+	c.checked += checked
+	if c.bad == 0 && bad > 0 {
+		c.first = first
+	}
+	c.bad += bad
+}
+
+// note counts one comparison of got with want, bit for bit; describe gives the text of the
+// first difference.
+func (c *counts) note(got, want float32, describe func() string) {
+	c.checked++
+	if !sameBits(got, want) {
+		if c.bad == 0 {
+			c.first = describe()
+		}
+		c.bad++
+	}
+}
+
+// noteSlices counts one comparison of the vectors got and want, element by element, bit for bit:
+// a difference anywhere is one difference; describe(i) gives the text of the first, at
+// element i.
+func (c *counts) noteSlices(got, want []float32, describe func(i int) string) {
+	c.checked++
+	for i := range got {
+		if !sameBits(got[i], want[i]) {
+			if c.bad == 0 {
+				c.first = describe(i)
+			}
+			c.bad++
+			return
+		}
+	}
+}
+
+// result returns the counts as a check returns them.
+func (c *counts) result() (checked, bad int, first string) { return c.checked, c.bad, c.first }
+
+// compareOutputs compares got, a rows kernel's outputs of rows rows for ntok tokens (dst's
+// layout), with want(r, t) bit for bit, token by token; the first difference reads where(r, t)
+// and then ": got <g>, <ref> <want>".
+func compareOutputs(c *counts, got []float32, rows, ntok int, want func(r, t int) float32, ref string, where func(r, t int) string) {
+	for t := range ntok {
+		for r := range rows {
+			g, w := got[t*rows+r], want(r, t)
+			c.note(g, w, func() string { return fmt.Sprintf("%s: got %g, %s %g", where(r, t), g, ref, w) })
+		}
+	}
+}
+
+// preparedBatch returns a batch of the ntok rows of cols floats in x, prepared for Q4_K and
+// Q6_K on one thread.
+func preparedBatch(tb testing.TB, x []float32, ntok, cols int) *Batch {
+	tb.Helper()
+	in := new(Batch)
+	if err := in.Set(x, ntok, cols); err != nil {
+		tb.Fatal(err)
+	}
+	p := NewPool(1)
+	defer p.Close()
+	if err := in.prepareAll(p); err != nil {
+		tb.Fatal(err)
+	}
+	return in
+}
+
+// needSIMD returns the usable SIMD tiers, and skips the test or benchmark where there are none.
+func needSIMD(tb testing.TB) []*simdTier {
+	tb.Helper()
+	tiers := usableSIMD()
+	if len(tiers) == 0 {
+		tb.Skip("no SIMD tier on this CPU")
+	}
+	return tiers
+}
+
+// tiersWith returns the usable SIMD tiers that have a kernel (has tells, kernel names it), fails
+// the test if an AVX-512 tier lacks it, and skips the test where no tier has it.
+func tiersWith(t *testing.T, kernel string, has func(a *asmKernels) bool) []*simdTier {
+	var tiers []*simdTier
+	for _, st := range usableSIMD() {
+		switch {
+		case has(&st.asm):
+			tiers = append(tiers, st)
+		case st.name != "avx2":
+			t.Errorf("%s: no %s", st.name, kernel)
+		}
+	}
+	if len(tiers) == 0 {
+		t.Skip("no SIMD tier with a " + kernel + " on this CPU")
+	}
+	return tiers
+}
+
+// runPieces hands the pieces 0 to pieces-1 out in order to workers goroutines and waits for
+// them: each goroutine runs its pieces through the func newWorker returns it (made once a
+// goroutine, so that it can hold the goroutine's own memory).
+func runPieces(workers, pieces int, newWorker func() func(piece int)) {
+	var mu sync.Mutex
+	next := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			run := newWorker()
+			for {
+				mu.Lock()
+				piece := next
+				next++
+				mu.Unlock()
+				if piece >= pieces {
+					return
+				}
+				run(piece)
+			}
+		})
+	}
+	wg.Wait()
 }

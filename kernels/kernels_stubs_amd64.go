@@ -152,22 +152,22 @@ func lanesRows4Q8_0AVX512(w []byte, x []float32) [4][16]float32
 //go:noescape
 func sumLanesAVX512(l [16]float32, v []float32) [16]float32
 
-// q6KTile4AVX512 returns DotQ6K of the Q6_K row w against four prepared inputs.
+// q6KTile4AVX512 returns dotQ6K of the Q6_K row w against four prepared inputs.
 //
 //go:noescape
 func q6KTile4AVX512(w []byte, in [8]*byte, nb int) [4]float32
 
-// q6KTile8AVX512 continues DotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.
+// q6KTile8AVX512 continues dotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.
 //
 //go:noescape
 func q6KTile8AVX512(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
 
-// q6KTile4AVX512VNNI returns DotQ6K of the Q6_K row w against four prepared inputs.
+// q6KTile4AVX512VNNI returns dotQ6K of the Q6_K row w against four prepared inputs.
 //
 //go:noescape
 func q6KTile4AVX512VNNI(w []byte, in [8]*byte, nb int) [4]float32
 
-// q6KTile8AVX512VNNI continues DotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.
+// q6KTile8AVX512VNNI continues dotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.
 //
 //go:noescape
 func q6KTile8AVX512VNNI(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
@@ -177,62 +177,62 @@ func q6KTile8AVX512VNNI(w []byte, in [8]*byte, scales []float64, y [8]float64) [
 //go:noescape
 func q6KPanelBuildAVX512VNNI(panel []byte, rows [16]*byte, nb int)
 
-// q6KPanel4AVX512VNNI stores in y DotQ6K of the sixteen rows of an integer Q6_K panel against 4 prepared inputs.
+// q6KPanel4AVX512VNNI stores in y dotQ6K of the sixteen rows of an integer Q6_K panel against 4 prepared inputs.
 //
 //go:noescape
 func q6KPanel4AVX512VNNI(panel []byte, in [8]*byte, nb int, y []float32)
 
-// q4KDot2AVX2 returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.
+// q4KDot2AVX2 returns dotQ4K of the Q4_K rows w0 and w1 against a prepared input.
 //
 //go:noescape
 func q4KDot2AVX2(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
 
-// q4KDot2AVX512 returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.
+// q4KDot2AVX512 returns dotQ4K of the Q4_K rows w0 and w1 against a prepared input.
 //
 //go:noescape
 func q4KDot2AVX512(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
 
-// q4KDot2AVX512VNNI returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.
+// q4KDot2AVX512VNNI returns dotQ4K of the Q4_K rows w0 and w1 against a prepared input.
 //
 //go:noescape
 func q4KDot2AVX512VNNI(w0 []byte, w1 []byte, digits []int16, sums []float64, scale []float64) [2]float32
 
-// q4KDot4AVX2 returns DotQ4K of the Q4_K row w against four prepared inputs.
+// q4KDot4AVX2 returns dotQ4K of the Q4_K row w against four prepared inputs.
 //
 //go:noescape
 func q4KDot4AVX2(w []byte, in [12]*byte, nb int) [4]float32
 
-// q6KPairAVX2 returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.
+// q6KPairAVX2 returns dotQ6K of the Q6_K rows w0 and w1 against a prepared input.
 //
 //go:noescape
 func q6KPairAVX2(w0 []byte, w1 []byte, digits []int16, scale []float64) [2]float32
 
-// q6KTile4AVX2 returns DotQ6K of the Q6_K row w against four prepared inputs.
+// q6KTile4AVX2 returns dotQ6K of the Q6_K row w against four prepared inputs.
 //
 //go:noescape
 func q6KTile4AVX2(w []byte, in [8]*byte, nb int) [4]float32
 
-// q4KDot4AVX512 returns DotQ4K of the Q4_K row w against four prepared inputs.
+// q4KDot4AVX512 returns dotQ4K of the Q4_K row w against four prepared inputs.
 //
 //go:noescape
 func q4KDot4AVX512(w []byte, in [12]*byte, nb int) [4]float32
 
-// q4KDot8AVX512 continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.
+// q4KDot8AVX512 continues dotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.
 //
 //go:noescape
 func q4KDot8AVX512(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
 
-// q4KDot4AVX512VNNI returns DotQ4K of the Q4_K row w against four prepared inputs.
+// q4KDot4AVX512VNNI returns dotQ4K of the Q4_K row w against four prepared inputs.
 //
 //go:noescape
 func q4KDot4AVX512VNNI(w []byte, in [12]*byte, nb int) [4]float32
 
-// q4KDot8AVX512VNNI continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.
+// q4KDot8AVX512VNNI continues dotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.
 //
 //go:noescape
 func q4KDot8AVX512VNNI(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
 
-// q4KPanel4AVX512VNNI returns DotQ4K of the sixteen rows of a Q4_K panel against four prepared inputs.
+// q4KPanel4AVX512VNNI returns dotQ4K of the sixteen rows of a Q4_K panel against four prepared inputs.
 //
 //go:noescape
 func q4KPanel4AVX512VNNI(panel []byte, in [12]*byte, nb int, rows int) [4][16]float32
@@ -242,32 +242,32 @@ func q4KPanel4AVX512VNNI(panel []byte, in [12]*byte, nb int, rows int) [4][16]fl
 //go:noescape
 func q4KPanelBuildAVX512VNNI(panel []byte, rows [16]*byte, nb int)
 
-// q4KRows4AVX512 stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.
+// q4KRows4AVX512 stores in dst dotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.
 //
 //go:noescape
 func q4KRows4AVX512(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 
-// q4KRows4AVX512VNNI stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.
+// q4KRows4AVX512VNNI stores in dst dotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.
 //
 //go:noescape
 func q4KRows4AVX512VNNI(w []byte, rowBytes int, digits []int16, sums []float64, scale []float64, dst []float32)
 
-// q6KPairAVX512 returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.
+// q6KPairAVX512 returns dotQ6K of the Q6_K rows w0 and w1 against a prepared input.
 //
 //go:noescape
 func q6KPairAVX512(w0 []byte, w1 []byte, digits []int16, scale []float64) [2]float32
 
-// q6KRows4AVX512 stores in dst DotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.
+// q6KRows4AVX512 stores in dst dotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.
 //
 //go:noescape
 func q6KRows4AVX512(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
 
-// q6KPairAVX512VNNI returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.
+// q6KPairAVX512VNNI returns dotQ6K of the Q6_K rows w0 and w1 against a prepared input.
 //
 //go:noescape
 func q6KPairAVX512VNNI(w0 []byte, w1 []byte, digits []int16, scale []float64) [2]float32
 
-// q6KRows4AVX512VNNI stores in dst DotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.
+// q6KRows4AVX512VNNI stores in dst dotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.
 //
 //go:noescape
 func q6KRows4AVX512VNNI(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)

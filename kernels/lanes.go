@@ -1,11 +1,11 @@
 package kernels
 
-// Lanes is the contract's register of 16 float32 accumulators. Lane i holds the running sum of
+// lanes is the contract's register of 16 float32 accumulators. Lane i holds the running sum of
 // the elements k with k mod 16 == i, in increasing k, starting from +0.
-type Lanes [16]float32
+type lanes [16]float32
 
 // Sum joins the lanes by the contract's fixed tree.
-func (l *Lanes) Sum() float32 {
+func (l *lanes) Sum() float32 {
 	lo := ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
 	hi := ((l[8] + l[9]) + (l[10] + l[11])) + ((l[12] + l[13]) + (l[14] + l[15]))
 	return lo + hi
@@ -18,7 +18,7 @@ func (l *Lanes) Sum() float32 {
 // A lane is a sequence in time, not a place: it only has to see its elements in increasing k.
 // So the loop runs twice over the data, lanes 0-7 and then lanes 8-15, which keeps eight
 // accumulators in registers instead of spilling sixteen (amd64 has fifteen free).
-func (l *Lanes) AddProducts(w, x []float32) {
+func (l *lanes) AddProducts(w, x []float32) {
 	x = x[:len(w)]
 	whole := len(w) &^ 15
 	l.addHalf(w[:whole], x[:whole], 0)
@@ -31,7 +31,7 @@ func (l *Lanes) AddProducts(w, x []float32) {
 
 // addHalf adds the products of the elements k ≡ off..off+7 (mod 16) into lanes off..off+7;
 // len(w) is a multiple of 16.
-func (l *Lanes) addHalf(w, x []float32, off int) {
+func (l *lanes) addHalf(w, x []float32, off int) {
 	a := (*[8]float32)(l[off : off+8])
 	l0, l1, l2, l3, l4, l5, l6, l7 := a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
 	for k := off; k+8 <= len(w); k += 16 {
@@ -50,7 +50,7 @@ func (l *Lanes) addHalf(w, x []float32, off int) {
 }
 
 // AddValues adds v[k] into lane k mod 16, continuing a reduction as AddProducts does.
-func (l *Lanes) AddValues(v []float32) {
+func (l *lanes) AddValues(v []float32) {
 	k := 0
 	for ; k+16 <= len(v); k += 16 {
 		v := v[k : k+16 : k+16]
@@ -66,14 +66,14 @@ func (l *Lanes) AddValues(v []float32) {
 // DotF32 returns the contract dot product of a and b[:len(a)]: the 16-lane sum of the rounded
 // products a[k]·b[k]. b must be at least as long as a.
 func DotF32(a, b []float32) float32 {
-	var l Lanes
+	var l lanes
 	l.AddProducts(a, b)
 	return l.Sum()
 }
 
 // SumF32 returns the 16-lane sum of v.
 func SumF32(v []float32) float32 {
-	var l Lanes
+	var l lanes
 	l.AddValues(v)
 	return l.Sum()
 }

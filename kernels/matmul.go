@@ -73,7 +73,7 @@ type Batch struct {
 	X          []float32
 	Ntok, Cols int
 
-	q4k      []Q4KInput
+	q4k      []q4KInput
 	q4kReady bool
 
 	// A batch made by SetRows follows rows [off, off+Ntok) of src while src.sets == srcSets.
@@ -120,19 +120,19 @@ func (b *Batch) SetRows(src *Batch, lo, hi int) error {
 	return nil
 }
 
-// prepareQ4K prepares rows [lo, hi) of the batch for Q4_K.
+// prepare prepares rows [lo, hi) of the batch for Q4_K.
 func (b *Batch) prepare(lo, hi int) {
 	for t := lo; t < hi; t++ {
 		// The length was checked by MatMul (Cols a multiple of 256), so this cannot fail.
-		_ = prepareQ4K(&b.q4k[t], b.X[t*b.Cols:(t+1)*b.Cols], b.prep)
+		_ = prepareQ4KWith(&b.q4k[t], b.X[t*b.Cols:(t+1)*b.Cols], b.prep)
 	}
 }
 
-// prepareAll prepares every row of the batch over p through PrepareQ4K unless that has been
+// prepareAll prepares every row of the batch over p through prepareQ4K unless that has been
 // done since the last Set.
 func (b *Batch) prepareAll(p *Pool) error { return b.prepareWith(p, nil) }
 
-// prepareWith is prepareAll through the preparation kernel prep (nil: PrepareQ4K); every
+// prepareWith is prepareAll through the preparation kernel prep (nil: prepareQ4K); every
 // kernel gives the same bits.
 func (b *Batch) prepareWith(p *Pool, prep q4KPrepKernel) error {
 	if b.q4kReady {
@@ -153,7 +153,7 @@ func (b *Batch) prepareWith(p *Pool, prep q4KPrepKernel) error {
 		return fmt.Errorf("kernels: Q4_K input rows of %d floats are not whole %d-element blocks", b.Cols, kElems)
 	}
 	if len(b.q4k) < b.Ntok {
-		b.q4k = append(b.q4k, make([]Q4KInput, b.Ntok-len(b.q4k))...)
+		b.q4k = append(b.q4k, make([]q4KInput, b.Ntok-len(b.q4k))...)
 	}
 	if b.prepJob == nil {
 		b.prepJob = b.prepare
@@ -180,7 +180,7 @@ type Tier struct {
 	// dotF32 is the contract dot of two float32 vectors (attention scores, norms).
 	dotF32 func(a, b []float32) float32
 
-	// The vector operations (see the package functions DotF32, RMSNorm, Softmax, SwiGLU and
+	// The vector operations (see the package functions DotF32, rmsNorm, Softmax, swiGLU and
 	// Attend).
 	rmsNorm func(dst, x, w []float32, eps float32)
 	softmax func(x []float32)
@@ -190,19 +190,19 @@ type Tier struct {
 	// Matrix-times-batch kernels per weight type (see kernel).
 	f32, f16, bf16, q8_0, q4K, q5K, q6K rowsKernel
 
-	prepQ4K q4KPrepKernel // the Batch's Q4_K/Q6_K preparation (see prepareQ4K); nil: PrepareQ4K
+	prepQ4K q4KPrepKernel // the Batch's Q4_K/Q6_K preparation (see prepareQ4KWith); nil: prepareQ4K
 }
 
 // DotF32 is the tier's DotF32, the contract dot of two float32 vectors.
 func (t *Tier) DotF32(a, b []float32) float32 { return t.dotF32(a, b) }
 
-// RMSNorm is the tier's RMSNorm.
+// RMSNorm is the tier's rmsNorm.
 func (t *Tier) RMSNorm(dst, x, w []float32, eps float32) { t.rmsNorm(dst, x, w, eps) }
 
 // Softmax is the tier's Softmax.
 func (t *Tier) Softmax(x []float32) { t.softmax(x) }
 
-// SwiGLU is the tier's SwiGLU.
+// SwiGLU is the tier's swiGLU.
 func (t *Tier) SwiGLU(dst, gate, up []float32) { t.swiGLU(dst, gate, up) }
 
 // Attend is the tier's Attend.
@@ -215,17 +215,17 @@ func Scalar() *Tier {
 	return &Tier{
 		Name:    "scalar",
 		dotF32:  DotF32,
-		rmsNorm: RMSNorm,
+		rmsNorm: rmsNorm,
 		softmax: Softmax,
-		swiGLU:  SwiGLU,
+		swiGLU:  swiGLU,
 		attend:  Attend,
-		f32:     floatRows(DotRowF32),
-		f16:     floatRows(DotRowF16),
-		bf16:    floatRows(DotRowBF16),
-		q8_0:    floatRows(DotRowQ8_0),
-		q4K:     q4KRows,
-		q5K:     floatRows(DotRowQ5K),
-		q6K:     q6KRows,
+		f32:     floatRows(dotRowF32),
+		f16:     floatRows(dotRowF16),
+		bf16:    floatRows(dotRowBF16),
+		q8_0:    floatRows(dotRowQ8_0),
+		q4K:     preparedRows(dotQ4K),
+		q5K:     floatRows(dotRowQ5K),
+		q6K:     preparedRows(dotQ6K),
 	}
 }
 
@@ -241,12 +241,15 @@ func floatRows(dot func(row []byte, x []float32) float32) rowsKernel {
 	}
 }
 
-// q4KRows is the scalar Q4_K rows kernel; the batch is already prepared.
-func q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
-	for r := r0; r < r1; r++ {
-		row := m.Row(r)
-		for t := range in.Ntok {
-			dst[t*m.Rows+r] = DotQ4K(row, &in.q4k[t])
+// preparedRows makes the scalar rows kernel of a row dot on prepared inputs (dotQ4K, dotQ6K);
+// the batch is already prepared.
+func preparedRows(dot func(row []byte, in *q4KInput) float32) rowsKernel {
+	return func(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			row := m.Row(r)
+			for t := range in.Ntok {
+				dst[t*m.Rows+r] = dot(row, &in.q4k[t])
+			}
 		}
 	}
 }

@@ -257,16 +257,7 @@ func TestMatMulManyReachesPanels(t *testing.T) {
 	for _, st := range usableSIMD() {
 		a := st.asm
 		var floatTiles, q4KTiles atomic.Int64
-		if a.panel != nil {
-			counted := *a.panel
-			a.panel = new(panelTiles)
-			for i, tile := range counted {
-				a.panel[i] = func(panel, xil, ph []float32) {
-					floatTiles.Add(1)
-					tile(panel, xil, ph)
-				}
-			}
-		}
+		countPanelTiles(&a, &floatTiles)
 		if k := a.q4KPanel4; k != nil {
 			a.q4KPanel4 = func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32 {
 				q4KTiles.Add(1)

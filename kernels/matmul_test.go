@@ -22,10 +22,10 @@ func refMatMul(m *Matrix, x []float32, ntok int) []float32 {
 	out := make([]float32, ntok*m.Rows)
 	for t := range ntok {
 		xt := x[t*m.Cols : (t+1)*m.Cols]
-		var in Q4KInput
+		var in q4KInput
 		prepared, ok := preparedDots[m.Type]
 		if ok {
-			if err := PrepareQ4K(&in, xt); err != nil {
+			if err := prepareQ4K(&in, xt); err != nil {
 				panic(err)
 			}
 		}
@@ -43,6 +43,7 @@ func refMatMul(m *Matrix, x []float32, ntok int) []float32 {
 // checkMatMul multiplies a matrix of every type by a batch of tokens with tier and pools of
 // 1, 2, 3 and 8 threads, comparing every output with the row definitions; it returns counts.
 func checkMatMul(tier *Tier) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(5, 5))
 	for _, n := range []int{1, 2, 3, 8} {
 		p := NewPool(n)
@@ -54,24 +55,20 @@ func checkMatMul(tier *Tier) (checked, bad int, first string) {
 			want := refMatMul(m, x, ntok)
 			var b Batch
 			if err := b.Set(x, ntok, cols); err != nil {
-				return checked, bad + 1, err.Error()
+				return c.checked, c.bad + 1, err.Error()
 			}
 			dst := make([]float32, ntok*rows)
 			if err := tier.MatMul(p, dst, m, &b); err != nil {
-				return checked, bad + 1, err.Error()
+				return c.checked, c.bad + 1, err.Error()
 			}
 			for i := range dst {
-				checked++
-				if !sameBits(dst[i], want[i]) {
-					if bad == 0 {
-						first = fmt.Sprintf("%v, %d threads: output %d = %g, definition %g", typ, n, i, dst[i], want[i])
-					}
-					bad++
-				}
+				c.note(dst[i], want[i], func() string {
+					return fmt.Sprintf("%v, %d threads: output %d = %g, definition %g", typ, n, i, dst[i], want[i])
+				})
 			}
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 // TestMatMulThreadIndependent: every output of MatMul equals the row definition, whatever the
@@ -93,7 +90,7 @@ func mutantRowsSplitColumns(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 		row := m.Row(r)
 		for t := range in.Ntok {
 			x := in.X[t*in.Cols : (t+1)*in.Cols]
-			dst[t*m.Rows+r] = DotRowQ8_0(row[:hb], x[:h]) + DotRowQ8_0(row[hb:], x[h:])
+			dst[t*m.Rows+r] = dotRowQ8_0(row[:hb], x[:h]) + dotRowQ8_0(row[hb:], x[h:])
 		}
 	}
 }
@@ -197,15 +194,15 @@ func TestMatMulNoAllocs(t *testing.T) {
 			t.Errorf("%v MatMul: %.1f allocations a call, want 0", typ, a)
 		}
 	}
-	var in Q4KInput
+	var in q4KInput
 	x := randFloats(rng, 1024, false, false)
-	_ = PrepareQ4K(&in, x)
-	if a := testing.AllocsPerRun(50, func() { _ = PrepareQ4K(&in, x) }); a != 0 {
-		t.Errorf("PrepareQ4K into a prepared input: %.1f allocations, want 0", a)
+	_ = prepareQ4K(&in, x)
+	if a := testing.AllocsPerRun(50, func() { _ = prepareQ4K(&in, x) }); a != 0 {
+		t.Errorf("prepareQ4K into a prepared input: %.1f allocations, want 0", a)
 	}
 	row := randRow(rng, gguf.TypeQ6_K, 1024, false)
-	if a := testing.AllocsPerRun(50, func() { _ = DotQ6K(row, &in) }); a != 0 {
-		t.Errorf("DotQ6K: %.1f allocations, want 0", a)
+	if a := testing.AllocsPerRun(50, func() { _ = dotQ6K(row, &in) }); a != 0 {
+		t.Errorf("dotQ6K: %.1f allocations, want 0", a)
 	}
 	_ = math.Pi
 }

@@ -13,7 +13,7 @@ import (
 
 // mutantDotFMA fuses each product into its lane's add.
 func mutantDotFMA(a, b []float32) float32 {
-	var l Lanes
+	var l lanes
 	for k := range a {
 		l[k%16] = float32(math.FMA(float64(a[k]), float64(b[k]), float64(l[k%16])))
 	}
@@ -22,7 +22,7 @@ func mutantDotFMA(a, b []float32) float32 {
 
 // mutantDotSwappedLanes sends lane 1's elements to lane 8 and lane 8's to lane 1.
 func mutantDotSwappedLanes(a, b []float32) float32 {
-	var l Lanes
+	var l lanes
 	for k := range a {
 		lane := k % 16
 		switch lane {
@@ -38,7 +38,7 @@ func mutantDotSwappedLanes(a, b []float32) float32 {
 
 // mutantDotSerialJoin joins the lanes left to right instead of by the tree.
 func mutantDotSerialJoin(a, b []float32) float32 {
-	var l Lanes
+	var l lanes
 	l.AddProducts(a, b)
 	var s float32
 	for _, v := range l {
@@ -49,7 +49,7 @@ func mutantDotSerialJoin(a, b []float32) float32 {
 
 // mutantDotEightLanes keeps 8 accumulators (one AVX register) instead of 16.
 func mutantDotEightLanes(a, b []float32) float32 {
-	var l Lanes
+	var l lanes
 	for k := range a {
 		l[k%8] += float32(a[k] * b[k])
 	}
@@ -58,7 +58,7 @@ func mutantDotEightLanes(a, b []float32) float32 {
 
 // mutantRowQ8_0Unrounded multiplies x by d and then by q (never forming the weight d·q).
 func mutantRowQ8_0Unrounded(row []byte, x []float32) float32 {
-	var l Lanes
+	var l lanes
 	for b, k := 0, 0; b+q8_0Bytes <= len(row); b, k = b+q8_0Bytes, k+q8_0Elems {
 		d := half(row[b:])
 		for i := range q8_0Elems {
@@ -139,7 +139,7 @@ func mutantSoftmaxSerialSum(x []float32) {
 }
 
 // mutantQ4KFloat32Blocks adds the blocks in float32 instead of float64.
-func mutantQ4KFloat32Blocks(row []byte, in *Q4KInput) float32 {
+func mutantQ4KFloat32Blocks(row []byte, in *q4KInput) float32 {
 	var y float32
 	for b := range in.Len() / kElems {
 		y += float32(q4KBlock(row[b*q4KBytes:(b+1)*q4KBytes], in, b) * in.scale[b])

@@ -6,12 +6,12 @@ import "math"
 // the same float32 as the exact root: 53 >= 2·24 + 2).
 func sqrt32(v float32) float32 { return float32(math.Sqrt(float64(v))) }
 
-// RMSNorm writes dst[i] = (x[i]·inv)·w[i] with inv = 1/sqrt(mean + eps) and mean = ss/n, ss the
+// rmsNorm writes dst[i] = (x[i]·inv)·w[i] with inv = 1/sqrt(mean + eps) and mean = ss/n, ss the
 // 16-lane sum of squares of x: in float32, each of ss/n, mean+eps, the root, the reciprocal and
 // both products rounded once, as transformers' float32 RMSNorm rounds them
 // (x.pow(2).mean(), torch.rsqrt(var + eps) as 1/sqrt, x * rsqrt, weight * that). dst may be x.
 // w and dst must be as long as x.
-func RMSNorm(dst, x, w []float32, eps float32) {
+func rmsNorm(dst, x, w []float32, eps float32) {
 	n := len(x)
 	if n == 0 {
 		return
@@ -32,12 +32,7 @@ func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
-	m := x[0]
-	for _, v := range x[1:] {
-		if v > m {
-			m = v
-		}
-	}
+	m := firstMax(x)
 	for i, v := range x {
 		x[i] = Exp(v - m)
 	}
@@ -47,16 +42,28 @@ func Softmax(x []float32) {
 	}
 }
 
-// SiLU returns g/(1 + Exp(−g)), the sum and the quotient each rounded to float32 (torch's silu
-// on CPU computes x / (1 + exp(−x))).
-func SiLU(g float32) float32 { return g / (1 + Exp(-g)) }
+// firstMax returns the largest element of x (not empty) by a scan keeping the first maximum: the
+// m of Softmax.
+func firstMax(x []float32) float32 {
+	m := x[0]
+	for _, v := range x[1:] {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
 
-// SwiGLU writes dst[i] = SiLU(gate[i])·up[i], the product rounded once. dst may alias gate or
+// silu returns g/(1 + Exp(−g)), the sum and the quotient each rounded to float32 (torch's silu
+// on CPU computes x / (1 + exp(−x))).
+func silu(g float32) float32 { return g / (1 + Exp(-g)) }
+
+// swiGLU writes dst[i] = silu(gate[i])·up[i], the product rounded once. dst may alias gate or
 // up; up and dst must be as long as gate.
-func SwiGLU(dst, gate, up []float32) {
+func swiGLU(dst, gate, up []float32) {
 	up, dst = up[:len(gate)], dst[:len(gate)]
 	for i, g := range gate {
-		dst[i] = SiLU(g) * up[i]
+		dst[i] = silu(g) * up[i]
 	}
 }
 
@@ -133,16 +140,16 @@ func attendValues(out, values, a []float32, stride int) {
 	const width = 32 // output elements per pass: 32 lane sets of 16 floats = 2 KiB of stack
 	for i0 := 0; i0 < len(out); i0 += width {
 		n := min(width, len(out)-i0)
-		var lanes [width]Lanes
+		var sets [width]lanes
 		for t, at := range a {
 			v := values[t*stride+i0 : t*stride+i0+n]
 			lane := t & 15
 			for i, vi := range v {
-				lanes[i][lane] += float32(at * vi)
+				sets[i][lane] += float32(at * vi)
 			}
 		}
 		for i := range n {
-			out[i0+i] = lanes[i].Sum()
+			out[i0+i] = sets[i].Sum()
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// refRMSNorm is RMSNorm's definition written out.
+// refRMSNorm is rmsNorm's definition written out.
 func refRMSNorm(x, w []float32, eps float32) []float32 {
 	ss := refDot(x, x)
 	mean := ss / float32(len(x))
@@ -52,6 +52,7 @@ func bigExp32(x float32) float32 {
 
 // checkVectorOp compares op with ref on vectors of lengths 1..70 and 1000, plain and special.
 func checkVectorOp(op, ref func(x []float32) []float32) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(9, 9))
 	lengths := []int{1000, 2048}
 	for n := 1; n <= 70; n++ {
@@ -61,19 +62,12 @@ func checkVectorOp(op, ref func(x []float32) []float32) (checked, bad int, first
 		for _, special := range []bool{false, true} {
 			x := randFloats(rng, n, special, false)
 			got, want := op(x), ref(x)
-			checked++
-			for i := range got {
-				if !sameBits(got[i], want[i]) {
-					if bad == 0 {
-						first = fmt.Sprintf("n=%d element %d: got %g, want %g", n, i, got[i], want[i])
-					}
-					bad++
-					break
-				}
-			}
+			c.noteSlices(got, want, func(i int) string {
+				return fmt.Sprintf("n=%d element %d: got %g, want %g", n, i, got[i], want[i])
+			})
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 func rmsNormOp(norm func(dst, x, w []float32, eps float32)) func(x []float32) []float32 {
@@ -105,14 +99,14 @@ func softmaxOp(sm func([]float32)) func(x []float32) []float32 {
 }
 
 func TestRMSNorm(t *testing.T) {
-	checked, bad, first := checkVectorOp(rmsNormOp(RMSNorm), refRMSNormOp)
+	checked, bad, first := checkVectorOp(rmsNormOp(rmsNorm), refRMSNormOp)
 	t.Logf("RMSNorm: %d vectors against the written-out definition, %d differ", checked, bad)
 	if bad != 0 {
 		t.Errorf("RMSNorm differs on %d of %d vectors; first: %s", bad, checked, first)
 	}
 	// [3, 4]: mean of squares 12.5, 1/sqrt(12.5) rounded twice.
 	dst := make([]float32, 2)
-	RMSNorm(dst, []float32{3, 4}, []float32{1, 2}, 0)
+	rmsNorm(dst, []float32{3, 4}, []float32{1, 2}, 0)
 	inv := 1 / float32(math.Sqrt(12.5))
 	if dst[0] != float32(3*inv) || dst[1] != float32(float32(4*inv)*2) {
 		t.Errorf("RMSNorm([3 4], w [1 2]) = %v", dst)
@@ -120,7 +114,7 @@ func TestRMSNorm(t *testing.T) {
 	// In place.
 	x := []float32{1, -2, 3, -4}
 	want := refRMSNorm(x, []float32{1, 1, 1, 1}, 1e-5)
-	RMSNorm(x, x, []float32{1, 1, 1, 1}, 1e-5)
+	rmsNorm(x, x, []float32{1, 1, 1, 1}, 1e-5)
 	for i := range x {
 		if x[i] != want[i] {
 			t.Errorf("in place: element %d = %g, want %g", i, x[i], want[i])
@@ -164,7 +158,7 @@ func TestSwiGLU(t *testing.T) {
 	g := randFloats(rng, 4096, true, true)
 	u := randFloats(rng, 4096, true, false)
 	dst := make([]float32, len(g))
-	SwiGLU(dst, g, u)
+	swiGLU(dst, g, u)
 	for i := range g {
 		e := bigExp32(-g[i])
 		den := 1 + e
@@ -174,10 +168,10 @@ func TestSwiGLU(t *testing.T) {
 			t.Fatalf("SwiGLU(g=%g, u=%g) = %g, want %g", g[i], u[i], dst[i], want)
 		}
 	}
-	if got := SiLU(-200); math.Float32bits(got) != math.Float32bits(float32(math.Copysign(0, -1))) {
+	if got := silu(-200); math.Float32bits(got) != math.Float32bits(float32(math.Copysign(0, -1))) {
 		t.Errorf("SiLU(-200) = %g, want -0", got)
 	}
-	if got := SiLU(200); got != 200 {
+	if got := silu(200); got != 200 {
 		t.Errorf("SiLU(200) = %g, want 200", got)
 	}
 	t.Logf("SwiGLU: %d elements (specials and NaNs mixed in) against the definition", len(g))
@@ -242,6 +236,7 @@ func refAttend(q, keys, values []float32, npos, stride, dv int, scale float32) [
 type attendFunc func(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32)
 
 func checkAttend(attend attendFunc) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(8, 8))
 	scale := float32(1 / math.Sqrt(128))
 	for _, npos := range []int{1, 2, 15, 16, 17, 40, 100} {
@@ -254,19 +249,12 @@ func checkAttend(attend attendFunc) (checked, bad int, first string) {
 			scores := make([]float32, npos)
 			attend(out, q, keys, values, npos, stride, scale, scores)
 			want := refAttend(q, keys, values, npos, stride, dim, scale)
-			checked++
-			for i := range out {
-				if !sameBits(out[i], want[i]) {
-					if bad == 0 {
-						first = fmt.Sprintf("npos %d dim %d element %d: got %g, want %g", npos, dim, i, out[i], want[i])
-					}
-					bad++
-					break
-				}
-			}
+			c.noteSlices(out, want, func(i int) string {
+				return fmt.Sprintf("npos %d dim %d element %d: got %g, want %g", npos, dim, i, out[i], want[i])
+			})
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 func TestAttend(t *testing.T) {

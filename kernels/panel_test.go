@@ -14,12 +14,13 @@ import (
 // again after changing the inputs in place (a panel must not reuse inputs it interleaved
 // before). Without panel tiles the same batches go through the lanes kernels.
 func checkPanelRows(a *asmKernels) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(23, 5))
 	tier := (&simdTier{asm: *a}).tier()
 	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
 		k, err := tier.kernel(typ)
 		if err != nil {
-			return checked, bad + 1, err.Error()
+			return c.checked, c.bad + 1, err.Error()
 		}
 		for i := range 10 {
 			rows := []int{1, 80, 81, 136, 97}[i%5]
@@ -52,38 +53,29 @@ func checkPanelRows(a *asmKernels) (checked, bad int, first string) {
 				}
 				k(got, m, &in, 0, r0)
 				k(got, m, &in, r0, rows)
-				for t := range ntok {
-					for r := range rows {
-						want := rowDots[typ](m.Row(r), x[t*cols:(t+1)*cols])
-						checked++
-						if g := got[t*rows+r]; !sameBits(g, want) {
-							if bad == 0 {
-								first = fmt.Sprintf("%v panel case %d, row %d of %d, token %d of %d: got %g, scalar %g", typ, i, r, rows, t, ntok, g, want)
-							}
-							bad++
-						}
-					}
-				}
+				compareOutputs(&c, got, rows, ntok, scalarRows(m, x), "scalar", func(r, t int) string {
+					return fmt.Sprintf("%v panel case %d, row %d of %d, token %d of %d", typ, i, r, rows, t, ntok)
+				})
 			}
 		}
 	}
-	add := func(c, b int, f string) {
-		checked += c
-		if bad == 0 && b > 0 {
-			first = f
-		}
-		bad += b
-	}
-	add(checkPanelWidths(a))
-	return checked, bad, first
+	c.add(checkPanelWidths(a))
+	return c.result()
+}
+
+// scalarRows returns the scalar row dot of row r of m with input row t of x, as
+// compareOutputs takes it.
+func scalarRows(m *Matrix, x []float32) func(r, t int) float32 {
+	return func(r, t int) float32 { return rowDots[m.Type](m.Row(r), x[t*m.Cols:(t+1)*m.Cols]) }
 }
 
 // checkPanelWidths runs every tile width 1 to panelMaxTokens, one chunk each, and two chunks
 // of every width up to 24 (batches of 1 to 48 tokens, the panel taken from one token on), on
 // Q8_0 and F32 rows of 17 and 16 rows, against the scalar row dot.
 func checkPanelWidths(a *asmKernels) (checked, bad int, first string) {
+	var c counts
 	if a.panel == nil {
-		return 0, 0, ""
+		return c.result()
 	}
 	rng := rand.New(rand.NewPCG(29, 6))
 	scratch := newPanelScratch()
@@ -102,19 +94,10 @@ func checkPanelWidths(a *asmKernels) (checked, bad int, first string) {
 			in := Batch{X: x, Ntok: ntok, Cols: cols}
 			got := make([]float32, rows*ntok)
 			k.kernel(got, m, &in, 0, rows)
-			for t := range ntok {
-				for r := range rows {
-					want := rowDots[typ](m.Row(r), x[t*cols:(t+1)*cols])
-					checked++
-					if g := got[t*rows+r]; !sameBits(g, want) {
-						if bad == 0 {
-							first = fmt.Sprintf("%v panel of %d tokens, row %d of %d, token %d: got %g, scalar %g", typ, ntok, r, rows, t, g, want)
-						}
-						bad++
-					}
-				}
-			}
+			compareOutputs(&c, got, rows, ntok, scalarRows(m, x), "scalar", func(r, t int) string {
+				return fmt.Sprintf("%v panel of %d tokens, row %d of %d, token %d", typ, ntok, r, rows, t)
+			})
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }

@@ -12,12 +12,12 @@ import (
 // tiers multiply).
 const q4kXMax = 2085998640
 
-// Q4KInput is one float32 input row prepared for Q4_K dots: each 256-element block scaled by
+// q4KInput is one float32 input row prepared for Q4_K dots: each 256-element block scaled by
 // the largest power of two 2^sh that keeps its largest magnitude within q4kXMax and rounded to
 // integers X (nearest, ties to even). It is computed once per input row and shared by every
-// Q4_K matrix that reads the row. The zero value is empty; PrepareQ4K fills it, reusing its
+// Q4_K matrix that reads the row. The zero value is empty; prepareQ4K fills it, reusing its
 // memory when it is large enough.
-type Q4KInput struct {
+type q4KInput struct {
 	n     int
 	x     []int32   // X_k
 	sums  []int64   // sum of X over each 32-element sub-block
@@ -27,21 +27,21 @@ type Q4KInput struct {
 }
 
 // Len returns the number of elements of the prepared row.
-func (in *Q4KInput) Len() int { return in.n }
+func (in *q4KInput) Len() int { return in.n }
 
-// PrepareQ4K prepares x for Q4_K dots into dst. len(x) must be a multiple of 256. It is the
-// definition: a tier's vector preparation (see prepareQ4K) writes the same bits.
-func PrepareQ4K(dst *Q4KInput, x []float32) error { return prepareQ4K(dst, x, nil) }
+// prepareQ4K prepares x for Q4_K dots into dst. len(x) must be a multiple of 256. It is the
+// definition: a tier's vector preparation (see prepareQ4KWith) writes the same bits.
+func prepareQ4K(dst *q4KInput, x []float32) error { return prepareQ4KWith(dst, x, nil) }
 
 // q4KPrepKernel is a tier's vector Q4_K preparation: it prepares the whole blocks of x into
-// the fields of a Q4KInput (X, sums, scale) and its q4KWide (digits, sums), in order, exactly
+// the fields of a q4KInput (X, sums, scale) and its q4KWide (digits, sums), in order, exactly
 // as prepareQ4KBlock and q4KWide.prepare do, and stops before the first block holding a NaN or
 // an infinity, returning the number of blocks it prepared.
 type q4KPrepKernel func(x []float32, X []int32, sums []int64, scale []float64, digits []int16, wsums []float64) int
 
-// prepareQ4K is PrepareQ4K through kern where it is not nil: the blocks holding a NaN or an
+// prepareQ4KWith is prepareQ4K through kern where it is not nil: the blocks holding a NaN or an
 // infinity, which kern leaves, go through the definition.
-func prepareQ4K(dst *Q4KInput, x []float32, kern q4KPrepKernel) error {
+func prepareQ4KWith(dst *q4KInput, x []float32, kern q4KPrepKernel) error {
 	n := len(x)
 	if n%kElems != 0 {
 		return fmt.Errorf("kernels: Q4_K input of %d floats is not a whole number of %d-element blocks", n, kElems)
@@ -74,7 +74,7 @@ func prepareQ4K(dst *Q4KInput, x []float32, kern q4KPrepKernel) error {
 	return nil
 }
 
-func prepareQ4KBlock(dst *Q4KInput, b int, xb []float32) {
+func prepareQ4KBlock(dst *q4KInput, b int, xb []float32) {
 	// The largest magnitude, found on the bits: for non-negative floats their order is the
 	// order of the bit patterns, so an integer max (no branches, no NaN rules) finds it; a NaN
 	// or an infinity has the largest patterns of all.
@@ -116,8 +116,8 @@ func prepareQ4KBlock(dst *Q4KInput, b int, xb []float32) {
 	}
 }
 
-// DotQ4K is the Q4_K row dot, defined in exact integers: for each 256-element block with
-// fixed-point inputs X and scale 2^-sh (see Q4KInput),
+// dotQ4K is the Q4_K row dot, defined in exact integers: for each 256-element block with
+// fixed-point inputs X and scale 2^-sh (see q4KInput),
 //
 //	T = Σ_j sc_j · Σ_{k in sub-block j} q_k·X_k    (exact int64)
 //	M = Σ_j m_j · Σ_{k in sub-block j} X_k         (exact int64)
@@ -128,17 +128,22 @@ func prepareQ4KBlock(dst *Q4KInput, b int, xb []float32) {
 // tier may add them in any order or width and give the same bits. A block of x holding a NaN or
 // an infinity makes the result NaN. in must have been prepared from as many floats as row holds
 // elements.
-func DotQ4K(row []byte, in *Q4KInput) float32 {
+func dotQ4K(row []byte, in *q4KInput) float32 { return dotBlocks(row, in, q4KBytes, q4KBlock) }
+
+// dotBlocks is the end of the definitions on prepared inputs (dotQ4K, dotQ6K): y = +0, then
+// y = fl64(y + v·2^-sh) over the blocks of row (blockBytes each) in order, v = block(...) the
+// block's value, and the result float32(y).
+func dotBlocks(row []byte, in *q4KInput, blockBytes int, block func(blk []byte, in *q4KInput, b int) float64) float32 {
 	var y float64
 	for b := range in.n / kElems {
-		blk := row[b*q4KBytes : (b+1)*q4KBytes]
-		y += float64(q4KBlock(blk, in, b) * in.scale[b])
+		blk := row[b*blockBytes : (b+1)*blockBytes]
+		y += float64(block(blk, in, b) * in.scale[b])
 	}
 	return float32(y)
 }
 
-// q4KBlock returns v for block b of a Q4_K row (see DotQ4K).
-func q4KBlock(blk []byte, in *Q4KInput, b int) float64 {
+// q4KBlock returns v for block b of a Q4_K row (see dotQ4K).
+func q4KBlock(blk []byte, in *q4KInput, b int) float64 {
 	d, dmin := float64(half(blk[0:])), float64(half(blk[2:]))
 	scales := (*[12]byte)(blk[4:16])
 	var t, m int64

@@ -3,8 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"slices"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -18,42 +16,28 @@ func BenchmarkQ4KPairs(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	const cols = 2048
 	x := randFloats(rng, cols, false, false)
-	var in Q4KInput
-	if err := PrepareQ4K(&in, x); err != nil {
+	var in q4KInput
+	if err := prepareQ4K(&in, x); err != nil {
 		b.Fatal(err)
 	}
 	for _, rows := range []int{256, 1024, -1024} {
 		stream := rows < 0
 		rows = max(rows, -rows)
 		m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
-		data := m.Data
-		if stream {
-			data = make([]byte, (1<<30)/len(m.Data)*len(m.Data))
-			for i := 0; i < len(data); i += len(m.Data) {
-				copy(data[i:], m.Data)
-			}
-		}
+		data, where := weightsFrom(m.Data, stream, (1<<30)/len(m.Data))
 		for _, st := range usableSIMD() {
 			for _, name := range []string{"pair", "pair-again"} {
-				where := "cache"
-				if stream {
-					where = "stream"
-				}
 				b.Run(fmt.Sprintf("%dx%d/%s/%s/%s", rows, cols, where, st.name, name), func(b *testing.B) {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					start := threadCPUTime()
 					var sink float32
 					rowBytes, off := len(m.Data)/rows, 0
-					for b.Loop() {
+					if cpu := cpuLoop(b, func() {
 						mat := data[off : off+len(m.Data)]
 						for r := 0; r < rows; r += 2 {
 							y := st.asm.q4K(mat[r*rowBytes:(r+1)*rowBytes], mat[(r+1)*rowBytes:(r+2)*rowBytes], in.wide.digits, in.wide.sums, in.scale)
 							sink += y[0] + y[1]
 						}
 						off = (off + len(m.Data)) % len(data)
-					}
-					if cpu := threadCPUTime() - start; cpu > 0 {
+					}); cpu > 0 {
 						b.ReportMetric(float64(len(m.Data))*float64(b.N)/float64(cpu), "cpuGB/s")
 					}
 					_ = sink
@@ -75,13 +59,7 @@ func BenchmarkQ4KTiles(b *testing.B) {
 		ntok := shape[2]
 		rows, cols := shape[0], shape[1]
 		m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
-		var in Batch
-		if err := in.Set(randFloats(rng, ntok*cols, false, false), ntok, cols); err != nil {
-			b.Fatal(err)
-		}
-		if err := in.prepareAll(NewPool(1)); err != nil {
-			b.Fatal(err)
-		}
+		in := preparedBatch(b, randFloats(rng, ntok*cols, false, false), ntok, cols)
 		dst := make([]float32, ntok*rows)
 		single := make([]Batch, ntok)
 		for t := range single {
@@ -95,22 +73,18 @@ func BenchmarkQ4KTiles(b *testing.B) {
 					continue
 				}
 				b.Run(fmt.Sprintf("%dx%d/tok%d/%s/%s", rows, cols, ntok, st.name, v), func(b *testing.B) {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					start := threadCPUTime()
-					for b.Loop() {
+					if cpu := cpuLoop(b, func() {
 						switch v {
 						case "pairs":
 							for t := range single {
 								st.asm.q4KRows(dst[t*rows:], m, &single[t], 0, rows)
 							}
 						case "tiles4":
-							four.q4KRows(dst, m, &in, 0, rows)
+							four.q4KRows(dst, m, in, 0, rows)
 						default:
-							st.asm.q4KRows(dst, m, &in, 0, rows)
+							st.asm.q4KRows(dst, m, in, 0, rows)
 						}
-					}
-					if cpu := threadCPUTime() - start; cpu > 0 {
+					}); cpu > 0 {
 						b.ReportMetric(2*float64(rows*cols*ntok)*float64(b.N)/float64(cpu), "cpuGFLOP/s")
 					}
 				})
@@ -127,22 +101,13 @@ func BenchmarkQ4KTiles(b *testing.B) {
 // median over rounds of each variant's speed-up over "four" (its time over the variant's),
 // and each variant's median GFLOP/s.
 func BenchmarkQ4KTileRatio(b *testing.B) {
-	tiers := usableSIMD()
-	if len(tiers) == 0 {
-		b.Skip("no SIMD tier on this CPU")
-	}
+	tiers := needSIMD(b)
 	st := tiers[len(tiers)-1]
 	rng := rand.New(rand.NewPCG(11, 13))
 	for _, shape := range [][3]int{{1024, 2048, 4}, {1024, 2048, 8}, {1024, 2048, 16}, {1024, 2048, 64}, {2048, 1024, 64}, {1024, 2048, 256}, {2048, 1024, 256}} {
 		rows, cols, ntok := shape[0], shape[1], shape[2]
 		m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
-		var in Batch
-		if err := in.Set(randFloats(rng, ntok*cols, false, false), ntok, cols); err != nil {
-			b.Fatal(err)
-		}
-		if err := in.prepareAll(NewPool(1)); err != nil {
-			b.Fatal(err)
-		}
+		in := preparedBatch(b, randFloats(rng, ntok*cols, false, false), ntok, cols)
 		dst := make([]float32, ntok*rows)
 		four := st.asm
 		four.q4K8, four.q4KPanel4 = nil, nil
@@ -150,35 +115,10 @@ func BenchmarkQ4KTileRatio(b *testing.B) {
 		eight.q4KPanel4 = nil
 		variants := []*asmKernels{&four, &eight, &st.asm, &four}
 		b.Run(fmt.Sprintf("%dx%d/tok%d/%s", rows, cols, ntok, st.name), func(b *testing.B) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var times [4][]float64
-			for b.Loop() {
-				for v, a := range variants {
-					start := threadCPUTime()
-					a.q4KRows(dst, m, &in, 0, rows)
-					times[v] = append(times[v], float64(threadCPUTime()-start))
-				}
-			}
-			median := func(x []float64) float64 {
-				x = slices.Clone(x)
-				slices.Sort(x)
-				return x[len(x)/2]
-			}
-			ratio := func(v int) float64 {
-				r := make([]float64, len(times[0]))
-				for i := range r {
-					r[i] = times[0][i] / times[v][i]
-				}
-				return median(r)
-			}
-			flop := 2 * float64(rows*cols*ntok)
-			b.ReportMetric(ratio(1), "eight/four")
-			b.ReportMetric(ratio(2), "panel/four")
-			b.ReportMetric(ratio(3), "again/four")
-			for v, name := range []string{"four", "eight", "panel", "again"} {
-				b.ReportMetric(flop/median(times[v]), name+"GFLOP/s")
-			}
+			times := timeRounds(b, m, m.Data, len(variants), false, func(v int, mat *Matrix) {
+				variants[v].q4KRows(dst, mat, in, 0, rows)
+			})
+			reportRatios(b, times, []string{"four", "eight", "panel", "again"}, 2*float64(rows*cols*ntok), "GFLOP/s")
 		})
 	}
 }

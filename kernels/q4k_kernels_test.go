@@ -11,19 +11,16 @@ import (
 // TestQ4KKernelsLongRows calls each SIMD tier's two-row, four- and eight-input Q4_K kernels directly on
 // rows of 1 to 16 blocks (the AVX-512 two-row kernel is software-pipelined: its loop runs the
 // end of one block inside the next, so long rows exercise the steady state, short ones its
-// edges) and compares every result with DotQ4K bit for bit. The cases mix random blocks, mixed
+// edges) and compares every result with dotQ4K bit for bit. The cases mix random blocks, mixed
 // block magnitudes and zero blocks, special scales (subnormal, infinite and NaN d and dmin), a
 // NaN or infinite input block, and the largest integer sums (every q 15, every scale and min
 // 63, |X| at its bound), where a fold that left the int32 range would show.
 func TestQ4KKernelsLongRows(t *testing.T) {
-	tiers := usableSIMD()
-	if len(tiers) == 0 {
-		t.Skip("no SIMD tier on this CPU")
-	}
+	tiers := needSIMD(t)
 	rng := rand.New(rand.NewPCG(21, 22))
 	type testCase struct {
 		rows [4][]byte
-		ins  [8]Q4KInput
+		ins  [8]q4KInput
 	}
 	var cases []testCase
 	for i := range 48 {
@@ -47,7 +44,7 @@ func TestQ4KKernelsLongRows(t *testing.T) {
 			case i%6 == 5:
 				x[rng.IntN(len(x))] = []float32{float32(math.NaN()), float32(math.Inf(1))}[r%2]
 			}
-			if err := PrepareQ4K(&c.ins[r], x); err != nil {
+			if err := prepareQ4K(&c.ins[r], x); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -68,26 +65,20 @@ func TestQ4KKernelsLongRows(t *testing.T) {
 				y := st.asm.q4K(c.rows[0], c.rows[1], in.wide.digits, in.wide.sums, in.scale)
 				for j := range 2 {
 					checked++
-					if want := DotQ4K(c.rows[j], in); !sameBits(y[j], want) {
-						fail("case %d (%d blocks), pair row %d, input %d: got %g, DotQ4K %g", i, in.n/kElems, j, r, y[j], want)
+					if want := dotQ4K(c.rows[j], in); !sameBits(y[j], want) {
+						fail("case %d (%d blocks), pair row %d, input %d: got %g, dotQ4K %g", i, in.n/kElems, j, r, y[j], want)
 					}
 				}
 			}
 			// One row against four inputs (0-3 and 4-7), and against all eight.
 			for g := 0; g < 8; g += 4 {
-				var args [12]*byte
-				for r := range 4 {
-					in := &c.ins[g+r]
-					args[r] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.wide.digits)))
-					args[4+r] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.wide.sums)))
-					args[8+r] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.scale)))
-				}
+				args := q4KArgs4(c.ins[g : g+4])
 				for w := range 4 {
 					y := st.asm.q4K4(c.rows[w], args, c.ins[0].n/kElems)
 					for r := range 4 {
 						checked++
-						if want := DotQ4K(c.rows[w], &c.ins[g+r]); !sameBits(y[r], want) {
-							fail("case %d (%d blocks), tile row %d, input %d: got %g, DotQ4K %g", i, c.ins[0].n/kElems, w, g+r, y[r], want)
+						if want := dotQ4K(c.rows[w], &c.ins[g+r]); !sameBits(y[r], want) {
+							fail("case %d (%d blocks), tile row %d, input %d: got %g, dotQ4K %g", i, c.ins[0].n/kElems, w, g+r, y[r], want)
 						}
 					}
 				}
@@ -109,8 +100,8 @@ func TestQ4KKernelsLongRows(t *testing.T) {
 				}
 				for r := range 8 {
 					checked8++
-					if want := DotQ4K(c.rows[w], &c.ins[r]); !sameBits(y[r], want) {
-						fail("case %d (%d blocks), eight-input row %d, input %d: got %g, DotQ4K %g", i, c.ins[0].n/kElems, w, r, y[r], want)
+					if want := dotQ4K(c.rows[w], &c.ins[r]); !sameBits(y[r], want) {
+						fail("case %d (%d blocks), eight-input row %d, input %d: got %g, dotQ4K %g", i, c.ins[0].n/kElems, w, r, y[r], want)
 					}
 				}
 			}
@@ -118,6 +109,6 @@ func TestQ4KKernelsLongRows(t *testing.T) {
 		if st.name != "avx2" && checked8 == 0 {
 			t.Errorf("%s: the eight-input Q4_K kernel is missing", st.name)
 		}
-		t.Logf("%s: %d Q4_K kernel results (%d of them eight-input) on rows of 1-16 blocks against DotQ4K, %d differ", st.name, checked+checked8, checked8, bad)
+		t.Logf("%s: %d Q4_K kernel results (%d of them eight-input) on rows of 1-16 blocks against dotQ4K, %d differ", st.name, checked+checked8, checked8, bad)
 	}
 }

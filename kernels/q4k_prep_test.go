@@ -76,7 +76,7 @@ func q4KPrepRow(rng *rand.Rand, nb int) []float32 {
 }
 
 // q4KPrepDiffer reports whether two prepared rows differ in any bit of any field.
-func q4KPrepDiffer(a, b *Q4KInput) bool {
+func q4KPrepDiffer(a, b *q4KInput) bool {
 	if a.n != b.n || len(a.x) != len(b.x) || len(a.wide.digits) != len(b.wide.digits) {
 		return true
 	}
@@ -155,9 +155,9 @@ func q4KPrepModel(mut int) q4KPrepKernel {
 }
 
 // TestQ4KPrepTiers compares every tier's Q4_K preparation, and the Go model of the vector
-// algorithm, with PrepareQ4K on rows of 256 to 8192 floats built from every kind of block
+// algorithm, with prepareQ4K on rows of 256 to 8192 floats built from every kind of block
 // q4KPrepRow makes: X, the sums, the scales, the digits and the float64 sums, bit for bit. The
-// rows go into one reused Q4KInput, so a field the kernel leaves unwritten shows. The model's
+// rows go into one reused q4KInput, so a field the kernel leaves unwritten shows. The model's
 // mutants must each differ on some rows, so the cases reach what they break.
 func TestQ4KPrepTiers(t *testing.T) {
 	kerns := map[string]q4KPrepKernel{"model": q4KPrepModel(0)}
@@ -172,16 +172,16 @@ func TestQ4KPrepTiers(t *testing.T) {
 	mutants := []q4KPrepKernel{nil, q4KPrepModel(1), q4KPrepModel(2), q4KPrepModel(3), q4KPrepModel(4)}
 	rng := rand.New(rand.NewPCG(31, 41))
 	const rows = 1500
-	got := map[string]*Q4KInput{}
+	got := map[string]*q4KInput{}
 	for name := range kerns {
-		got[name] = new(Q4KInput)
+		got[name] = new(q4KInput)
 	}
-	var want, mut Q4KInput
+	var want, mut q4KInput
 	caught := make([]int, len(mutants))
 	blocks, nanBlocks := 0, 0
 	for c := range rows {
 		x := q4KPrepRow(rng, 1+rng.IntN(32))
-		if err := PrepareQ4K(&want, x); err != nil {
+		if err := prepareQ4K(&want, x); err != nil {
 			t.Fatal(err)
 		}
 		blocks += len(want.scale)
@@ -191,15 +191,15 @@ func TestQ4KPrepTiers(t *testing.T) {
 			}
 		}
 		for name, k := range kerns {
-			if err := prepareQ4K(got[name], x, k); err != nil {
+			if err := prepareQ4KWith(got[name], x, k); err != nil {
 				t.Fatal(err)
 			}
 			if q4KPrepDiffer(&want, got[name]) {
-				t.Errorf("%s: row %d (%d floats) differs from PrepareQ4K", name, c, len(x))
+				t.Errorf("%s: row %d (%d floats) differs from prepareQ4K", name, c, len(x))
 			}
 		}
 		for i, k := range mutants[1:] {
-			if err := prepareQ4K(&mut, x, k); err != nil {
+			if err := prepareQ4KWith(&mut, x, k); err != nil {
 				t.Fatal(err)
 			}
 			if q4KPrepDiffer(&want, &mut) {
@@ -217,7 +217,7 @@ func TestQ4KPrepTiers(t *testing.T) {
 	if nanBlocks == 0 {
 		t.Errorf("no block with a NaN or an infinity")
 	}
-	if err := prepareQ4K(&want, make([]float32, 300), q4KPrepModel(0)); err == nil {
+	if err := prepareQ4KWith(&want, make([]float32, 300), q4KPrepModel(0)); err == nil {
 		t.Errorf("a row of 300 floats was prepared")
 	}
 }
@@ -238,8 +238,8 @@ func TestQ4KPrepAllocates(t *testing.T) {
 		if st.asm.q4KPrep == nil {
 			continue
 		}
-		var in Q4KInput
-		allocs := testing.AllocsPerRun(20, func() { _ = prepareQ4K(&in, x, st.asm.q4KPrep) })
+		var in q4KInput
+		allocs := testing.AllocsPerRun(20, func() { _ = prepareQ4KWith(&in, x, st.asm.q4KPrep) })
 		if allocs != 0 {
 			t.Errorf("%s: %v allocations a row", st.name, allocs)
 		}
@@ -270,10 +270,10 @@ func BenchmarkQ4KPrep(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			var in Q4KInput
+			var in q4KInput
 			start := threadCPUTime()
 			for b.Loop() {
-				_ = prepareQ4K(&in, x, v.kern)
+				_ = prepareQ4KWith(&in, x, v.kern)
 			}
 			if cpu := threadCPUTime() - start; cpu > 0 {
 				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/row")

@@ -3,8 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"slices"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -24,22 +22,10 @@ func BenchmarkQ4KRows4(b *testing.B) {
 	for _, shape := range [][2]int{{1024, 2048}, {2048, 1024}} {
 		rows, cols := shape[0], shape[1]
 		m := randMatrix(rng, gguf.TypeQ4_K, rows, cols)
-		var in Batch
-		if err := in.Set(randFloats(rng, cols, false, false), 1, cols); err != nil {
-			b.Fatal(err)
-		}
-		if err := in.prepareAll(NewPool(1)); err != nil {
-			b.Fatal(err)
-		}
+		in := preparedBatch(b, randFloats(rng, cols, false, false), 1, cols)
 		dst := make([]float32, rows)
 		for _, stream := range []bool{false, true} {
-			data, where := m.Data, "cache"
-			if stream {
-				data, where = make([]byte, (1<<30)/len(m.Data)*len(m.Data)), "stream"
-				for i := 0; i < len(data); i += len(m.Data) {
-					copy(data[i:], m.Data)
-				}
-			}
+			data, where := weightsFrom(m.Data, stream, (1<<30)/len(m.Data))
 			for _, st := range usableSIMD() {
 				if st.asm.q4Kr4 == nil {
 					continue
@@ -48,45 +34,13 @@ func BenchmarkQ4KRows4(b *testing.B) {
 				pair.q4Kr4 = nil
 				variants := []*asmKernels{&pair, &st.asm, &pair}
 				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, where, st.name), func(b *testing.B) {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					var times [3][]float64
-					off := 0
-					for b.Loop() {
-						for v, a := range variants {
-							mat := *m
-							mat.Data = data[off : off+len(m.Data)]
-							off = (off + len(m.Data)) % len(data)
-							start := threadCPUTime()
-							a.q4KRows(dst, &mat, &in, 0, rows)
-							times[v] = append(times[v], float64(threadCPUTime()-start))
-						}
-					}
-					reportRatios(b, times[:], []string{"pair", "four", "again"}, float64(len(m.Data)), "GB/s")
+					times := timeRounds(b, m, data, len(variants), false, func(v int, mat *Matrix) {
+						variants[v].q4KRows(dst, mat, in, 0, rows)
+					})
+					reportRatios(b, times, []string{"pair", "four", "again"}, float64(len(m.Data)), "GB/s")
 				})
 			}
 			data = nil
 		}
-	}
-}
-
-// reportRatios reports, for variants timed round by round (times[v][round], in ns), the median
-// over rounds of each variant's speed-up over variant 0 (as "<name>/<name 0>") and each
-// variant's work per median time (as "<name><unit>", work per ns).
-func reportRatios(b *testing.B, times [][]float64, names []string, work float64, unit string) {
-	median := func(x []float64) float64 {
-		x = slices.Clone(x)
-		slices.Sort(x)
-		return x[len(x)/2]
-	}
-	for v := 1; v < len(times); v++ {
-		r := make([]float64, len(times[0]))
-		for i := range r {
-			r[i] = times[0][i] / times[v][i]
-		}
-		b.ReportMetric(median(r), names[v]+"/"+names[0])
-	}
-	for v, name := range names {
-		b.ReportMetric(work/median(times[v]), name+unit)
 	}
 }

@@ -58,7 +58,7 @@ func guarded[T int16 | float64 | byte](t *testing.T, src []T, atEnd bool) []T {
 // flush against an inaccessible page, before and after (one of each per run), for rows of 0
 // to 9 blocks and 1 to 3 groups: a kernel that reads one byte outside its arguments (the
 // software-pipelined unpack of a next block past the last one, say) faults, which kills the
-// test binary. Each result must also equal DotQ4K. A child process checks that the guard
+// test binary. Each result must also equal dotQ4K. A child process checks that the guard
 // works: a kernel told of one block more than each row has must die there.
 func TestQ4KRows4Bounds(t *testing.T) {
 	tiers := q4KRows4Tiers(t)
@@ -70,7 +70,7 @@ func TestQ4KRows4Bounds(t *testing.T) {
 	for _, st := range tiers {
 		checked += checkQ4KRows4Bounds(t, st.name, st.asm.q4Kr4)
 	}
-	t.Logf("%d results of kernels whose arguments touch inaccessible pages equal DotQ4K, no fault", checked)
+	t.Logf("%d results of kernels whose arguments touch inaccessible pages equal dotQ4K, no fault", checked)
 
 	// The guard must catch an over-read: the same kernel, told of one block more than the rows
 	// hold, in a child process.
@@ -85,15 +85,15 @@ func TestQ4KRows4Bounds(t *testing.T) {
 
 // checkQ4KRows4Bounds runs k on rows of 0 to 9 blocks, 1 to 3 groups, with each argument flush
 // against an inaccessible page (w and sums at one end, digits and scale at the other, then the
-// other way round), compares every result with DotQ4K and returns the number compared.
+// other way round), compares every result with dotQ4K and returns the number compared.
 func checkQ4KRows4Bounds(t *testing.T, name string, k q4KRows4Kernel) (checked int) {
 	rng := rand.New(rand.NewPCG(47, 48))
 	for blocks := range 10 {
 		n := blocks * kElems
 		for groups := 1; groups <= 3; groups++ {
 			m := randMatrix(rng, gguf.TypeQ4_K, 4*groups, n)
-			var in Q4KInput
-			if err := PrepareQ4K(&in, randFloats(rng, n, false, false)); err != nil {
+			var in q4KInput
+			if err := prepareQ4K(&in, randFloats(rng, n, false, false)); err != nil {
 				t.Fatal(err)
 			}
 			for _, atEnd := range []bool{false, true} {
@@ -105,7 +105,7 @@ func checkQ4KRows4Bounds(t *testing.T, name string, k q4KRows4Kernel) (checked i
 				k(w, m.RowBytes(), digits, sums, scale, dst)
 				for r := range dst {
 					checked++
-					if want := DotQ4K(m.Row(r), &in); !sameBits(dst[r], want) {
+					if want := dotQ4K(m.Row(r), &in); !sameBits(dst[r], want) {
 						t.Errorf("%s, %d blocks, %d groups, guard at the end %v: row %d = %g, want %g", name, blocks, groups, atEnd, r, dst[r], want)
 					}
 				}
@@ -121,8 +121,8 @@ func guardChild(k q4KRows4Kernel) {
 	rng := rand.New(rand.NewPCG(49, 50))
 	const blocks = 3
 	m := randMatrix(rng, gguf.TypeQ4_K, 4, blocks*kElems)
-	var in Q4KInput
-	if err := PrepareQ4K(&in, randFloats(rng, (blocks+1)*kElems, false, false)); err != nil {
+	var in q4KInput
+	if err := prepareQ4K(&in, randFloats(rng, (blocks+1)*kElems, false, false)); err != nil {
 		panic(err)
 	}
 	w, _, err := guardedCopy(m.Data, true)

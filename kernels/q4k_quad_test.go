@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -35,26 +34,17 @@ func oneGroup(k q4KRows4Kernel) q4KGroup {
 	}
 }
 
-// q4KRows4Case is one input of the four-row kernel checks: fourteen contiguous Q4_K rows (the
-// kernel takes runs of one to three groups of four starting at rows 0, 1 and 2) and two
-// prepared inputs.
-type q4KRows4Case struct {
-	blocks int
-	m      *Matrix
-	ins    [2]Q4KInput
-}
-
 // q4KRows4Cases builds rows of 0 to 16 blocks (the kernel has no block-level unrolling or
 // pipelining, so 16 covers its loop; 0 its guard), mixing random blocks, blocks of very
 // different magnitudes and zero blocks, special scales (subnormal, infinite and NaN d and
 // dmin), a NaN or infinite input block, and the largest integer sums (every q 15, every scale
 // and min 63, both digits of every X at their extremes), where a fold that left the int32
 // range would show.
-func q4KRows4Cases(t *testing.T) []q4KRows4Case {
+func q4KRows4Cases(t *testing.T) []rows4Case {
 	rng := rand.New(rand.NewPCG(41, 42))
-	var cases []q4KRows4Case
+	var cases []rows4Case
 	for i := range 68 {
-		c := q4KRows4Case{blocks: i % 17}
+		c := rows4Case{blocks: i % 17}
 		n := c.blocks * kElems
 		c.m = &Matrix{Type: gguf.TypeQ4_K, Rows: 14, Cols: n}
 		for range 14 {
@@ -68,88 +58,28 @@ func q4KRows4Cases(t *testing.T) []q4KRows4Case {
 				}
 			}
 		}
-		for j := range c.ins {
-			_, x := randQ4KCase(rng, c.blocks, i%2 == 1, false)
-			switch {
-			case largest:
-				// |X| = 31829·65536 + 32768 in every element: both digits at their extremes
-				// (the low one -32768, the high one ±31830 or so), so every partial sum sits at
-				// the bound of its fold.
-				for k := range x {
-					x[k] = float32(1-2*(k/kElems%2)) * float32(math.Ldexp(31829*65536+32768, -30))
-				}
-			case i%6 == 5 && n > 0:
-				x[rng.IntN(n)] = []float32{float32(math.NaN()), float32(math.Inf(-1))}[j]
-			}
-			if err := PrepareQ4K(&c.ins[j], x); err != nil {
-				t.Fatal(err)
-			}
-		}
+		prepareRows4Inputs(t, rng, &c, gguf.TypeQ4_K, i, largest)
 		cases = append(cases, c)
 	}
 	return cases
 }
 
-// checkQ4KRows4 runs k on every run of one to three groups of four rows starting at rows 0, 1
-// and 2 of every case against each input, and compares each result with DotQ4K bit for bit;
-// the call's dst sits inside a larger slice whose other elements must stay untouched. It
-// returns the results compared, how many differ, and the first difference.
-func checkQ4KRows4(cases []q4KRows4Case, k q4KRows4Kernel) (checked, bad int, first string) {
-	sentinel := float32(math.Inf(1))
-	for i, c := range cases {
-		rb := c.m.RowBytes()
-		for j := range c.ins {
-			in := &c.ins[j]
-			for groups := 1; groups <= 3; groups++ {
-				for s := range 3 {
-					n := 4 * groups
-					out := make([]float32, n+2)
-					for r := range out {
-						out[r] = sentinel
-					}
-					k(c.m.Data[s*rb:(s+n)*rb], rb, in.wide.digits, in.wide.sums, in.scale, out[1:1+n])
-					for r := range out {
-						want := sentinel
-						if r >= 1 && r <= n {
-							want = DotQ4K(c.m.Row(s+r-1), in)
-						}
-						checked++
-						if !sameBits(out[r], want) {
-							if bad == 0 {
-								first = fmt.Sprintf("case %d (%d blocks), input %d, %d groups from row %d, dst[%d] (around a dst of %d): got %g (%#08x), want %g (%#08x)",
-									i, c.blocks, j, groups, s, r-1, n, out[r], math.Float32bits(out[r]), want, math.Float32bits(want))
-							}
-							bad++
-						}
-					}
-				}
-			}
-		}
-	}
-	return checked, bad, first
+// checkQ4KRows4 is checkRows4 of a four-row Q4_K kernel against dotQ4K.
+func checkQ4KRows4(cases []rows4Case, k q4KRows4Kernel) (checked, bad int, first string) {
+	return checkRows4(cases, func(w []byte, rb int, in *q4KInput, dst []float32) {
+		k(w, rb, in.wide.digits, in.wide.sums, in.scale, dst)
+	}, dotQ4K)
 }
 
 // q4KRows4Tiers returns the usable SIMD tiers that have a four-row Q4_K kernel, and fails the
 // test if an AVX-512 tier lacks one.
 func q4KRows4Tiers(t *testing.T) []*simdTier {
-	var tiers []*simdTier
-	for _, st := range usableSIMD() {
-		switch {
-		case st.asm.q4Kr4 != nil:
-			tiers = append(tiers, st)
-		case st.name != "avx2":
-			t.Errorf("%s: no four-row Q4_K kernel", st.name)
-		}
-	}
-	if len(tiers) == 0 {
-		t.Skip("no AVX-512 tier on this CPU")
-	}
-	return tiers
+	return tiersWith(t, "four-row Q4_K kernel", func(a *asmKernels) bool { return a.q4Kr4 != nil })
 }
 
 // TestQ4KRows4Exact calls each tier's four-row Q4_K kernel directly on runs of one to three
 // groups of four contiguous rows (so the rows' stride is the row size, as in a matrix) of 0 to
-// 16 blocks and compares every result with DotQ4K bit for bit, and the elements around dst
+// 16 blocks and compares every result with dotQ4K bit for bit, and the elements around dst
 // with their untouched values. The same checks must reject deliberately
 // wrong kernels: rows exchanged, the last block left out, T summed in wrapping int32, the
 // mins left out, and the ways the kernel's own steps could go wrong: a block scaled by the
@@ -162,9 +92,9 @@ func TestQ4KRows4Exact(t *testing.T) {
 	for _, st := range tiers {
 		checked, bad, first := checkQ4KRows4(cases, st.asm.q4Kr4)
 		if bad > 0 {
-			t.Errorf("%s: %d of %d four-row Q4_K results differ from DotQ4K; first: %s", st.name, bad, checked, first)
+			t.Errorf("%s: %d of %d four-row Q4_K results differ from dotQ4K; first: %s", st.name, bad, checked, first)
 		}
-		t.Logf("%s: %d four-row Q4_K results and untouched neighbours (1-3 groups a call, rows of 0-16 blocks, special scales, NaN/Inf inputs, largest sums) against DotQ4K, %d differ", st.name, checked, bad)
+		t.Logf("%s: %d four-row Q4_K results and untouched neighbours (1-3 groups a call, rows of 0-16 blocks, special scales, NaN/Inf inputs, largest sums) against dotQ4K, %d differ", st.name, checked, bad)
 	}
 	real4 := tiers[len(tiers)-1].asm.q4Kr4
 	real := oneGroup(real4)
@@ -216,19 +146,13 @@ func TestQ4KRows4Exact(t *testing.T) {
 	if _, bad, first := checkQ4KRows4(cases, withHeads(real4, func([]byte, int, int, int) {})); bad > 0 {
 		t.Fatalf("the heads mutants are wrong before any mutation: %s", first)
 	}
-	for _, m := range mutants {
-		checked, bad, first := checkQ4KRows4(cases, m.k)
-		t.Logf("mutant %-28s caught on %4d of %4d results (first: %s)", m.name+":", bad, checked, first)
-		if bad == 0 {
-			t.Errorf("mutant %q passes the four-row checks: they cannot tell it from the definition", m.name)
-		}
-	}
+	rows4Mutants(t, mutants, func(k q4KRows4Kernel) (int, int, string) { return checkQ4KRows4(cases, k) })
 }
 
 // TestQ4KRowsFourRows runs the Q4_K rows kernel of each tier with a four-row kernel over every
 // row range [r0, r1) of an 11-row matrix, and over the ranges from rows 0-3 of a 37-row one,
 // for batches of 1 to 7 tokens (the tokens past the last whole group of four take the decode
-// path), and checks that every output equals DotQ4K, that nothing outside the range is
+// path), and checks that every output equals dotQ4K, that nothing outside the range is
 // written, and that the four-row kernel ran every whole group of four rows once per decode
 // token, in one call a token where one token decodes and in spans of tileRows rows where two
 // or three do, leaving the last 1-3 rows of the range to the pair and single-row kernels.
@@ -252,29 +176,20 @@ func TestQ4KRowsFourRows(t *testing.T) {
 				starts = 3
 			}
 			for _, ntok := range []int{1, 2, 3, 5, 6, 7} {
-				var in Batch
-				if err := in.Set(randFloats(rng, ntok*cols, true, false), ntok, cols); err != nil {
-					t.Fatal(err)
-				}
-				if err := in.prepareAll(NewPool(1)); err != nil {
-					t.Fatal(err)
-				}
+				in := preparedBatch(t, randFloats(rng, ntok*cols, true, false), ntok, cols)
 				want := make([]float32, ntok*rows)
 				for tok := range ntok {
 					for r := range rows {
-						want[tok*rows+r] = DotQ4K(m.Row(r), &in.q4k[tok])
+						want[tok*rows+r] = dotQ4K(m.Row(r), &in.q4k[tok])
 					}
 				}
 				decode := ntok - ntok&^3
 				for r0 := 0; r0 <= starts; r0++ {
 					for r1 := r0; r1 <= rows; r1++ {
-						dst := make([]float32, ntok*rows)
-						for i := range dst {
-							dst[i] = float32(math.Inf(1)) // untouched outside [r0, r1)
-						}
+						dst := infs(ntok * rows) // untouched outside [r0, r1)
 						calls.Store(0)
 						groups.Store(0)
-						a.q4KRows(dst, m, &in, r0, r1)
+						a.q4KRows(dst, m, in, r0, r1)
 						quads := (r1 - r0) / 4
 						spans := min(quads, 1)
 						if decode > 1 {
@@ -287,23 +202,13 @@ func TestQ4KRowsFourRows(t *testing.T) {
 						if quads > 1 {
 							multi++
 						}
-						for tok := range ntok {
-							for r := range rows {
-								got, w := dst[tok*rows+r], float32(math.Inf(1))
-								if r >= r0 && r < r1 {
-									w = want[tok*rows+r]
-								}
-								checked++
-								if !sameBits(got, w) {
-									t.Fatalf("%s, %d rows, %d tokens, rows [%d, %d): token %d row %d = %g, want %g", st.name, rows, ntok, r0, r1, tok, r, got, w)
-								}
-							}
-						}
+						checked += checkRange(t, fmt.Sprintf("%s, %d rows, %d tokens", st.name, rows, ntok), dst, rows, ntok, r0, r1,
+							func(r, tok int) float32 { return want[tok*rows+r] })
 					}
 				}
 			}
 		}
-		t.Logf("%s: %d outputs over the row ranges of 11 and 37 rows, 1-7 tokens, equal DotQ4K; four-row calls and groups as counted (%d runs of several groups)", st.name, checked, multi)
+		t.Logf("%s: %d outputs over the row ranges of 11 and 37 rows, 1-7 tokens, equal dotQ4K; four-row calls and groups as counted (%d runs of several groups)", st.name, checked, multi)
 	}
 }
 

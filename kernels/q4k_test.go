@@ -69,8 +69,8 @@ func refFixedPoint(xb []float32) (X []int64, sh int, ok bool) {
 	return X, sh, true
 }
 
-// q4kTM returns the exact integers T and M of block b (see DotQ4K).
-func q4kTM(blk []byte, in *Q4KInput, b int) (T, M int64) {
+// q4kTM returns the exact integers T and M of block b (see dotQ4K).
+func q4kTM(blk []byte, in *q4KInput, b int) (T, M int64) {
 	for k := range 256 {
 		j := k / 32
 		sc, mn := gguf.ScaleMinK4(j, (*[12]byte)(blk[4:16]))
@@ -146,56 +146,53 @@ func randPreparedCase(rng *rand.Rand, typ gguf.Type, blocks int, special, specia
 }
 
 // checkQ4K compares a Q4_K dot with the plainly evaluated definition (see checkPrepared).
-func checkQ4K(dot func(row []byte, in *Q4KInput) float32) (checked, bad int, first string) {
+func checkQ4K(dot func(row []byte, in *q4KInput) float32) (checked, bad int, first string) {
 	return checkPrepared(rand.New(rand.NewPCG(12, 1)), gguf.TypeQ4_K, refQ4K, dot)
 }
 
 // checkPrepared compares dot, a dot of typ on a prepared input, with ref, the plainly evaluated
 // definition, on 300 rows (some with special scales, mixed block magnitudes, NaNs and
 // infinities) and returns counts.
-func checkPrepared(rng *rand.Rand, typ gguf.Type, ref func(row []byte, x []float32) float32, dot func(row []byte, in *Q4KInput) float32) (checked, bad int, first string) {
-	var in Q4KInput
+func checkPrepared(rng *rand.Rand, typ gguf.Type, ref func(row []byte, x []float32) float32, dot func(row []byte, in *q4KInput) float32) (checked, bad int, first string) {
+	var c counts
+	var in q4KInput
 	for i := range 300 {
 		blocks := 1 + i%5
 		row, x := randPreparedCase(rng, typ, blocks, i%2 == 1, i%3 == 1)
 		if i%10 == 9 { // a NaN or an infinity in one block
 			x[rng.IntN(len(x))] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
 		}
-		if err := PrepareQ4K(&in, x); err != nil {
-			return checked, bad + 1, err.Error()
+		if err := prepareQ4K(&in, x); err != nil {
+			return c.checked, c.bad + 1, err.Error()
 		}
 		got, want := dot(row, &in), ref(row, x)
-		checked++
-		if !sameBits(got, want) {
-			if bad == 0 {
-				first = fmt.Sprintf("case %d (%d blocks): got %g (%#08x), definition gives %g (%#08x)", i, blocks, got, math.Float32bits(got), want, math.Float32bits(want))
-			}
-			bad++
-		}
+		c.note(got, want, func() string {
+			return fmt.Sprintf("case %d (%d blocks): got %g (%#08x), definition gives %g (%#08x)", i, blocks, got, math.Float32bits(got), want, math.Float32bits(want))
+		})
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 func TestQ4KMatchesDefinition(t *testing.T) {
-	checked, bad, first := checkQ4K(DotQ4K)
+	checked, bad, first := checkQ4K(dotQ4K)
 	t.Logf("Q4_K: %d rows against the plainly evaluated definition, %d differ", checked, bad)
 	if bad != 0 {
-		t.Errorf("DotQ4K differs on %d of %d rows; first: %s", bad, checked, first)
+		t.Errorf("dotQ4K differs on %d of %d rows; first: %s", bad, checked, first)
 	}
 }
 
-// TestQ4KAgainstExact compares DotQ4K with the exact dot Σ w_k·x_k of the exact weights
+// TestQ4KAgainstExact compares dotQ4K with the exact dot Σ w_k·x_k of the exact weights
 // (rational arithmetic in math/big): the result is the correctly rounded exact dot in most
 // rows, and always within the bound the definition's roundings allow.
 func TestQ4KAgainstExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 2))
-	var in Q4KInput
+	var in q4KInput
 	rows, exact, worstUlps := 0, 0, 0.0
 	plainRows, plainExact, plainWorst := 0, 0, 0.0
 	for i := range 300 {
 		blocks := 1 + i%8
 		row, x := randQ4KCase(rng, blocks, i%4 == 3, false)
-		if err := PrepareQ4K(&in, x); err != nil {
+		if err := prepareQ4K(&in, x); err != nil {
 			t.Fatal(err)
 		}
 		n := len(x)
@@ -231,9 +228,9 @@ func TestQ4KAgainstExact(t *testing.T) {
 			bound.Add(bound, partial)
 		}
 		absSum.Abs(E)
-		got := DotQ4K(row, &in)
+		got := dotQ4K(row, &in)
 		if got != float32(y) {
-			t.Fatalf("row %d: DotQ4K %g differs from its own float64 sum rounded %g", i, got, float32(y))
+			t.Fatalf("row %d: dotQ4K %g differs from its own float64 sum rounded %g", i, got, float32(y))
 		}
 		rows++
 		cr, _ := E.Float32()
@@ -274,15 +271,15 @@ func TestQ4KAgainstExact(t *testing.T) {
 }
 
 func TestQ4KPrepare(t *testing.T) {
-	var in Q4KInput
-	if err := PrepareQ4K(&in, make([]float32, 300)); err == nil {
-		t.Error("PrepareQ4K of 300 floats: no error")
+	var in q4KInput
+	if err := prepareQ4K(&in, make([]float32, 300)); err == nil {
+		t.Error("prepareQ4K of 300 floats: no error")
 	}
 	x := make([]float32, 512)
 	x[3] = 1.5  // block 0: max 1.5 = 0.75·2^1, 0.75·2^31 > XMAX? no (1610612736): sh = 30
 	x[300] = -3 // block 1: max 3 = 0.75·2^2: sh = 29
 	x[301] = 1.0000001
-	if err := PrepareQ4K(&in, x); err != nil {
+	if err := prepareQ4K(&in, x); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := in.scale[0], 0x1p-30; got != want {
@@ -302,7 +299,7 @@ func TestQ4KPrepare(t *testing.T) {
 	x2 := make([]float32, 256)
 	x2[0] = 0.98
 	x2[1] = 0x1p-40 // rounds to 0 at sh = 30: 2^-10, half of nothing... 0
-	if err := PrepareQ4K(&in, x2); err != nil {
+	if err := prepareQ4K(&in, x2); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := in.scale[0], 0x1p-30; got != want {
@@ -313,14 +310,14 @@ func TestQ4KPrepare(t *testing.T) {
 	}
 	// Ties to even: 2.5·2^-30 and 3.5·2^-30 at sh = 30 give 2 and 4.
 	x2[2], x2[3] = 2.5*0x1p-30, 3.5*0x1p-30
-	if err := PrepareQ4K(&in, x2); err != nil {
+	if err := prepareQ4K(&in, x2); err != nil {
 		t.Fatal(err)
 	}
 	if in.x[2] != 2 || in.x[3] != 4 {
 		t.Errorf("ties: X = %d, %d, want 2, 4", in.x[2], in.x[3])
 	}
 	// A zero block has scale 1, X all zero, and contributes +0.
-	if err := PrepareQ4K(&in, make([]float32, 256)); err != nil {
+	if err := prepareQ4K(&in, make([]float32, 256)); err != nil {
 		t.Fatal(err)
 	}
 	if in.scale[0] != 1 {

@@ -10,22 +10,15 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 )
 
-// q4KTileCase is a Q4_K matrix and a prepared batch for the rows kernel.
-type q4KTileCase struct {
-	m    *Matrix
-	in   Batch
-	want []float32 // DotQ4K of every row and token, dst's layout
-}
-
 // q4KTileCases builds matrices of 1, 7 and 9 blocks a row (spans of q4KSpan blocks with and
 // without a short last span) and 5, 21 or 37 rows (a short tile, and whole tiles and a short
 // one), against batches of ragged token counts, below and above q4KPanelMinTokens. Rows mix random blocks, special scales
 // (subnormal, infinite and NaN d and dmin) and the largest integer sums (every q 15, every
 // scale and min 63); inputs mix blocks of very different magnitudes, zero blocks, a NaN or an
 // infinity, and |X| at its bound.
-func q4KTileCases(t *testing.T) []q4KTileCase {
+func q4KTileCases(t *testing.T) []tileCase {
 	rng := rand.New(rand.NewPCG(31, 32))
-	var cases []q4KTileCase
+	var cases []tileCase
 	for i, shape := range [][3]int{{5, 1, 9}, {37, 7, 35}, {37, 9, 24}, {5, 7, 40}, {37, 1, 33}, {5, 9, 3}, {37, 7, 17}, {21, 9, 32}} {
 		rows, blocks, ntok := shape[0], shape[1], shape[2]
 		cols := blocks * kElems
@@ -54,57 +47,20 @@ func q4KTileCases(t *testing.T) []q4KTileCase {
 			}
 			x = append(x, xt...)
 		}
-		c := q4KTileCase{m: m, want: make([]float32, ntok*rows)}
-		if err := c.in.Set(x, ntok, cols); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.in.prepareAll(NewPool(1)); err != nil {
-			t.Fatal(err)
-		}
-		for tok := range ntok {
-			for r := range rows {
-				c.want[tok*rows+r] = DotQ4K(m.Row(r), &c.in.q4k[tok])
-			}
-		}
-		cases = append(cases, c)
+		cases = append(cases, newTileCase(t, m, x, ntok, dotQ4K))
 	}
 	return cases
 }
 
-// runQ4KTiles runs the rows kernel of a over every case, in two row ranges (the second
-// starting at an odd row), and returns how many results it compared and how many differ from
-// DotQ4K.
-func runQ4KTiles(a *asmKernels, cases []q4KTileCase) (checked, bad int) {
-	for _, c := range cases {
-		dst := make([]float32, len(c.want))
-		for i := range dst {
-			dst[i] = float32(math.NaN())
-		}
-		mid := c.m.Rows / 2
-		a.q4KRows(dst, c.m, &c.in, 0, mid)
-		a.q4KRows(dst, c.m, &c.in, mid, c.m.Rows)
-		for i, v := range dst {
-			checked++
-			if !sameBits(v, c.want[i]) {
-				bad++
-			}
-		}
-	}
-	return checked, bad
-}
-
 // TestQ4KRowsTiles runs each SIMD tier's Q4_K rows kernel on ragged shapes and token counts,
 // in each of its forms (sixteen-row panels where the tier has them, eight-input tiles a span of
-// blocks at a time, four-input tiles, pairs), and compares every output with DotQ4K bit for
+// blocks at a time, four-input tiles, pairs), and compares every output with dotQ4K bit for
 // bit; it counts the block dots each form computed, so a tier that silently stopped using one
 // fails. Mutants of the eight-input kernel (the float64 sums not carried from span to span, two
 // inputs' results swapped) and of the panel (two rows' lanes swapped, a row's mins left out)
 // must be caught.
 func TestQ4KRowsTiles(t *testing.T) {
-	tiers := usableSIMD()
-	if len(tiers) == 0 {
-		t.Skip("no SIMD tier on this CPU")
-	}
+	tiers := needSIMD(t)
 	cases := q4KTileCases(t)
 	for _, st := range tiers {
 		forms := []struct {
@@ -132,10 +88,10 @@ func TestQ4KRowsTiles(t *testing.T) {
 					return k(p, in, nb, rows)
 				}
 			}
-			checked, bad := runQ4KTiles(&a, cases)
-			t.Logf("%s, %s: %d Q4_K rows-kernel results against DotQ4K (block dots: %d by panels, %d by eight-input tiles), %d differ", st.name, f.name, checked, panel, eight, bad)
+			checked, bad := checkHalves(cases, false, a.q4KRows)
+			t.Logf("%s, %s: %d Q4_K rows-kernel results against dotQ4K (block dots: %d by panels, %d by eight-input tiles), %d differ", st.name, f.name, checked, panel, eight, bad)
 			if bad != 0 {
-				t.Errorf("%s, %s: %d of %d results differ from DotQ4K", st.name, f.name, bad, checked)
+				t.Errorf("%s, %s: %d of %d results differ from dotQ4K", st.name, f.name, bad, checked)
 			}
 			if a.q4KPanel4 != nil && panel == 0 || a.q4KPanel4 == nil && a.q4K8 != nil && eight == 0 {
 				t.Errorf("%s, %s: the kernel never ran", st.name, f.name)
@@ -170,7 +126,7 @@ func TestQ4KRowsTiles(t *testing.T) {
 			} {
 				a := st.asm
 				a.q4KPanelBuild = mutant.build
-				checked, bad := runQ4KTiles(&a, cases)
+				checked, bad := checkHalves(cases, false, a.q4KRows)
 				t.Logf("%s: panel mutant %q: %d of %d results differ", st.name, mutant.name, bad, checked)
 				if bad == 0 {
 					t.Errorf("%s: panel mutant %q not caught", st.name, mutant.name)
@@ -196,7 +152,7 @@ func TestQ4KRowsTiles(t *testing.T) {
 		} {
 			a := st.asm
 			a.q4K8, a.q4KPanel4 = mutant.k, nil
-			checked, bad := runQ4KTiles(&a, cases)
+			checked, bad := checkHalves(cases, false, a.q4KRows)
 			t.Logf("%s: mutant %q: %d of %d results differ", st.name, mutant.name, bad, checked)
 			if bad == 0 {
 				t.Errorf("%s: mutant %q not caught", st.name, mutant.name)

@@ -1,7 +1,7 @@
 package kernels
 
-// DotQ6K is the Q6_K row dot, defined in exact integers on the same prepared input as DotQ4K
-// (see Q4KInput): for each 256-element block with fixed-point inputs X and scale 2^-sh,
+// dotQ6K is the Q6_K row dot, defined in exact integers on the same prepared input as dotQ4K
+// (see q4KInput): for each 256-element block with fixed-point inputs X and scale 2^-sh,
 //
 //	T = Σ_j sc_j · Σ_{k in sub-block j} (q_k − 32)·X_k    (exact int64; sub-blocks of 16)
 //	v = fl64(d·T)                                          (d the block's f16 value)
@@ -12,20 +12,13 @@ package kernels
 // tier may add them in any order or width and give the same bits. (|T| < 2^51: 256 terms of at
 // most 4096·2^31.) A block of x holding a NaN or an infinity makes the result NaN. in must have
 // been prepared from as many floats as row holds elements.
-func DotQ6K(row []byte, in *Q4KInput) float32 {
-	var y float64
-	for b := range in.n / kElems {
-		blk := row[b*q6KBytes : (b+1)*q6KBytes]
-		y += float64(q6KBlock(blk, in, b) * in.scale[b])
-	}
-	return float32(y)
-}
+func dotQ6K(row []byte, in *q4KInput) float32 { return dotBlocks(row, in, q6KBytes, q6KBlock) }
 
-// q6KBlock returns v for block b of a Q6_K row (see DotQ6K). The block is 128 bytes of low
+// q6KBlock returns v for block b of a Q6_K row (see dotQ6K). The block is 128 bytes of low
 // nibbles, 64 bytes of high bit pairs, 16 int8 scales and the f16 d: in each half h of 128
 // elements, element 32c+l (c < 4, l < 32) takes its low four bits from nibble c>>1 of byte
 // 64h+32(c&1)+l and its high two from bits 2c, 2c+1 of byte 128+32h+l.
-func q6KBlock(blk []byte, in *Q4KInput, b int) float64 {
+func q6KBlock(blk []byte, in *q4KInput, b int) float64 {
 	blk = blk[:q6KBytes]
 	ql, qh, sc := blk[0:128], blk[128:192], blk[192:208]
 	d := float64(half(blk[208:]))
@@ -43,14 +36,4 @@ func q6KBlock(blk []byte, in *Q4KInput, b int) float64 {
 		t += int64(int8(sc[j])) * s
 	}
 	return d * float64(t)
-}
-
-// q6KRows is the scalar Q6_K rows kernel; the batch is already prepared.
-func q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
-	for r := r0; r < r1; r++ {
-		row := m.Row(r)
-		for t := range in.Ntok {
-			dst[t*m.Rows+r] = DotQ6K(row, &in.q4k[t])
-		}
-	}
 }

@@ -5,14 +5,12 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"testing"
-	"unsafe"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 )
 
-// BenchmarkQ6KAVX2 times the AVX2 kernels of the integer Q6_K definition (DotQ6K) on OLMoE's
+// BenchmarkQ6KAVX2 times the AVX2 kernels of the integer Q6_K definition (dotQ6K) on OLMoE's
 // expert shapes (2048×1024 and 1024×2048), on one locked thread, in thread CPU time:
 //
 //   - "pair": one token, every row pair of the matrix (q6KPairAVX2).
@@ -31,18 +29,8 @@ func BenchmarkQ6KAVX2(b *testing.B) {
 		m := randMatrix(rng, gguf.TypeQ6_K, rows, cols)
 		rb := m.RowBytes()
 		x := randFloats(rng, 4*cols, false, false)
-		var in Batch
-		if err := in.Set(x, 4, cols); err != nil {
-			b.Fatal(err)
-		}
-		if err := in.prepareAll(NewPool(1)); err != nil {
-			b.Fatal(err)
-		}
-		var args [8]*byte
-		for i := range 4 {
-			args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.q4k[i].wide.digits)))
-			args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(in.q4k[i].scale)))
-		}
+		in := preparedBatch(b, x, 4, cols)
+		args := q6KArgs4(in.q4k[:4])
 		nb := cols / kElems
 		dst := make([]float32, 4*rows)
 		one := &in.q4k[0]
@@ -61,32 +49,14 @@ func BenchmarkQ6KAVX2(b *testing.B) {
 			}
 		}
 		for _, stream := range []bool{false, true} {
-			data, where := m.Data, "cache"
-			if stream {
-				data, where = make([]byte, (256<<20)/len(m.Data)*len(m.Data)), "stream"
-				for i := 0; i < len(data); i += len(m.Data) {
-					copy(data[i:], m.Data)
-				}
-			}
+			data, where := weightsFrom(m.Data, stream, (256<<20)/len(m.Data))
 			for _, k := range []struct {
 				name string
 				in   func([]byte)
 			}{{"pair", pairInt}, {"tile4", tileInt}} {
 				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, where, k.name), func(b *testing.B) {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					var times [2][]float64
-					off := 0
-					for b.Loop() {
-						for v, f := range []func([]byte){k.in, k.in} {
-							w := data[off : off+len(m.Data)]
-							off = (off + len(m.Data)) % len(data)
-							start := threadCPUTime()
-							f(w)
-							times[v] = append(times[v], float64(threadCPUTime()-start))
-						}
-					}
-					reportRatios(b, times[:], []string{"int", "again"}, float64(len(m.Data)), "GB/s")
+					times := timeRounds(b, m, data, 2, false, func(_ int, mat *Matrix) { k.in(mat.Data) })
+					reportRatios(b, times, []string{"int", "again"}, float64(len(m.Data)), "GB/s")
 				})
 			}
 		}

@@ -78,12 +78,12 @@ func q6KAVX2Row(rng *rand.Rand, blocks int, special, extreme bool) []byte {
 	return row
 }
 
-// TestQ6KPairAVX2 compares q6KPairAVX2 with the math/big evaluation of DotQ6K (checkQ6K's 300
+// TestQ6KPairAVX2 compares q6KPairAVX2 with the math/big evaluation of dotQ6K (checkQ6K's 300
 // rows, one row passed twice), and then row against row with a different second row on either
-// side, so that the rows cannot borrow from each other: each result must equal DotQ6K's bits.
+// side, so that the rows cannot borrow from each other: each result must equal dotQ6K's bits.
 func TestQ6KPairAVX2(t *testing.T) {
 	needAVX2(t)
-	checked, bad, first := checkQ6K(func(row []byte, in *Q4KInput) float32 {
+	checked, bad, first := checkQ6K(func(row []byte, in *q4KInput) float32 {
 		return q6KPairAVX2(row, row, in.wide.digits, in.scale)[0]
 	})
 	t.Logf("one row: %d rows checked against the math/big evaluation, %d differ", checked, bad)
@@ -91,7 +91,7 @@ func TestQ6KPairAVX2(t *testing.T) {
 		t.Errorf("one row: %d of %d rows differ; first: %s", bad, checked, first)
 	}
 	checked, bad, first = checkQ6KPairs(q6KPairAVX2)
-	t.Logf("two rows: %d results checked against DotQ6K, %d differ", checked, bad)
+	t.Logf("two rows: %d results checked against dotQ6K, %d differ", checked, bad)
 	if bad != 0 {
 		t.Errorf("two rows: %d of %d results differ; first: %s", bad, checked, first)
 	}
@@ -118,24 +118,24 @@ func TestQ6KPairAVX2(t *testing.T) {
 
 // checkQ6KPairs runs pair on 400 pairs of different rows of 1 to 6 blocks (random, special
 // scales, the largest weights) against inputs of every q6KAVX2Input kind and compares both
-// results with DotQ6K.
+// results with dotQ6K.
 func checkQ6KPairs(pair func(w0, w1 []byte, digits []int16, scale []float64) [2]float32) (checked, bad int, first string) {
 	rng := rand.New(rand.NewPCG(61, 62))
-	var in Q4KInput
+	var in q4KInput
 	for i := range 400 {
 		blocks := 1 + i%6
 		w0 := q6KAVX2Row(rng, blocks, i%3 == 1, i%7 == 3)
 		w1 := q6KAVX2Row(rng, blocks, i%4 == 2, i%5 == 4)
-		if err := PrepareQ4K(&in, q6KAVX2Input(rng, i%5, blocks)); err != nil {
+		if err := prepareQ4K(&in, q6KAVX2Input(rng, i%5, blocks)); err != nil {
 			return checked, bad + 1, err.Error()
 		}
 		got := pair(w0, w1, in.wide.digits, in.scale)
 		for r, w := range [][]byte{w0, w1} {
-			want := DotQ6K(w, &in)
+			want := dotQ6K(w, &in)
 			checked++
 			if !sameBits(got[r], want) {
 				if bad == 0 {
-					first = fmt.Sprintf("pair %d (%d blocks), row %d: got %g (%#08x), DotQ6K %g (%#08x)",
+					first = fmt.Sprintf("pair %d (%d blocks), row %d: got %g (%#08x), dotQ6K %g (%#08x)",
 						i, blocks, r, got[r], math.Float32bits(got[r]), want, math.Float32bits(want))
 				}
 				bad++
@@ -149,17 +149,11 @@ func checkQ6KPairs(pair func(w0, w1 []byte, digits []int16, scale []float64) [2]
 type q6KTileCall struct {
 	row    []byte
 	blocks int
-	ins    [4]Q4KInput
+	ins    [4]q4KInput
 }
 
 // args returns the kernel's pointer arguments for c.
-func (c *q6KTileCall) args() (a [8]*byte) {
-	for i := range c.ins {
-		a[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(c.ins[i].wide.digits)))
-		a[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(c.ins[i].scale)))
-	}
-	return a
-}
+func (c *q6KTileCall) args() [8]*byte { return q6KArgs4(c.ins[:]) }
 
 // q6KTileCalls builds 300 calls: rows of 1 to 6 blocks (random, special scales, the largest
 // weights), each against four different inputs of the q6KAVX2Input kinds.
@@ -170,7 +164,7 @@ func q6KTileCalls(t *testing.T) []*q6KTileCall {
 		c := &q6KTileCall{blocks: 1 + i%6}
 		c.row = q6KAVX2Row(rng, c.blocks, i%3 == 1, i%7 == 3)
 		for k := range c.ins {
-			if err := PrepareQ4K(&c.ins[k], q6KAVX2Input(rng, (i+k)%5, c.blocks)); err != nil {
+			if err := prepareQ4K(&c.ins[k], q6KAVX2Input(rng, (i+k)%5, c.blocks)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -179,16 +173,16 @@ func q6KTileCalls(t *testing.T) []*q6KTileCall {
 	return calls
 }
 
-// runQ6KTiles runs tile over calls and counts the results that differ from DotQ6K.
+// runQ6KTiles runs tile over calls and counts the results that differ from dotQ6K.
 func runQ6KTiles(calls []*q6KTileCall, tile func(w []byte, in [8]*byte, nb int) [4]float32) (checked, bad int, first string) {
 	for i, c := range calls {
 		got := tile(c.row, c.args(), c.blocks)
 		for k := range c.ins {
-			want := DotQ6K(c.row, &c.ins[k])
+			want := dotQ6K(c.row, &c.ins[k])
 			checked++
 			if !sameBits(got[k], want) {
 				if bad == 0 {
-					first = fmt.Sprintf("call %d (%d blocks), input %d: got %g (%#08x), DotQ6K %g (%#08x)",
+					first = fmt.Sprintf("call %d (%d blocks), input %d: got %g (%#08x), dotQ6K %g (%#08x)",
 						i, c.blocks, k, got[k], math.Float32bits(got[k]), want, math.Float32bits(want))
 				}
 				bad++
@@ -198,7 +192,7 @@ func runQ6KTiles(calls []*q6KTileCall, tile func(w []byte, in [8]*byte, nb int) 
 	return checked, bad, first
 }
 
-// TestQ6KTile4AVX2 compares q6KTile4AVX2 with DotQ6K on 300 rows against four different
+// TestQ6KTile4AVX2 compares q6KTile4AVX2 with dotQ6K on 300 rows against four different
 // inputs each (1200 results), bit for bit, and makes sure the comparison catches broken
 // variants: two inputs' results swapped, every input given input 0's block scales, and the
 // blocks' sums added in float32.
@@ -206,16 +200,12 @@ func TestQ6KTile4AVX2(t *testing.T) {
 	needAVX2(t)
 	calls := q6KTileCalls(t)
 	checked, bad, first := runQ6KTiles(calls, q6KTile4AVX2)
-	t.Logf("%d results checked against DotQ6K, %d differ", checked, bad)
+	t.Logf("%d results checked against dotQ6K, %d differ", checked, bad)
 	if bad != 0 {
 		t.Errorf("%d of %d results differ; first: %s", bad, checked, first)
 	}
 	mutants := map[string]func(w []byte, in [8]*byte, nb int) [4]float32{
-		"inputs 1 and 2 swapped": func(w []byte, in [8]*byte, nb int) [4]float32 {
-			y := q6KTile4AVX2(w, in, nb)
-			y[1], y[2] = y[2], y[1]
-			return y
-		},
+		"inputs 1 and 2 swapped": swapTile4(q6KTile4AVX2, 1, 2),
 		"input 0's scales for all": func(w []byte, in [8]*byte, nb int) [4]float32 {
 			in[5], in[6], in[7] = in[4], in[4], in[4]
 			return q6KTile4AVX2(w, in, nb)
@@ -247,7 +237,7 @@ func TestQ6KTile4AVX2(t *testing.T) {
 
 // TestQ6KAVX2Accumulators checks that the test inputs reach the bound the kernels' dword
 // accumulators are sized for: a Go model of their lanes (weight words times digit words, two
-// products a dword as VPMADDWD adds them, int32 sums that wrap as VPADDD does) equals DotQ6K
+// products a dword as VPMADDWD adds them, int32 sums that wrap as VPADDD does) equals dotQ6K
 // on every tile result when each dword takes 16 products (a half block per accumulator, as the
 // kernels do), and must differ when it takes 32 (one accumulator per digit a block).
 func TestQ6KAVX2Accumulators(t *testing.T) {
@@ -257,21 +247,21 @@ func TestQ6KAVX2Accumulators(t *testing.T) {
 		for _, c := range calls {
 			for k := range c.ins {
 				checked++
-				if !sameBits(q6KLaneModel(c.row, &c.ins[k], perDword), DotQ6K(c.row, &c.ins[k])) {
+				if !sameBits(q6KLaneModel(c.row, &c.ins[k], perDword), dotQ6K(c.row, &c.ins[k])) {
 					bad++
 				}
 			}
 		}
-		t.Logf("%d products a dword: %d of %d results differ from DotQ6K", perDword, bad, checked)
+		t.Logf("%d products a dword: %d of %d results differ from dotQ6K", perDword, bad, checked)
 		if perDword == 16 && bad != 0 || perDword == 32 && bad == 0 {
 			t.Errorf("%d products a dword: %d of %d results differ", perDword, bad, checked)
 		}
 	}
 }
 
-// q6KLaneModel is DotQ6K computed as the AVX2 kernels lay it out, with dword accumulators of
+// q6KLaneModel is dotQ6K computed as the AVX2 kernels lay it out, with dword accumulators of
 // eight lanes that each take perDword products before they are widened.
-func q6KLaneModel(row []byte, in *Q4KInput, perDword int) float32 {
+func q6KLaneModel(row []byte, in *q4KInput, perDword int) float32 {
 	var y float64
 	for b := range in.n / kElems {
 		blk := row[b*q6KBytes : (b+1)*q6KBytes]
@@ -311,7 +301,7 @@ func q6KWord(blk []byte, e int) int16 {
 
 // TestQ6KRowsAVX2 runs the AVX2 tier's Q6_K rows kernel (simd_q6k.go: four-input tiles, then
 // pairs, then one row) over ragged shapes and token counts, in two row ranges, and compares
-// every output with DotQ6K.
+// every output with dotQ6K.
 func TestQ6KRowsAVX2(t *testing.T) {
 	needAVX2(t)
 	var a *asmKernels
@@ -346,13 +336,13 @@ func TestQ6KRowsAVX2(t *testing.T) {
 		for tok := range ntok {
 			for r := range rows {
 				checked++
-				if !sameBits(dst[tok*rows+r], DotQ6K(m.Row(r), &in.q4k[tok])) {
+				if !sameBits(dst[tok*rows+r], dotQ6K(m.Row(r), &in.q4k[tok])) {
 					bad++
 				}
 			}
 		}
 	}
-	t.Logf("%d rows-kernel results checked against DotQ6K, %d differ", checked, bad)
+	t.Logf("%d rows-kernel results checked against dotQ6K, %d differ", checked, bad)
 	if bad != 0 {
 		t.Errorf("%d of %d results differ", bad, checked)
 	}

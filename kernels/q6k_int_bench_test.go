@@ -3,8 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"slices"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -26,16 +24,7 @@ func BenchmarkQ6KIntDecode(b *testing.B) {
 	for _, shape := range [][2]int{{2048, 1024}, {1024, 2048}, {50304, 2048}} {
 		rows, cols := shape[0], shape[1]
 		m := randMatrix(rng, gguf.TypeQ6_K, rows, cols)
-		var in Batch
-		if err := in.Set(randFloats(rng, cols, false, false), 1, cols); err != nil {
-			b.Fatal(err)
-		}
-		p := NewPool(1)
-		err := in.prepareAll(p)
-		p.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
+		in := preparedBatch(b, randFloats(rng, cols, false, false), 1, cols)
 		dst := make([]float32, rows)
 		for _, where := range []string{"cache", "stream"} {
 			if where == "cache" && rows > 4096 {
@@ -43,11 +32,7 @@ func BenchmarkQ6KIntDecode(b *testing.B) {
 			}
 			data := m.Data
 			if where == "stream" {
-				copies := max((256<<20)/len(m.Data), 3)
-				data = make([]byte, copies*len(m.Data))
-				for i := 0; i < len(data); i += len(m.Data) {
-					copy(data[i:], m.Data)
-				}
+				data = repeat(m.Data, max((256<<20)/len(m.Data), 3))
 			}
 			for _, st := range usableSIMD() {
 				a := &st.asm
@@ -59,27 +44,12 @@ func BenchmarkQ6KIntDecode(b *testing.B) {
 				variants := []rowsKernel{pairs.q6KRows, a.q6KRows, pairs.q6KRows}
 				names := []string{"pair", "int", "again"}
 				b.Run(fmt.Sprintf("%dx%d/%s/%s", rows, cols, where, st.name), func(b *testing.B) {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					times := make([][]float64, len(variants))
-					off, round := 0, 0
-					for b.Loop() {
-						round++
-						for i := range variants {
-							v := (round + i) % len(variants)
-							mat := *m
-							mat.Data = data[off : off+len(m.Data)]
-							off = (off + len(m.Data)) % len(data)
-							start := threadCPUTime()
-							variants[v](dst, &mat, &in, 0, rows)
-							times[v] = append(times[v], float64(threadCPUTime()-start))
-						}
-					}
+					times := timeRounds(b, m, data, len(variants), true, func(v int, mat *Matrix) {
+						variants[v](dst, mat, in, 0, rows)
+					})
 					reportRatios(b, times, names, float64(len(m.Data)), "GB/s")
 					for v, name := range names {
-						t := slices.Clone(times[v])
-						slices.Sort(t)
-						b.ReportMetric(t[len(t)/2]/float64(rows), name+"ns/row")
+						b.ReportMetric(medianOf(times[v])/float64(rows), name+"ns/row")
 					}
 				})
 			}

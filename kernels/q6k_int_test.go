@@ -17,33 +17,6 @@ import (
 // q6KQuadKernel is the signature of the four-row integer Q6_K kernels (asmKernels.q6KQuad).
 type q6KQuadKernel = func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
 
-// q6KIntTiers returns the usable SIMD tiers whose integer Q6_K kernel has picks non-nil, and
-// fails the test if an AVX-512 tier lacks it.
-func q6KIntTiers(t *testing.T, has func(a *asmKernels) bool) []*simdTier {
-	var tiers []*simdTier
-	for _, st := range usableSIMD() {
-		switch {
-		case has(&st.asm):
-			tiers = append(tiers, st)
-		case st.name != "avx2":
-			t.Errorf("%s: no integer Q6_K kernel", st.name)
-		}
-	}
-	if len(tiers) == 0 {
-		t.Skip("no SIMD tier with integer Q6_K kernels on this CPU")
-	}
-	return tiers
-}
-
-// q6KRows4Case is one input of the integer Q6_K kernel checks: fourteen contiguous Q6_K rows
-// (the four-row kernel takes runs of one to three groups of four starting at rows 0, 1 and 2)
-// and two prepared inputs.
-type q6KRows4Case struct {
-	blocks int
-	m      *Matrix
-	ins    [2]Q4KInput
-}
-
 // q6KRows4Cases builds rows of 0 to 18 blocks (the kernels have no unrolling across blocks, so
 // 16 covers their loops, 0 their guards; q6KRows4 takes rows of up to 16 blocks in its lane
 // layout and longer ones, the last four cases, in memory order), mixing random blocks, blocks of very different
@@ -52,11 +25,11 @@ type q6KRows4Case struct {
 // every weight word at its extremes (q = 0 with sc = -128, 4096, or sc = 127, -4064) against
 // inputs whose low digits are all -32768, so every dword lane of the low products reaches
 // 16·4096·(−32768) = −2^31 or 16·4064·32768, and the high ones 16·4096·31830.
-func q6KRows4Cases(t *testing.T) []q6KRows4Case {
+func q6KRows4Cases(t *testing.T) []rows4Case {
 	rng := rand.New(rand.NewPCG(61, 62))
-	var cases []q6KRows4Case
+	var cases []rows4Case
 	for i := range 72 {
-		c := q6KRows4Case{blocks: i % 17}
+		c := rows4Case{blocks: i % 17}
 		if i >= 68 {
 			c.blocks = 17 + i%2
 		}
@@ -80,72 +53,25 @@ func q6KRows4Cases(t *testing.T) []q6KRows4Case {
 				}
 			}
 		}
-		for j := range c.ins {
-			_, x := randQ6KCase(rng, c.blocks, i%2 == 1, false)
-			switch {
-			case largest:
-				// X = ±(31829·65536 + 32768) in every element: the low digit −32768 whatever
-				// the sign, the high one ±31830 or so.
-				for k := range x {
-					x[k] = float32(1-2*(k/kElems%2)) * float32(math.Ldexp(31829*65536+32768, -30))
-				}
-			case i%6 == 5 && n > 0:
-				x[rng.IntN(n)] = []float32{float32(math.NaN()), float32(math.Inf(-1))}[j]
-			}
-			if err := PrepareQ4K(&c.ins[j], x); err != nil {
-				t.Fatal(err)
-			}
-		}
+		prepareRows4Inputs(t, rng, &c, gguf.TypeQ6_K, i, largest)
 		cases = append(cases, c)
 	}
 	return cases
 }
 
-// checkQ6KRows4 runs k on every run of one to three groups of four rows starting at rows 0, 1
-// and 2 of every case against each input, and compares each result with DotQ6K bit for bit;
-// the call's dst sits inside a larger slice whose other elements must stay untouched. It
-// returns the results compared, how many differ, and the first difference.
-func checkQ6KRows4(cases []q6KRows4Case, k q6KQuadKernel) (checked, bad int, first string) {
-	sentinel := float32(math.Inf(1))
-	for i, c := range cases {
-		rb := c.m.RowBytes()
-		for j := range c.ins {
-			in := &c.ins[j]
-			for groups := 1; groups <= 3; groups++ {
-				for s := range 3 {
-					n := 4 * groups
-					out := make([]float32, n+2)
-					for r := range out {
-						out[r] = sentinel
-					}
-					k(c.m.Data[s*rb:(s+n)*rb], rb, in.wide.digits, in.scale, out[1:1+n])
-					for r := range out {
-						want := sentinel
-						if r >= 1 && r <= n {
-							want = DotQ6K(c.m.Row(s+r-1), in)
-						}
-						checked++
-						if !sameBits(out[r], want) {
-							if bad == 0 {
-								first = fmt.Sprintf("case %d (%d blocks), input %d, %d groups from row %d, dst[%d] (around a dst of %d): got %g (%#08x), want %g (%#08x)",
-									i, c.blocks, j, groups, s, r-1, n, out[r], math.Float32bits(out[r]), want, math.Float32bits(want))
-							}
-							bad++
-						}
-					}
-				}
-			}
-		}
-	}
-	return checked, bad, first
+// checkQ6KRows4 is checkRows4 of a four-row Q6_K kernel against dotQ6K.
+func checkQ6KRows4(cases []rows4Case, k q6KQuadKernel) (checked, bad int, first string) {
+	return checkRows4(cases, func(w []byte, rb int, in *q4KInput, dst []float32) {
+		k(w, rb, in.wide.digits, in.scale, dst)
+	}, dotQ6K)
 }
 
 // TestQ6KPairExact checks each tier's integer Q6_K pair kernel against the math/big evaluation
 // of the definition (checkQ6K) with the row as the first, the second and both rows of the
 // call, and then every adjacent pair of rows of the extreme cases of q6KRows4Cases against
-// DotQ6K, both results of each call.
+// dotQ6K, both results of each call.
 func TestQ6KPairExact(t *testing.T) {
-	tiers := q6KIntTiers(t, func(a *asmKernels) bool { return a.q6KPair != nil })
+	tiers := tiersWith(t, "integer Q6_K kernel", func(a *asmKernels) bool { return a.q6KPair != nil })
 	cases := q6KRows4Cases(t)
 	rng := rand.New(rand.NewPCG(63, 64))
 	for _, st := range tiers {
@@ -153,15 +79,15 @@ func TestQ6KPairExact(t *testing.T) {
 		other := func(row []byte) []byte { return randRow(rng, gguf.TypeQ6_K, len(row)/q6KBytes*kElems, true) }
 		for _, v := range []struct {
 			name string
-			dot  func(row []byte, in *Q4KInput) float32
+			dot  func(row []byte, in *q4KInput) float32
 		}{
-			{"one row", func(row []byte, in *Q4KInput) float32 {
+			{"one row", func(row []byte, in *q4KInput) float32 {
 				return pair(row, row, in.wide.digits, in.scale)[0]
 			}},
-			{"first of two", func(row []byte, in *Q4KInput) float32 {
+			{"first of two", func(row []byte, in *q4KInput) float32 {
 				return pair(row, other(row), in.wide.digits, in.scale)[0]
 			}},
-			{"second of two", func(row []byte, in *Q4KInput) float32 {
+			{"second of two", func(row []byte, in *q4KInput) float32 {
 				return pair(other(row), row, in.wide.digits, in.scale)[1]
 			}},
 		} {
@@ -178,7 +104,7 @@ func TestQ6KPairExact(t *testing.T) {
 				for r := 0; r+1 < c.m.Rows; r++ {
 					y := pair(c.m.Row(r), c.m.Row(r+1), in.wide.digits, in.scale)
 					for p := range 2 {
-						want := DotQ6K(c.m.Row(r+p), in)
+						want := dotQ6K(c.m.Row(r+p), in)
 						checked++
 						if !sameBits(y[p], want) {
 							if bad == 0 {
@@ -191,7 +117,7 @@ func TestQ6KPairExact(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%s: %d pair results (rows of 0-18 blocks, special scales, NaN/Inf inputs, largest lane sums) against DotQ6K, %d differ", st.name, checked, bad)
+		t.Logf("%s: %d pair results (rows of 0-18 blocks, special scales, NaN/Inf inputs, largest lane sums) against dotQ6K, %d differ", st.name, checked, bad)
 		if bad != 0 {
 			t.Errorf("%s: %d of %d pair results differ", st.name, bad, checked)
 		}
@@ -201,7 +127,7 @@ func TestQ6KPairExact(t *testing.T) {
 // q6KIntGo is a Go model of the integer kernels' arithmetic for one row: per block, the
 // products of the weight words with the low and the high digits in 16 wrapping int32 lanes
 // (dword i of the register of elements 32e..32e+31 takes elements 32e+2i and 32e+2i+1),
-// widened, T, and DotQ6K's float64 steps. Its flags break it the ways a kernel could go wrong.
+// widened, T, and dotQ6K's float64 steps. Its flags break it the ways a kernel could go wrong.
 func q6KIntGo(row []byte, digits []int16, scale []float64, foldInt32, swapScales, float32Sums bool) float32 {
 	var y float64
 	var y32 float32
@@ -246,19 +172,19 @@ func q6KIntGo(row []byte, digits []int16, scale []float64, foldInt32, swapScales
 
 // TestQ6KRows4Exact calls each tier's four-row integer Q6_K kernel directly on runs of one to
 // three groups of four contiguous rows (so the rows' stride is the row size, as in a matrix)
-// of 0 to 18 blocks (both layouts) and compares every result with DotQ6K bit for bit, and the elements around
+// of 0 to 18 blocks (both layouts) and compares every result with dotQ6K bit for bit, and the elements around
 // dst with their untouched values. The same checks must reject deliberately wrong kernels:
 // rows exchanged, the last block or group left out, lanes added in int32 before widening, the
 // two sub-block scales of a register exchanged, the blocks summed in float32.
 func TestQ6KRows4Exact(t *testing.T) {
-	tiers := q6KIntTiers(t, func(a *asmKernels) bool { return a.q6KQuad != nil })
+	tiers := tiersWith(t, "integer Q6_K kernel", func(a *asmKernels) bool { return a.q6KQuad != nil })
 	cases := q6KRows4Cases(t)
 	for _, st := range tiers {
 		checked, bad, first := checkQ6KRows4(cases, st.asm.q6KQuad)
 		if bad > 0 {
-			t.Errorf("%s: %d of %d four-row Q6_K results differ from DotQ6K; first: %s", st.name, bad, checked, first)
+			t.Errorf("%s: %d of %d four-row Q6_K results differ from dotQ6K; first: %s", st.name, bad, checked, first)
 		}
-		t.Logf("%s: %d four-row Q6_K results and untouched neighbours (1-3 groups a call, rows of 0-18 blocks, special scales, NaN/Inf inputs, largest lane sums) against DotQ6K, %d differ", st.name, checked, bad)
+		t.Logf("%s: %d four-row Q6_K results and untouched neighbours (1-3 groups a call, rows of 0-18 blocks, special scales, NaN/Inf inputs, largest lane sums) against dotQ6K, %d differ", st.name, checked, bad)
 	}
 	last := tiers[len(tiers)-1].asm.q6KQuad
 	group := func(w []byte, digits []int16, scale []float64) (y [4]float32) {
@@ -304,57 +230,32 @@ func TestQ6KRows4Exact(t *testing.T) {
 		{"sub-block scales exchanged", goRows(false, true, false)},
 		{"blocks summed in float32", goRows(false, false, true)},
 	}
-	for _, m := range mutants {
-		checked, bad, first := checkQ6KRows4(cases, m.k)
-		t.Logf("mutant %-28s caught on %4d of %4d results (first: %s)", m.name+":", bad, checked, first)
-		if bad == 0 {
-			t.Errorf("mutant %q passes the four-row checks: they cannot tell it from the definition", m.name)
-		}
-	}
+	rows4Mutants(t, mutants, func(k q6KQuadKernel) (int, int, string) { return checkQ6KRows4(cases, k) })
 }
 
 // TestQ6KRowsDecode runs the integer Q6_K rows kernel (simd_q6k.go) of each tier with a
 // four-row kernel over every row range [r0, r1) of an 11-row matrix for batches of one to
 // three tokens (all of them take the decode kernels: four rows a call, then two, then one),
-// and checks that every output equals DotQ6K and that nothing outside the range is written.
+// and checks that every output equals dotQ6K and that nothing outside the range is written.
 func TestQ6KRowsDecode(t *testing.T) {
-	tiers := q6KIntTiers(t, func(a *asmKernels) bool { return a.q6KQuad != nil })
+	tiers := tiersWith(t, "integer Q6_K kernel", func(a *asmKernels) bool { return a.q6KQuad != nil })
 	rng := rand.New(rand.NewPCG(65, 66))
 	const rows, cols = 11, 1024
 	m := randMatrix(rng, gguf.TypeQ6_K, rows, cols)
 	for _, st := range tiers {
 		checked := 0
 		for ntok := 1; ntok <= 3; ntok++ {
-			var in Batch
-			if err := in.Set(randFloats(rng, ntok*cols, false, false), ntok, cols); err != nil {
-				t.Fatal(err)
-			}
-			if err := in.prepareAll(NewPool(1)); err != nil {
-				t.Fatal(err)
-			}
+			in := preparedBatch(t, randFloats(rng, ntok*cols, false, false), ntok, cols)
 			for r0 := 0; r0 <= rows; r0++ {
 				for r1 := r0; r1 <= rows; r1++ {
-					dst := make([]float32, ntok*rows)
-					for i := range dst {
-						dst[i] = float32(math.Inf(1))
-					}
-					st.asm.q6KRows(dst, m, &in, r0, r1)
-					for tok := range ntok {
-						for r := range rows {
-							got, want := dst[tok*rows+r], float32(math.Inf(1))
-							if r >= r0 && r < r1 {
-								want = DotQ6K(m.Row(r), &in.q4k[tok])
-							}
-							checked++
-							if !sameBits(got, want) {
-								t.Fatalf("%s, %d tokens, rows [%d, %d): token %d row %d = %g, want %g", st.name, ntok, r0, r1, tok, r, got, want)
-							}
-						}
-					}
+					dst := infs(ntok * rows)
+					st.asm.q6KRows(dst, m, in, r0, r1)
+					checked += checkRange(t, fmt.Sprintf("%s, %d tokens", st.name, ntok), dst, rows, ntok, r0, r1,
+						func(r, tok int) float32 { return dotQ6K(m.Row(r), &in.q4k[tok]) })
 				}
 			}
 		}
-		t.Logf("%s: %d outputs over every row range of 11 rows, 1-3 tokens, equal DotQ6K or stayed untouched", st.name, checked)
+		t.Logf("%s: %d outputs over every row range of 11 rows, 1-3 tokens, equal dotQ6K or stayed untouched", st.name, checked)
 	}
 }
 

@@ -49,12 +49,12 @@ func randQ6KCase(rng *rand.Rand, blocks int, special, specialScales bool) ([]byt
 }
 
 // checkQ6K compares a Q6_K dot with the plainly evaluated definition (see checkPrepared).
-func checkQ6K(dot func(row []byte, in *Q4KInput) float32) (checked, bad int, first string) {
+func checkQ6K(dot func(row []byte, in *q4KInput) float32) (checked, bad int, first string) {
 	return checkPrepared(rand.New(rand.NewPCG(16, 1)), gguf.TypeQ6_K, refQ6K, dot)
 }
 
 func TestQ6KMatchesDefinition(t *testing.T) {
-	checked, bad, first := checkQ6K(DotQ6K)
+	checked, bad, first := checkQ6K(dotQ6K)
 	t.Logf("%d rows checked against the math/big evaluation, %d differ", checked, bad)
 	if bad != 0 {
 		t.Fatalf("%d of %d rows differ; first: %s", bad, checked, first)
@@ -64,15 +64,15 @@ func TestQ6KMatchesDefinition(t *testing.T) {
 // TestQ6KCatchesWrongDefinitions makes sure checkQ6K can fail: each variant breaks one rule of
 // the definition.
 func TestQ6KCatchesWrongDefinitions(t *testing.T) {
-	variants := map[string]func(row []byte, in *Q4KInput) float32{
-		"float32 block sums": func(row []byte, in *Q4KInput) float32 {
+	variants := map[string]func(row []byte, in *q4KInput) float32{
+		"float32 block sums": func(row []byte, in *q4KInput) float32 {
 			var y float32
 			for b := range in.n / kElems {
 				y += float32(q6KBlock(row[b*q6KBytes:], in, b) * in.scale[b])
 			}
 			return y
 		},
-		"no offset 32": func(row []byte, in *Q4KInput) float32 {
+		"no offset 32": func(row []byte, in *q4KInput) float32 {
 			var y float64
 			for b := range in.n / kElems {
 				blk := row[b*q6KBytes:]
@@ -90,7 +90,7 @@ func TestQ6KCatchesWrongDefinitions(t *testing.T) {
 			}
 			return float32(y)
 		},
-		"unsigned scales": func(row []byte, in *Q4KInput) float32 {
+		"unsigned scales": func(row []byte, in *q4KInput) float32 {
 			flipped := append([]byte(nil), row...)
 			for b := 0; b+q6KBytes <= len(flipped); b += q6KBytes {
 				for j := range 16 {
@@ -99,7 +99,7 @@ func TestQ6KCatchesWrongDefinitions(t *testing.T) {
 					}
 				}
 			}
-			return DotQ6K(flipped, in)
+			return dotQ6K(flipped, in)
 		},
 	}
 	for name, dot := range variants {
@@ -113,22 +113,22 @@ func TestQ6KCatchesWrongDefinitions(t *testing.T) {
 
 // TestQ6KAccuracy measures the definition against the exact rational dot of the exact weights
 // and x: how often it is the correctly rounded float32, and the worst error in ulps, beside the
-// float definition it replaced: 16 float32 lanes (Lanes) of the rounded products of the exact
+// float definition it replaced: 16 float32 lanes (type lanes) of the rounded products of the exact
 // weights and x, joined by the lanes' tree.
 func TestQ6KAccuracy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 2))
-	var in Q4KInput
+	var in q4KInput
 	var w [256]float32
 	rows, exact, floatExact := 0, 0, 0
 	worst, floatWorst := 0.0, 0.0
 	for i := range 300 {
 		blocks := 1 + i%8
 		row, x := randQ6KCase(rng, blocks, false, false)
-		if err := PrepareQ4K(&in, x); err != nil {
+		if err := prepareQ4K(&in, x); err != nil {
 			t.Fatal(err)
 		}
 		E := new(big.Float).SetPrec(768)
-		var lanes Lanes
+		var lanes lanes
 		for b := range blocks {
 			gguf.DequantizeQ6_K((*[210]byte)(row[210*b:210*b+210]), &w)
 			lanes.AddProducts(w[:], x[256*b:])
@@ -138,7 +138,7 @@ func TestQ6KAccuracy(t *testing.T) {
 			}
 		}
 		cr, _ := E.Float32()
-		got, old := DotQ6K(row, &in), lanes.Sum()
+		got, old := dotQ6K(row, &in), lanes.Sum()
 		rows++
 		if sameBits(got, cr) {
 			exact++

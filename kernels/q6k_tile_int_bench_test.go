@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -26,7 +25,7 @@ import (
 //     sixteen dword lanes, at every token count.
 //
 // It reports each variant's median speed-up over "tier" and its median ns per token-row.
-// The input preparation (PrepareQ4K through the tier's kernel), done once per token and
+// The input preparation (prepareQ4K through the tier's kernel), done once per token and
 // shared by every matrix reading the same input, is timed on its own and reported as ns per
 // token ("prep-ns/token") and as a share of the tiles' cost of this matrix for one token
 // ("prep/tiles").
@@ -39,13 +38,7 @@ func BenchmarkQ6KTileInt(b *testing.B) {
 		m := randMatrix(rng, gguf.TypeQ6_K, rows, cols)
 		for _, ntok := range []int{8, 16, 64, 128} {
 			x := randFloats(rng, ntok*cols, false, false)
-			var in Batch
-			if err := in.Set(x, ntok, cols); err != nil {
-				b.Fatal(err)
-			}
-			if err := in.prepareAll(pool); err != nil {
-				b.Fatal(err)
-			}
+			in := preparedBatch(b, x, ntok, cols)
 			dst := make([]float32, ntok*rows)
 			for _, st := range usableSIMD() {
 				if st.asm.q6KTile4 == nil || st.name == "avx2" {
@@ -56,18 +49,18 @@ func BenchmarkQ6KTileInt(b *testing.B) {
 				four.q6KTile8 = nil
 				names := []string{"tier", "tiles", "tiles4", "tier-again"}
 				run := []func(){
-					func() { _ = tier.MatMul(pool, dst, m, &in) },
-					func() { tiles.q6KRows(dst, m, &in, 0, rows) },
-					func() { four.q6KRows(dst, m, &in, 0, rows) },
-					func() { _ = tier.MatMul(pool, dst, m, &in) },
+					func() { _ = tier.MatMul(pool, dst, m, in) },
+					func() { tiles.q6KRows(dst, m, in, 0, rows) },
+					func() { four.q6KRows(dst, m, in, 0, rows) },
+					func() { _ = tier.MatMul(pool, dst, m, in) },
 				}
 				if st.name == "avx512vnni" {
 					names = append(names, "panel")
 					run = append(run, func() {
-						(&asmKernels{q6KPanelBuild: q6KPanelBuildAVX512VNNI, q6KPanel4: q6KPanel4AVX512VNNI, q6KMemory: newQ6KMemory()}).q6KPanelRows(dst, m, &in, 0, rows)
+						(&asmKernels{q6KPanelBuild: q6KPanelBuildAVX512VNNI, q6KPanel4: q6KPanel4AVX512VNNI, q6KMemory: newQ6KMemory()}).q6KPanelRows(dst, m, in, 0, rows)
 					})
 				}
-				var prep Q4KInput
+				var prep q4KInput
 				b.Run(fmt.Sprintf("%dx%d/tok%d/%s", rows, cols, ntok, st.name), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
@@ -81,17 +74,11 @@ func BenchmarkQ6KTileInt(b *testing.B) {
 						}
 						start := threadCPUTime()
 						for t := range ntok {
-							_ = prepareQ4K(&prep, x[t*cols:(t+1)*cols], st.asm.q4KPrep)
+							_ = prepareQ4KWith(&prep, x[t*cols:(t+1)*cols], st.asm.q4KPrep)
 						}
 						preps = append(preps, float64(threadCPUTime()-start))
 					}
-					for v := 1; v < len(run); v++ {
-						r := make([]float64, len(times[0]))
-						for i := range r {
-							r[i] = times[0][i] / times[v][i]
-						}
-						b.ReportMetric(medianOf(r), names[v]+"/"+names[0])
-					}
+					reportSpeedups(b, times, names)
 					for v, name := range names {
 						b.ReportMetric(medianOf(times[v])/float64(rows*ntok), name+"-ns/tokrow")
 					}
@@ -101,11 +88,4 @@ func BenchmarkQ6KTileInt(b *testing.B) {
 			}
 		}
 	}
-}
-
-// medianOf returns the median of x.
-func medianOf(x []float64) float64 {
-	x = slices.Clone(x)
-	slices.Sort(x)
-	return x[len(x)/2]
 }

@@ -14,7 +14,7 @@ import (
 // q6KTileSet is one row and eight prepared inputs of as many elements, for the tile checks.
 type q6KTileSet struct {
 	row []byte
-	ins [8]Q4KInput
+	ins [8]q4KInput
 }
 
 // q6KTileInput returns an input of blocks blocks of kind k: random floats (with blocks of very
@@ -88,7 +88,7 @@ func q6KTileSets(t *testing.T) []q6KTileSet {
 		s := &sets[i]
 		s.row = q6KTileRow(rng, blocks, i/6)
 		for u := range s.ins {
-			if err := PrepareQ4K(&s.ins[u], q6KTileInput(rng, blocks, i+u)); err != nil {
+			if err := prepareQ4K(&s.ins[u], q6KTileInput(rng, blocks, i+u)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -122,29 +122,20 @@ func q6KTile8Spans(k func(w []byte, in [8]*byte, scales []float64, y [8]float64)
 	return out
 }
 
-// q6KTile4Args returns the four-input kernel's arguments for inputs ins.
-func q6KTile4Args(ins []Q4KInput) (args [8]*byte) {
-	for i := range 4 {
-		args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(ins[i].wide.digits)))
-		args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(ins[i].scale)))
-	}
-	return args
-}
-
 // checkQ6KTiles runs the tile kernels of a on every set (the four-input kernel on inputs 0-3
 // and 4-7, the eight-input one whole and in spans of 1, 2, ... blocks) and compares every
-// result with DotQ6K; it returns how many it compared and how many differ.
+// result with dotQ6K; it returns how many it compared and how many differ.
 func checkQ6KTiles(a *asmKernels, sets []q6KTileSet) (checked, bad int) {
 	for si := range sets {
 		s := &sets[si]
 		nb := len(s.row) / q6KBytes
 		want := make([]float32, 8)
 		for i := range want {
-			want[i] = DotQ6K(s.row, &s.ins[i])
+			want[i] = dotQ6K(s.row, &s.ins[i])
 		}
 		var got [][8]float32
 		if a.q6KTile4 != nil {
-			lo, hi := a.q6KTile4(s.row, q6KTile4Args(s.ins[:4]), nb), a.q6KTile4(s.row, q6KTile4Args(s.ins[4:]), nb)
+			lo, hi := a.q6KTile4(s.row, q6KArgs4(s.ins[:4]), nb), a.q6KTile4(s.row, q6KArgs4(s.ins[4:]), nb)
 			got = append(got, [8]float32{lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]})
 		}
 		if a.q6KTile8 != nil {
@@ -177,7 +168,7 @@ func q6KAVX512Tiers(t *testing.T) []*simdTier {
 }
 
 // TestQ6KTilesMatchDefinition runs each AVX-512 tier's integer Q6_K tiles (four and eight
-// inputs, the eight whole and in spans) against DotQ6K bit for bit: rows of 1 to 6 blocks with
+// inputs, the eight whole and in spans) against dotQ6K bit for bit: rows of 1 to 6 blocks with
 // special f16 scales, scales of −128 and 127 and the extreme weight words, against inputs with
 // NaN and infinite blocks, zero blocks, mixed magnitudes and both digits at their edges
 // (including lanes whose low-digit sums are exactly −2^31).
@@ -190,9 +181,9 @@ func TestQ6KTilesMatchDefinition(t *testing.T) {
 			t.Fatalf("%s: a Q6_K tile kernel is missing", st.name)
 		}
 		checked, bad := checkQ6KTiles(&a, sets)
-		t.Logf("%s: %d Q6_K tile results against DotQ6K (%d rows, four and eight inputs, eight whole and in spans), %d differ", st.name, checked, len(sets), bad)
+		t.Logf("%s: %d Q6_K tile results against dotQ6K (%d rows, four and eight inputs, eight whole and in spans), %d differ", st.name, checked, len(sets), bad)
 		if bad != 0 {
-			t.Errorf("%s: %d of %d results differ from DotQ6K", st.name, bad, checked)
+			t.Errorf("%s: %d of %d results differ from dotQ6K", st.name, bad, checked)
 		}
 	}
 }
@@ -219,11 +210,7 @@ func TestQ6KTilesCatchMutants(t *testing.T) {
 			k8     func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
 			driver bool // checked through q6KRows, where the sums carry across spans
 		}{
-			{name: "inputs 1 and 2 swapped", k4: func(w []byte, in [8]*byte, nb int) [4]float32 {
-				y := k4(w, in, nb)
-				y[1], y[2] = y[2], y[1]
-				return y
-			}},
+			{name: "inputs 1 and 2 swapped", k4: swapTile4(k4, 1, 2)},
 			{name: "scales read as unsigned", k4: func(w []byte, in [8]*byte, nb int) [4]float32 {
 				return k4(unsigned(w), in, nb)
 			}},
@@ -253,7 +240,7 @@ func TestQ6KTilesCatchMutants(t *testing.T) {
 			}
 			var checked, bad int
 			if m.driver {
-				checked, bad = checkQ6KRowsTiles(&a, q6KRowsTileCases(t))
+				checked, bad = checkHalves(q6KRowsTileCases(t), true, a.q6KRows)
 			} else {
 				checked, bad = checkQ6KTiles(&a, sets)
 			}
@@ -267,10 +254,11 @@ func TestQ6KTilesCatchMutants(t *testing.T) {
 
 // q6KRowsTileCases builds Q6_K matrices of 1, 5 and 6 blocks a row (one span, and spans with
 // a short last one) and 7, 16 and 37 rows (short tiles, a whole one, two and a short one),
-// with batches of 4, 8, 12 and 20 tokens (four-input tiles, eight-input ones, both).
-func q6KRowsTileCases(t *testing.T) []q4KTileCase {
+// with batches of 4, 8, 12 and 20 tokens (four-input tiles, eight-input ones, both): whole
+// groups of four tokens, so that only the tiles run.
+func q6KRowsTileCases(t *testing.T) []tileCase {
 	rng := rand.New(rand.NewPCG(63, 64))
-	var cases []q4KTileCase
+	var cases []tileCase
 	for i, shape := range [][3]int{{7, 1, 12}, {37, 6, 20}, {16, 5, 8}, {37, 5, 4}, {7, 6, 12}} {
 		rows, blocks, ntok := shape[0], shape[1], shape[2]
 		cols := blocks * kElems
@@ -282,47 +270,13 @@ func q6KRowsTileCases(t *testing.T) []q4KTileCase {
 		for tok := range ntok {
 			x = append(x, q6KTileInput(rng, blocks, tok+i)...)
 		}
-		c := q4KTileCase{m: m, want: make([]float32, ntok*rows)}
-		if err := c.in.Set(x, ntok, cols); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.in.prepareAll(NewPool(1)); err != nil {
-			t.Fatal(err)
-		}
-		for tok := range ntok {
-			for r := range rows {
-				c.want[tok*rows+r] = DotQ6K(m.Row(r), &c.in.q4k[tok])
-			}
-		}
-		cases = append(cases, c)
+		cases = append(cases, newTileCase(t, m, x, ntok, dotQ6K))
 	}
 	return cases
 }
 
-// checkQ6KRowsTiles runs the rows kernel of a over every case in two row ranges (the second
-// starting at an odd row) and compares every result with DotQ6K. The batches are whole groups
-// of four tokens, so only the tiles run.
-func checkQ6KRowsTiles(a *asmKernels, cases []q4KTileCase) (checked, bad int) {
-	for _, c := range cases {
-		dst := make([]float32, len(c.want))
-		for i := range dst {
-			dst[i] = float32(math.NaN())
-		}
-		mid := c.m.Rows/2 | 1
-		a.q6KRows(dst, c.m, &c.in, 0, mid)
-		a.q6KRows(dst, c.m, &c.in, mid, c.m.Rows)
-		for i, v := range dst {
-			checked++
-			if !sameBits(v, c.want[i]) {
-				bad++
-			}
-		}
-	}
-	return checked, bad
-}
-
 // TestQ6KRowsTiles runs each AVX-512 tier's Q6_K rows kernel on batches of whole groups of
-// four tokens, with and without the eight-input tiles, and compares every output with DotQ6K
+// four tokens, with and without the eight-input tiles, and compares every output with dotQ6K
 // bit for bit; it counts the block dots each tile computed, so a tier whose driver stopped
 // using one fails.
 func TestQ6KRowsTiles(t *testing.T) {
@@ -344,10 +298,10 @@ func TestQ6KRowsTiles(t *testing.T) {
 					return k8(w, in, scales, y)
 				}
 			}
-			checked, bad := checkQ6KRowsTiles(&a, cases)
-			t.Logf("%s, eight-input tiles %v: %d Q6_K rows-kernel results against DotQ6K (block dots: %d by four-input tiles, %d by eight-input), %d differ", st.name, wide, checked, four, eight, bad)
+			checked, bad := checkHalves(cases, true, a.q6KRows)
+			t.Logf("%s, eight-input tiles %v: %d Q6_K rows-kernel results against dotQ6K (block dots: %d by four-input tiles, %d by eight-input), %d differ", st.name, wide, checked, four, eight, bad)
 			if bad != 0 {
-				t.Errorf("%s: %d of %d results differ from DotQ6K", st.name, bad, checked)
+				t.Errorf("%s: %d of %d results differ from dotQ6K", st.name, bad, checked)
 			}
 			if four == 0 || wide && eight == 0 {
 				t.Errorf("%s: a tile kernel never ran", st.name)
@@ -358,7 +312,7 @@ func TestQ6KRowsTiles(t *testing.T) {
 
 // TestQ6KPanelRows runs the integer Q6_K panel (VNNI tier) on ragged row counts (panels with
 // padding lanes, ranges starting inside a panel) and batches of whole groups of four tokens,
-// against DotQ6K bit for bit, including lanes whose low-digit window sums are exactly −2^31.
+// against dotQ6K bit for bit, including lanes whose low-digit window sums are exactly −2^31.
 // Mutants of the build (two rows' lanes swapped, a row's d cleared) and of the tile (two
 // inputs' results swapped) must be caught.
 func TestQ6KPanelRows(t *testing.T) {
@@ -369,28 +323,13 @@ func TestQ6KPanelRows(t *testing.T) {
 	type buildKernel = func(panel []byte, rows [16]*byte, nb int)
 	type tileKernel = func(panel []byte, in [8]*byte, nb int, y []float32)
 	run := func(build buildKernel, tile tileKernel) (checked, bad int) {
-		for _, c := range cases {
-			dst := make([]float32, len(c.want))
-			for i := range dst {
-				dst[i] = float32(math.NaN())
-			}
-			mid := c.m.Rows/2 | 1
-			a := &asmKernels{q6KPanelBuild: build, q6KPanel4: tile, q6KMemory: newQ6KMemory()}
-			a.q6KPanelRows(dst, c.m, &c.in, 0, mid)
-			a.q6KPanelRows(dst, c.m, &c.in, mid, c.m.Rows)
-			for i, v := range dst {
-				checked++
-				if !sameBits(v, c.want[i]) {
-					bad++
-				}
-			}
-		}
-		return checked, bad
+		a := &asmKernels{q6KPanelBuild: build, q6KPanel4: tile, q6KMemory: newQ6KMemory()}
+		return checkHalves(cases, true, a.q6KPanelRows)
 	}
 	checked, bad := run(q6KPanelBuildAVX512VNNI, q6KPanel4AVX512VNNI)
-	t.Logf("%d Q6_K panel results against DotQ6K, %d differ", checked, bad)
+	t.Logf("%d Q6_K panel results against dotQ6K, %d differ", checked, bad)
 	if bad != 0 {
-		t.Errorf("%d of %d results differ from DotQ6K", bad, checked)
+		t.Errorf("%d of %d results differ from dotQ6K", bad, checked)
 	}
 	for _, m := range []struct {
 		name  string

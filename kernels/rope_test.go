@@ -35,6 +35,7 @@ func refRope(rt *RopeTable, x []float32, p int) []float32 {
 type ropeFunc func(rt *RopeTable, x []float32, p int) error
 
 func checkRope(rt *RopeTable, apply ropeFunc) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(6, 6))
 	hd := rt.HeadDim()
 	for _, p := range []int{0, 1, 2, 7, 100, rt.positions - 1} {
@@ -45,20 +46,13 @@ func checkRope(rt *RopeTable, apply ropeFunc) (checked, bad int, first string) {
 		}
 		got := append([]float32(nil), x...)
 		if err := apply(rt, got, p); err != nil {
-			return checked, bad + 1, err.Error()
+			return c.checked, c.bad + 1, err.Error()
 		}
-		checked++
-		for i := range got {
-			if !sameBits(got[i], want[i]) {
-				if bad == 0 {
-					first = fmt.Sprintf("position %d element %d: got %g, want %g", p, i, got[i], want[i])
-				}
-				bad++
-				break
-			}
-		}
+		c.noteSlices(got, want, func(i int) string {
+			return fmt.Sprintf("position %d element %d: got %g, want %g", p, i, got[i], want[i])
+		})
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 func TestRopeApply(t *testing.T) {

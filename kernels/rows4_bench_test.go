@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -15,10 +14,7 @@ import (
 // matrices through 512 MiB so the weights come from RAM as in decode. It reports GB/s of
 // weights per second of the thread's CPU time (other processes' time on a shared core left out).
 func BenchmarkTierRows4(b *testing.B) {
-	tiers := usableSIMD()
-	if len(tiers) == 0 {
-		b.Skip("no SIMD tier")
-	}
+	tiers := needSIMD(b)
 	a := tiers[len(tiers)-1].asm
 	rng := rand.New(rand.NewPCG(11, 12))
 	const cols = 2048
@@ -36,10 +32,7 @@ func BenchmarkTierRows4(b *testing.B) {
 		}{{"cache", 256, 1}, {"stream", 1024, 512 << 20}} {
 			one := randMatrix(rng, typ, where.rows, cols)
 			n := max(where.span/len(one.Data), 1)
-			buf := make([]byte, n*len(one.Data))
-			for i := range n {
-				copy(buf[i*len(one.Data):], one.Data)
-			}
+			buf := repeat(one.Data, n)
 			dst := make([]float32, where.rows)
 			in := Batch{X: x, Ntok: 1, Cols: cols}
 			for _, v := range []struct {
@@ -47,16 +40,12 @@ func BenchmarkTierRows4(b *testing.B) {
 				k    rowsKernel
 			}{{"pairs", pairs.kernel}, {"rows4", k.kernel}, {"rows4-again", k.kernel}} {
 				b.Run(fmt.Sprintf("%v/%s/%s", typ, where.name, v.name), func(b *testing.B) {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					start := threadCPUTime()
 					i := 0
-					for b.Loop() {
+					if cpu := cpuLoop(b, func() {
 						m := Matrix{Type: typ, Rows: where.rows, Cols: cols, Data: buf[i*len(one.Data) : (i+1)*len(one.Data)]}
 						v.k(dst, &m, &in, 0, where.rows)
 						i = (i + 1) % n
-					}
-					if cpu := threadCPUTime() - start; cpu > 0 {
+					}); cpu > 0 {
 						b.ReportMetric(float64(len(one.Data))*float64(b.N)/float64(cpu), "cpuGB/s")
 					}
 				})

@@ -9,7 +9,7 @@ import (
 
 // The Go halves of the SIMD tiers: each function here is its scalar namesake with the whole
 // groups (or blocks) handed to a vector kernel, the ragged tail added as the scalar code adds it,
-// and the lanes joined by Lanes.Sum. They are methods of asmKernels so that one body serves every
+// and the lanes joined by lanes.Sum. They are methods of asmKernels so that one body serves every
 // tier. Vector kernels exist only on amd64 (little-endian), the only place these run.
 
 // floatBytes views v as its bytes.
@@ -18,7 +18,7 @@ func floatBytes(v []float32) []byte {
 }
 
 func (a *asmKernels) dotF32(w, x []float32) float32 {
-	var l Lanes
+	var l lanes
 	x = x[:len(w)]
 	whole := len(w) &^ 15
 	l = a.f32(l, floatBytes(w[:whole]), x[:whole])
@@ -27,7 +27,7 @@ func (a *asmKernels) dotF32(w, x []float32) float32 {
 }
 
 func (a *asmKernels) sumF32(v []float32) float32 {
-	var l Lanes
+	var l lanes
 	whole := len(v) &^ 15
 	l = a.sum(l, v[:whole])
 	l.AddValues(v[whole:])
@@ -35,14 +35,14 @@ func (a *asmKernels) sumF32(v []float32) float32 {
 }
 
 // dotRowHalves is the row dot of 2-byte weights (F16, or BF16 when bf16 is set): whole groups
-// by lanes, the tail decoded here. (The decoder is chosen by a flag, not passed as a func
+// by the lanes kernel groups, the tail decoded here. (The decoder is chosen by a flag, not passed as a func
 // value, so the tail's array stays on the stack.)
-func (a *asmKernels) dotRowHalves(lanes func([16]float32, []byte, []float32) [16]float32, bf16 bool, row []byte, x []float32) float32 {
-	var l Lanes
+func (a *asmKernels) dotRowHalves(groups func([16]float32, []byte, []float32) [16]float32, bf16 bool, row []byte, x []float32) float32 {
+	var l lanes
 	n := len(row) / 2
 	x = x[:n]
 	whole := n &^ 15
-	l = lanes(l, row[:2*whole], x[:whole])
+	l = groups(l, row[:2*whole], x[:whole])
 	if whole < n {
 		var w [16]float32
 		if bf16 {
@@ -56,7 +56,7 @@ func (a *asmKernels) dotRowHalves(lanes func([16]float32, []byte, []float32) [16
 }
 
 func (a *asmKernels) dotRowF32(row []byte, x []float32) float32 {
-	var l Lanes
+	var l lanes
 	n := len(row) / 4
 	x = x[:n]
 	whole := n &^ 15
@@ -78,17 +78,17 @@ func (a *asmKernels) dotRowBF16(row []byte, x []float32) float32 {
 }
 
 func (a *asmKernels) dotRowQ8_0(row []byte, x []float32) float32 {
-	var l Lanes
+	var l lanes
 	l = a.q8_0(l, row, x[:len(row)/q8_0Bytes*q8_0Elems])
 	return l.Sum()
 }
 
-// dotRowQ5K decodes each block in Go (gguf.DequantizeQ5_K, as the scalar DotRowQ5K does) and
+// dotRowQ5K decodes each block in Go (gguf.DequantizeQ5_K, as the scalar dotRowQ5K does) and
 // runs the products through the float lanes kernel. The decoded block escapes to the heap (it
 // goes to a func value as a slice): one 1 KiB allocation a row, to remove when Q5_K gets a
 // kernel of its own.
 func (a *asmKernels) dotRowQ5K(row []byte, x []float32) float32 {
-	var l Lanes
+	var l lanes
 	var w [kElems]float32
 	for b, k := 0, 0; b+q5KBytes <= len(row); b, k = b+q5KBytes, k+kElems {
 		gguf.DequantizeQ5_K((*[q5KBytes]byte)(row[b:]), &w)
@@ -131,8 +131,8 @@ func (a *asmKernels) expShifted(dst, src []float32, shift float32) {
 	}
 }
 
-// swiGLUVec is SwiGLU through the vector kernel, a group it leaves and the ragged tail by the
-// scalar SiLU. dst may alias gate or up.
+// swiGLUVec is swiGLU through the vector kernel, a group it leaves and the ragged tail by the
+// scalar silu. dst may alias gate or up.
 func (a *asmKernels) swiGLUVec(dst, gate, up []float32) {
 	up, dst = up[:len(gate)], dst[:len(gate)]
 	whole := len(gate) &^ 7
@@ -142,12 +142,12 @@ func (a *asmKernels) swiGLUVec(dst, gate, up []float32) {
 		}
 		end := min(i+8, len(gate))
 		for ; i < end; i++ {
-			dst[i] = SiLU(gate[i]) * up[i]
+			dst[i] = silu(gate[i]) * up[i]
 		}
 	}
 }
 
-// rmsNorm is RMSNorm with the sum of squares through the tier's dot.
+// rmsNorm is the package's rmsNorm with the sum of squares through the tier's dot.
 func (a *asmKernels) rmsNorm(dst, x, w []float32, eps float32) {
 	n := len(x)
 	if n == 0 {
@@ -166,12 +166,7 @@ func (a *asmKernels) softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
-	m := x[0]
-	for _, v := range x[1:] {
-		if v > m {
-			m = v
-		}
-	}
+	m := firstMax(x)
 	a.expShifted(x, x, m)
 	s := a.sumF32(x)
 	for i := range x {
@@ -201,7 +196,7 @@ func (a *asmKernels) attendValues(out, values, w []float32, stride int) {
 		a.attendV(out[c0:min(c0+attendCols, whole)], values[c0:], w, stride)
 	}
 	for i := whole; i < len(out); i++ {
-		var l Lanes
+		var l lanes
 		for t, wt := range w {
 			l[t&15] += float32(wt * values[t*stride+i])
 		}

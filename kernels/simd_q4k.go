@@ -17,7 +17,7 @@ type q4KWide struct {
 }
 
 // prepare fills w from the prepared row in.
-func (w *q4KWide) prepare(in *Q4KInput) {
+func (w *q4KWide) prepare(in *q4KInput) {
 	w.resize(in.n)
 	w.fill(in, 0, in.n/32)
 }
@@ -32,7 +32,7 @@ func (w *q4KWide) resize(n int) {
 }
 
 // fill writes the sub-blocks [g0, g1) of 32 elements of w from the prepared row in.
-func (w *q4KWide) fill(in *Q4KInput, g0, g1 int) {
+func (w *q4KWide) fill(in *q4KInput, g0, g1 int) {
 	for g := g0; g < g1; g++ {
 		x := in.x[32*g : 32*g+32]
 		d := w.digits[64*g : 64*g+64]
@@ -45,8 +45,8 @@ func (w *q4KWide) fill(in *Q4KInput, g0, g1 int) {
 	}
 }
 
-// dotQ4K is DotQ4K of one row, through the two-row kernel.
-func (a *asmKernels) dotQ4K(row []byte, in *Q4KInput) float32 {
+// dotQ4K is the package's dotQ4K of one row, through the two-row kernel.
+func (a *asmKernels) dotQ4K(row []byte, in *q4KInput) float32 {
 	row = row[:in.n/kElems*q4KBytes]
 	return a.q4K(row, row, in.wide.digits, in.wide.sums, in.scale)[0]
 }
@@ -56,7 +56,8 @@ func (a *asmKernels) dotQ4K(row []byte, in *Q4KInput) float32 {
 // nibbles widened and scaled once for the group), tileRows rows at a time so they stay in cache
 // across the token groups; the tokens left over, and smaller batches, run four weight rows at
 // a time where the tier has the kernel (each digit load shared by four rows, the four block
-// ends finished together; a call runs many groups of four), then two, then one.
+// ends finished together; a call runs many groups of four), then two, then one (see
+// leftRows).
 func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	nb := in.Cols / kElems
 	wide := 0 // tokens [0, wide) run eight a call, [wide, tiled) four
@@ -74,13 +75,7 @@ func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 			a.q4KTile8(dst, m, in, t, b0, b1)
 		}
 		for t := wide; t < tiled; t += 4 {
-			var args [12]*byte
-			for i := range 4 {
-				x := &in.q4k[t+i]
-				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
-				args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.sums)))
-				args[8+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
-			}
+			args := q4KArgs4(in.q4k[t : t+4])
 			for r := b0; r < b1; r++ {
 				y := a.q4K4(m.Row(r), args, nb)
 				for i := range 4 {
@@ -89,11 +84,32 @@ func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 			}
 		}
 	}
+	a.leftRows(dst, m, in, r0, r1, tiled, false)
+}
+
+// q4KArgs4 points the four-input Q4_K kernels at the prepared inputs ins[:4]: [i], [4+i] and
+// [8+i] at input i's digits, sums and scales.
+func q4KArgs4(ins []q4KInput) [12]*byte {
+	var args [12]*byte
+	for i := range 4 {
+		x := &ins[i]
+		args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
+		args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.sums)))
+		args[8+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
+	}
+	return args
+}
+
+// leftRows computes rows [r0, r1) for the tokens [tiled, in.Ntok), those the tiles leave, with
+// the Q4_K kernels, or the Q6_K ones when q6 is set (chosen by a flag rather than passed as func
+// values, so that each call stays one indirect call): four weight rows a call where the tier
+// has the kernel, then two, then one. One call of the four-row kernel runs a whole span of
+// groups of four rows for one token. A lone token (decode) takes the run in one span; two or
+// three take spans of tileRows rows, so the span's weights stay in cache from one token to the
+// next.
+func (a *asmKernels) leftRows(dst []float32, m *Matrix, in *Batch, r0, r1, tiled int, q6 bool) {
 	r := r0
-	if a.q4Kr4 != nil && tiled < in.Ntok {
-		// One call runs a whole span of groups of four rows for one token. A lone token (decode)
-		// takes the run in one span; two or three take spans of tileRows rows, so the span's
-		// weights stay in cache from one token to the next.
+	if (q6 && a.q6KQuad != nil || !q6 && a.q4Kr4 != nil) && tiled < in.Ntok {
 		rb := m.RowBytes()
 		quads := r0 + (r1-r0)&^3
 		span := quads - r0
@@ -104,25 +120,31 @@ func (a *asmKernels) q4KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 			e := min(r+span, quads)
 			w := m.Data[r*rb : e*rb]
 			for t := tiled; t < in.Ntok; t++ {
-				x := &in.q4k[t]
-				a.q4Kr4(w, rb, x.wide.digits, x.wide.sums, x.scale, dst[t*m.Rows+r:t*m.Rows+e])
+				x, y := &in.q4k[t], dst[t*m.Rows+r:t*m.Rows+e]
+				if q6 {
+					a.q6KQuad(w, rb, x.wide.digits, x.scale, y)
+				} else {
+					a.q4Kr4(w, rb, x.wide.digits, x.wide.sums, x.scale, y)
+				}
 			}
 		}
 		r = quads
 	}
-	for ; r+2 <= r1; r += 2 {
-		w0, w1 := m.Row(r), m.Row(r+1)
+	for ; r < r1; r += 2 {
+		pair := r+1 < r1
+		w0, w1 := m.Row(r), m.Row(min(r+1, r1-1)) // the last row of an odd range runs twice
 		for t := tiled; t < in.Ntok; t++ {
 			x := &in.q4k[t]
-			y := a.q4K(w0, w1, x.wide.digits, x.wide.sums, x.scale)
-			dst[t*m.Rows+r], dst[t*m.Rows+r+1] = y[0], y[1]
-		}
-	}
-	if r < r1 {
-		w := m.Row(r)
-		for t := tiled; t < in.Ntok; t++ {
-			x := &in.q4k[t]
-			dst[t*m.Rows+r] = a.q4K(w, w, x.wide.digits, x.wide.sums, x.scale)[0]
+			var y [2]float32
+			if q6 {
+				y = a.q6KPair(w0, w1, x.wide.digits, x.scale)
+			} else {
+				y = a.q4K(w0, w1, x.wide.digits, x.wide.sums, x.scale)
+			}
+			dst[t*m.Rows+r] = y[0]
+			if pair {
+				dst[t*m.Rows+r+1] = y[1]
+			}
 		}
 	}
 }
@@ -134,7 +156,7 @@ const q4KSpan = 4
 
 // q4KTile8 computes rows [b0, b1) (at most tileRows) for tokens t to t+7 with the eight-input
 // kernel, q4KSpan blocks at a time: the float64 sums carry from span to span in block order,
-// exactly as DotQ4K adds them, and are rounded to float32 once at the end.
+// exactly as dotQ4K adds them, and are rounded to float32 once at the end.
 func (a *asmKernels) q4KTile8(dst []float32, m *Matrix, in *Batch, t, b0, b1 int) {
 	nb := in.Cols / kElems
 	var y [tileRows][8]float64
@@ -151,9 +173,15 @@ func (a *asmKernels) q4KTile8(dst []float32, m *Matrix, in *Batch, t, b0, b1 int
 			y[r-b0] = a.q4K8(m.Row(r)[s0*q4KBytes:], args, n, y[r-b0])
 		}
 	}
+	storeTile8(dst, m.Rows, t, b0, b1, &y)
+}
+
+// storeTile8 rounds the float64 sums y[r-b0] of rows [b0, b1) against tokens t to t+7 to
+// float32 and stores them in dst, laid out as a rows kernel lays them (rows results a token).
+func storeTile8(dst []float32, rows, t, b0, b1 int, y *[tileRows][8]float64) {
 	for r := b0; r < b1; r++ {
 		for i, v := range y[r-b0] {
-			dst[(t+i)*m.Rows+r] = float32(v)
+			dst[(t+i)*rows+r] = float32(v)
 		}
 	}
 }
@@ -182,25 +210,24 @@ func (a *asmKernels) q4KPanelRows(dst []float32, m *Matrix, in *Batch, r0, r1 in
 	tiled := in.Ntok &^ 3
 	for b0 := r0; b0 < r1; b0 += 16 {
 		rows := min(16, r1-b0)
-		var w [16]*byte
-		for r := range w {
-			w[r] = unsafe.SliceData(m.Row(b0 + min(r, rows-1))) // padding lanes repeat the last row
-		}
-		a.q4KPanelBuild(panel, w, nb)
+		a.q4KPanelBuild(panel, panelWindow(m, b0, rows), nb)
 		for t := 0; t < tiled; t += 4 {
-			var args [12]*byte
-			for i := range 4 {
-				x := &in.q4k[t+i]
-				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
-				args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.sums)))
-				args[8+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
-			}
-			y := a.q4KPanel4(panel, args, nb, rows)
+			y := a.q4KPanel4(panel, q4KArgs4(in.q4k[t:t+4]), nb, rows)
 			for i := range 4 {
 				copy(dst[(t+i)*m.Rows+b0:(t+i)*m.Rows+b0+rows], y[i][:rows])
 			}
 		}
 	}
+}
+
+// panelWindow points at the rows [b0, b0+rows) of m (rows <= 16) that a panel of sixteen lanes
+// is built from, the padding lanes repeating the last row.
+func panelWindow(m *Matrix, b0, rows int) [16]*byte {
+	var w [16]*byte
+	for r := range w {
+		w[r] = unsafe.SliceData(m.Row(b0 + min(r, rows-1)))
+	}
+	return w
 }
 
 // q4KPanels holds a tier's Q4_K panel memory: a pool of *[]byte, so that concurrent calls

@@ -5,14 +5,14 @@ import (
 	"unsafe"
 )
 
-// q6KRows is the Q6_K rows kernel of a tier (DotQ6K; the batch is already prepared). A batch
+// q6KRows is the Q6_K rows kernel of a tier (dotQ6K; the batch is already prepared). A batch
 // of q6KPanelMinTokens tokens or more runs through panels where the tier has them (sixteen rows
 // decoded once into a panel, every group of four tokens against it); otherwise a batch of four
 // tokens or more runs in tiles of one weight row against eight tokens and then four (each
 // block's weights decoded and scaled once for the tile), tileRows rows at a time so they stay
 // in cache across the token groups. The tokens left over, and smaller batches, run four weight
 // rows a call where the tier has the kernel (a call runs every group of four of a run:
-// decode's whole matrix in one call), then two, then one.
+// decode's whole matrix in one call), then two, then one (see leftRows).
 func (a *asmKernels) q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 	nb := in.Cols / kElems
 	tiled, wide := 0, 0 // tokens [0, wide) run eight a call, [wide, tiled) four
@@ -38,12 +38,7 @@ func (a *asmKernels) q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 			a.q6KTile8Rows(dst, m, in, t, b0, b1, scales)
 		}
 		for t := wide; t < tiled; t += 4 {
-			var args [8]*byte
-			for i := range 4 {
-				x := &in.q4k[t+i]
-				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
-				args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
-			}
+			args := q6KArgs4(in.q4k[t : t+4])
 			for r := b0; r < b1; r++ {
 				y := a.q6KTile4(m.Row(r), args, nb)
 				for i := range 4 {
@@ -52,45 +47,23 @@ func (a *asmKernels) q6KRows(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 			}
 		}
 	}
-	r := r0
-	if a.q6KQuad != nil && tiled < in.Ntok {
-		// As in q4KRows: a lone token takes the whole run in one call; two or three take spans
-		// of tileRows rows, so the span's weights stay in cache from one token to the next.
-		rb := m.RowBytes()
-		quads := r0 + (r1-r0)&^3
-		span := quads - r0
-		if in.Ntok-tiled > 1 {
-			span = tileRows
-		}
-		for ; r < quads; r += span {
-			e := min(r+span, quads)
-			w := m.Data[r*rb : e*rb]
-			for t := tiled; t < in.Ntok; t++ {
-				x := &in.q4k[t]
-				a.q6KQuad(w, rb, x.wide.digits, x.scale, dst[t*m.Rows+r:t*m.Rows+e])
-			}
-		}
-		r = quads
-	}
-	for ; r+2 <= r1; r += 2 {
-		w0, w1 := m.Row(r), m.Row(r+1)
-		for t := tiled; t < in.Ntok; t++ {
-			x := &in.q4k[t]
-			y := a.q6KPair(w0, w1, x.wide.digits, x.scale)
-			dst[t*m.Rows+r], dst[t*m.Rows+r+1] = y[0], y[1]
-		}
-	}
-	if r < r1 {
-		w := m.Row(r)
-		for t := tiled; t < in.Ntok; t++ {
-			x := &in.q4k[t]
-			dst[t*m.Rows+r] = a.q6KPair(w, w, x.wide.digits, x.scale)[0]
-		}
-	}
+	a.leftRows(dst, m, in, r0, r1, tiled, true)
 }
 
-// dotQ6K is DotQ6K of one row, through the pair kernel.
-func (a *asmKernels) dotQ6K(row []byte, in *Q4KInput) float32 {
+// q6KArgs4 points the four-input Q6_K kernels at the prepared inputs ins[:4]: [i] and [4+i] at
+// input i's digits and scales.
+func q6KArgs4(ins []q4KInput) [8]*byte {
+	var args [8]*byte
+	for i := range 4 {
+		x := &ins[i]
+		args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
+		args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
+	}
+	return args
+}
+
+// dotQ6K is the package's dotQ6K of one row, through the pair kernel.
+func (a *asmKernels) dotQ6K(row []byte, in *q4KInput) float32 {
 	row = row[:in.n/kElems*q6KBytes]
 	return a.q6KPair(row, row, in.wide.digits, in.scale)[0]
 }
@@ -119,7 +92,7 @@ func newQ6KMemory() *q6KMemory {
 
 // q6KTile8Rows computes rows [b0, b1) (at most tileRows) for tokens t to t+7 with the
 // eight-input kernel, q6KSpan blocks at a time: the float64 sums carry from span to span in
-// block order, exactly as DotQ6K adds them, and are rounded to float32 once at the end. The
+// block order, exactly as dotQ6K adds them, and are rounded to float32 once at the end. The
 // eight inputs' scales of a span are interleaved into scales once for all the rows.
 func (a *asmKernels) q6KTile8Rows(dst []float32, m *Matrix, in *Batch, t, b0, b1 int, scales *q6KSpanScales) {
 	nb := in.Cols / kElems
@@ -138,11 +111,7 @@ func (a *asmKernels) q6KTile8Rows(dst []float32, m *Matrix, in *Batch, t, b0, b1
 			y[r-b0] = a.q6KTile8(m.Row(r)[s0*q6KBytes:], args, scales[:8*n], y[r-b0])
 		}
 	}
-	for r := b0; r < b1; r++ {
-		for i, v := range y[r-b0] {
-			dst[(t+i)*m.Rows+r] = float32(v)
-		}
-	}
+	storeTile8(dst, m.Rows, t, b0, b1, &y)
 }
 
 // q6KPanelBlock is the size of one block of an integer Q6_K panel: sixteen rows' weight words
@@ -174,19 +143,9 @@ func (a *asmKernels) q6KPanelRows(dst []float32, m *Matrix, in *Batch, r0, r1 in
 	tiled := in.Ntok &^ 3
 	for b0 := r0; b0 < r1; b0 += 16 {
 		rows := min(16, r1-b0)
-		var w [16]*byte
-		for r := range w {
-			w[r] = unsafe.SliceData(m.Row(b0 + min(r, rows-1))) // padding lanes repeat the last row
-		}
-		a.q6KPanelBuild(panel, w, nb)
+		a.q6KPanelBuild(panel, panelWindow(m, b0, rows), nb)
 		for t := 0; t < tiled; t += 4 {
-			var args [8]*byte
-			for i := range 4 {
-				x := &in.q4k[t+i]
-				args[i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.wide.digits)))
-				args[4+i] = (*byte)(unsafe.Pointer(unsafe.SliceData(x.scale)))
-			}
-			a.q6KPanel4(panel, args, nb, y)
+			a.q6KPanel4(panel, q6KArgs4(in.q4k[t:t+4]), nb, y)
 			for i := range 4 {
 				copy(dst[(t+i)*m.Rows+b0:(t+i)*m.Rows+b0+rows], y[16*i:16*i+rows])
 			}

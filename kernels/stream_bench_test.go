@@ -3,8 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -15,8 +13,7 @@ import (
 // the weights stream from RAM as they do in decode; compare the GB/s with the bandwidth probe
 // (tools/race/bandwidth). TROCHILUS_BENCH_THREADS sets the pool (default 1).
 func BenchmarkTierStream(b *testing.B) {
-	threads, _ := strconv.Atoi(os.Getenv("TROCHILUS_BENCH_THREADS"))
-	p := NewPool(max(threads, 1))
+	p := NewPool(max(benchThreads(), 1))
 	defer p.Close()
 	const rows, cols, total = 1024, 2048, 1 << 30
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -25,10 +22,7 @@ func BenchmarkTierStream(b *testing.B) {
 	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0} {
 		one := randMatrix(rng, typ, rows, cols)
 		n := total / len(one.Data)
-		buf := make([]byte, n*len(one.Data))
-		for i := range n {
-			copy(buf[i*len(one.Data):], one.Data)
-		}
+		buf := repeat(one.Data, n)
 		for _, tier := range Tiers()[1:] {
 			b.Run(fmt.Sprintf("%v/%s", typ, tier.Name), func(b *testing.B) {
 				var in Batch

@@ -71,16 +71,7 @@ func BenchmarkStreamPrefetch(b *testing.B) {
 					copy(data[i:], m.Data)
 				}
 				huge := anonHugeMiB()
-				var in Batch
-				if err := in.Set(randFloats(rng, cols, false, false), 1, cols); err != nil {
-					b.Fatal(err)
-				}
-				p := NewPool(1)
-				err := in.prepareAll(p)
-				p.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
+				in := preparedBatch(b, randFloats(rng, cols, false, false), 1, cols)
 				x := &in.q4k[0]
 				b.Run(fmt.Sprintf("%s/%v/%dx%d", where, typ, rows, cols), func(b *testing.B) {
 					runtime.LockOSThread()

@@ -3,8 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -17,14 +15,13 @@ import (
 // BenchmarkTierDotRow is one row dot of 2048 columns per type and tier.
 func BenchmarkTierDotRow(b *testing.B) {
 	const cols = 2048
-	rng := rand.New(rand.NewPCG(1, 1))
-	x := randFloats(rng, cols, false, false)
-	var in Q4KInput
-	if err := PrepareQ4K(&in, x); err != nil {
+	x, rows := dotRowBench(cols)
+	var in q4KInput
+	if err := prepareQ4K(&in, x); err != nil {
 		b.Fatal(err)
 	}
-	for _, typ := range supportedTypes {
-		row := randRow(rng, typ, cols, false)
+	for i, typ := range supportedTypes {
+		row := rows[i]
 		for _, tier := range Tiers() {
 			b.Run(fmt.Sprintf("%v/%s", typ, tier.Name), func(b *testing.B) {
 				dst := make([]float32, 1)
@@ -34,7 +31,7 @@ func BenchmarkTierDotRow(b *testing.B) {
 					b.Fatal(err)
 				}
 				if typ == gguf.TypeQ4_K {
-					batch.q4k, batch.q4kReady = []Q4KInput{in}, true
+					batch.q4k, batch.q4kReady = []q4KInput{in}, true
 				}
 				k, err := tier.kernel(typ)
 				if err != nil {
@@ -55,8 +52,7 @@ func BenchmarkTierDotRow(b *testing.B) {
 // measures more steadily than a parallel one).
 func BenchmarkTierMatMul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	threads, _ := strconv.Atoi(os.Getenv("TROCHILUS_BENCH_THREADS"))
-	p := NewPool(max(threads, 1))
+	p := NewPool(max(benchThreads(), 1))
 	defer p.Close()
 	shapes := []struct {
 		name       string

@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
@@ -24,20 +23,16 @@ func BenchmarkTierCPU(b *testing.B) {
 		dst := make([]float32, rows)
 		for _, tier := range Tiers() {
 			b.Run(fmt.Sprintf("%v/%s", typ, tier.Name), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
 				var in Batch
 				b.SetBytes(int64(len(m.Data)))
-				start := threadCPUTime()
-				for b.Loop() {
+				if cpu := cpuLoop(b, func() {
 					if err := in.Set(x, 1, cols); err != nil {
 						b.Fatal(err)
 					}
 					if err := tier.MatMul(p, dst, m, &in); err != nil {
 						b.Fatal(err)
 					}
-				}
-				if cpu := threadCPUTime() - start; cpu > 0 {
+				}); cpu > 0 {
 					b.ReportMetric(float64(len(m.Data))*float64(b.N)/float64(cpu), "cpuGB/s")
 				}
 			})
@@ -62,32 +57,22 @@ func BenchmarkTierTiles(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var whole Batch
-		if err := whole.Set(x, ntok, cols); err != nil {
-			b.Fatal(err)
-		}
-		if err := whole.prepareAll(NewPool(1)); err != nil {
-			b.Fatal(err)
-		}
+		whole := preparedBatch(b, x, ntok, cols)
 		single := make([]Batch, ntok)
 		for t := range single {
 			single[t] = Batch{X: x[t*cols : (t+1)*cols], Ntok: 1, Cols: cols, q4k: whole.q4k[t : t+1], q4kReady: true}
 		}
 		for _, v := range []string{"pairs", "tiles", "tiles-again"} {
 			b.Run(fmt.Sprintf("%v/%s/%s", typ, tier.Name, v), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				start := threadCPUTime()
-				for b.Loop() {
+				if cpu := cpuLoop(b, func() {
 					if v == "pairs" {
 						for t := range single {
 							k(dst[t*rows:], m, &single[t], 0, rows)
 						}
 					} else {
-						k(dst, m, &whole, 0, rows)
+						k(dst, m, whole, 0, rows)
 					}
-				}
-				if cpu := threadCPUTime() - start; cpu > 0 {
+				}); cpu > 0 {
 					b.ReportMetric(float64(len(m.Data))*ntok*float64(b.N)/float64(cpu), "cpuGB/s")
 				}
 			})
@@ -111,18 +96,14 @@ func BenchmarkTierSwiGLU(b *testing.B) {
 			t    *Tier
 		}{{"scalar", Scalar()}, {"vector", tier}, {"vector-again", tier}} {
 			b.Run(fmt.Sprintf("%s/%s", op, v.name), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				start := threadCPUTime()
-				for b.Loop() {
+				if cpu := cpuLoop(b, func() {
 					if op == "SwiGLU" {
 						v.t.SwiGLU(dst, gate, up)
 					} else {
 						copy(dst, gate)
 						v.t.Softmax(dst)
 					}
-				}
-				if cpu := threadCPUTime() - start; cpu > 0 {
+				}); cpu > 0 {
 					b.ReportMetric(float64(cpu)/float64(b.N*n), "cpu-ns/elem")
 				}
 			})
@@ -146,13 +127,9 @@ func BenchmarkTierAttend(b *testing.B) {
 		t    *Tier
 	}{{"scalar", Scalar()}, {"vector", tier}, {"vector-again", tier}} {
 		b.Run(v.name, func(b *testing.B) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			start := threadCPUTime()
-			for b.Loop() {
+			if cpu := cpuLoop(b, func() {
 				v.t.Attend(out, q, kv, kv[dim:], npos, stride, 0.0884, scores)
-			}
-			if cpu := threadCPUTime() - start; cpu > 0 {
+			}); cpu > 0 {
 				b.ReportMetric(float64(cpu)/float64(b.N)/1e3, "cpu-µs/head")
 			}
 		})

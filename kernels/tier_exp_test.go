@@ -48,16 +48,13 @@ func expCorpus(rng *rand.Rand) []float32 {
 // checkExpVec compares the vector Exp (with shifts 0 and a few others, whole groups, ragged
 // tails, in place) and SwiGLU with their scalar definitions on expCorpus; it returns counts.
 func checkExpVec(a *asmKernels) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(23, 5))
 	x := expCorpus(rng)
 	note := func(what string, i int, got, want float32) {
-		checked++
-		if !sameBits(got, want) {
-			if bad == 0 {
-				first = fmt.Sprintf("%s element %d: got %g (%#08x), want %g (%#08x)", what, i, got, math.Float32bits(got), want, math.Float32bits(want))
-			}
-			bad++
-		}
+		c.note(got, want, func() string {
+			return fmt.Sprintf("%s element %d: got %g (%#08x), want %g (%#08x)", what, i, got, math.Float32bits(got), want, math.Float32bits(want))
+		})
 	}
 	for _, shift := range []float32{0, 1.5, -3, 88} {
 		for _, n := range []int{len(x), len(x) - 5, 13, 7} {
@@ -84,21 +81,15 @@ func checkExpVec(a *asmKernels) (checked, bad int, first string) {
 		dst := make([]float32, n)
 		a.swiGLUVec(dst, gate[:n], up[:n])
 		for i := range dst {
-			note(fmt.Sprintf("SwiGLU n=%d", n), i, dst[i], SiLU(gate[i])*up[i])
+			note(fmt.Sprintf("SwiGLU n=%d", n), i, dst[i], silu(gate[i])*up[i])
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 // TestTierExp: the vector Exp and SwiGLU of every usable tier against the scalar ones.
 func TestTierExp(t *testing.T) {
-	for _, st := range usableSIMD() {
-		checked, bad, first := checkExpVec(&st.asm)
-		t.Logf("%s: %d Exp and SwiGLU outputs against the scalar definitions, %d differ", st.name, checked, bad)
-		if bad != 0 {
-			t.Errorf("%s: %d of %d differ; first: %s", st.name, bad, checked, first)
-		}
-	}
+	checkEachTier(t, "Exp and SwiGLU outputs against the scalar definitions", checkExpVec)
 }
 
 // TestTierExpLong runs all 2^32 float32 bit patterns through the vector Exp and compares each
@@ -109,59 +100,44 @@ func TestTierExpLong(t *testing.T) {
 	if os.Getenv("TROCHILUS_LONG") != "1" {
 		t.Skip("exhaustive vector exp check runs with TROCHILUS_LONG=1")
 	}
-	tiers := usableSIMD()
-	if len(tiers) == 0 {
-		t.Skip("no SIMD tier on this CPU")
-	}
+	tiers := needSIMD(t)
 	a := &tiers[0].asm
 	start := time.Now()
 	const pieces = 1 << 12
 	var (
 		mu        sync.Mutex
-		next      int
 		checked   uint64
 		nMismatch uint64
 		first     string
 	)
-	var wg sync.WaitGroup
-	for range runtime.NumCPU() {
-		wg.Go(func() {
-			src := make([]float32, (1<<32)/pieces)
-			dst := make([]float32, len(src))
-			for {
-				mu.Lock()
-				piece := next
-				next++
-				mu.Unlock()
-				if piece >= pieces {
-					return
-				}
-				base := uint32(uint64(piece) << 32 / pieces)
-				for i := range src {
-					src[i] = math.Float32frombits(base + uint32(i))
-				}
-				a.expShifted(dst, src, 0)
-				var m uint64
-				var bad string
-				for i, x := range src {
-					if want := Exp(x); !sameBits(dst[i], want) {
-						if m == 0 {
-							bad = fmt.Sprintf("Exp(%g [%#08x]): vector %#08x, scalar %#08x", x, math.Float32bits(x), math.Float32bits(dst[i]), math.Float32bits(want))
-						}
-						m++
-					}
-				}
-				mu.Lock()
-				checked += uint64(len(src))
-				nMismatch += m
-				if first == "" {
-					first = bad
-				}
-				mu.Unlock()
+	runPieces(runtime.NumCPU(), pieces, func() func(piece int) {
+		src := make([]float32, (1<<32)/pieces)
+		dst := make([]float32, len(src))
+		return func(piece int) {
+			base := uint32(uint64(piece) << 32 / pieces)
+			for i := range src {
+				src[i] = math.Float32frombits(base + uint32(i))
 			}
-		})
-	}
-	wg.Wait()
+			a.expShifted(dst, src, 0)
+			var m uint64
+			var bad string
+			for i, x := range src {
+				if want := Exp(x); !sameBits(dst[i], want) {
+					if m == 0 {
+						bad = fmt.Sprintf("Exp(%g [%#08x]): vector %#08x, scalar %#08x", x, math.Float32bits(x), math.Float32bits(dst[i]), math.Float32bits(want))
+					}
+					m++
+				}
+			}
+			mu.Lock()
+			checked += uint64(len(src))
+			nMismatch += m
+			if first == "" {
+				first = bad
+			}
+			mu.Unlock()
+		}
+	})
 	t.Logf("vector Exp exhaustive: %d bit patterns (NaNs included) checked against the scalar Exp, %d mismatches, %v", checked, nMismatch, time.Since(start).Round(time.Millisecond))
 	if checked != 1<<32 {
 		t.Errorf("checked %d inputs, want 2^32", checked)

@@ -22,43 +22,34 @@ func tierRowDots(a *asmKernels) map[gguf.Type]func(row []byte, x []float32) floa
 // RMSNorm, softmax, attention, and long rows against the
 // scalar functions. It returns the number of cases and of differences, and the first.
 func checkTier(a *asmKernels) (checked, bad int, first string) {
-	add := func(c, b int, f string) {
-		checked += c
-		if bad == 0 && b > 0 {
-			first = f
-		}
-		bad += b
-	}
-	add(checkDot(a.dotF32))
+	var c counts
+	c.add(checkDot(a.dotF32))
 	dots := tierRowDots(a)
 	for _, typ := range supportedTypes {
 		if dot, ok := dots[typ]; ok {
-			add(checkRowDot(typ, dot, 300))
+			c.add(checkRowDot(typ, dot, 300))
 		}
 	}
-	add(checkQ4K(a.dotQ4K))
-	add(checkPreparedRows(gguf.TypeQ4_K, a.q4KRows))
-	add(checkPreparedRows(gguf.TypeQ6_K, a.q6KRows))
-	add(checkExpVec(a))
-	add(checkPairRows(a))
-	add(checkPanelRows(a))
-	add(checkVectorOp(rmsNormOp(a.rmsNorm), refRMSNormOp))
-	add(checkVectorOp(softmaxOp(a.softmax), func(x []float32) []float32 { return refSoftmax(x) }))
-	add(checkAttend(a.attend))
-	add(checkAttendValues(a))
-	add(checkScores(a))
-	add(checkLongRows(a))
-	return checked, bad, first
+	c.add(checkQ4K(a.dotQ4K))
+	c.add(checkPreparedRows(gguf.TypeQ4_K, a.q4KRows))
+	c.add(checkPreparedRows(gguf.TypeQ6_K, a.q6KRows))
+	c.add(checkExpVec(a))
+	c.add(checkPairRows(a))
+	c.add(checkPanelRows(a))
+	c.add(checkVectorOp(rmsNormOp(a.rmsNorm), refRMSNormOp))
+	c.add(checkVectorOp(softmaxOp(a.softmax), func(x []float32) []float32 { return refSoftmax(x) }))
+	c.add(checkAttend(a.attend))
+	c.add(checkAttendValues(a))
+	c.add(checkScores(a))
+	c.add(checkLongRows(a))
+	return c.result()
 }
 
 // checkLongRows compares the row dots with the scalar ones on OLMoE-sized rows (1024, 2048),
 // with inputs of large magnitudes (products near overflow) and special values.
 func checkLongRows(a *asmKernels) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(31, 4))
-	scalar := map[gguf.Type]func(row []byte, x []float32) float32{
-		gguf.TypeF32: DotRowF32, gguf.TypeF16: DotRowF16, gguf.TypeBF16: DotRowBF16,
-		gguf.TypeQ8_0: DotRowQ8_0, gguf.TypeQ5_K: DotRowQ5K,
-	}
 	dots := tierRowDots(a)
 	for _, typ := range supportedTypes {
 		dot, ok := dots[typ]
@@ -77,27 +68,29 @@ func checkLongRows(a *asmKernels) (checked, bad int, first string) {
 					x[k] *= 0x1p100
 				}
 			}
-			got, want := dot(row, x), scalar[typ](row, x)
-			checked++
-			if !sameBits(got, want) {
-				if bad == 0 {
-					first = fmt.Sprintf("%v row of %d (case %d): got %g (%#08x), scalar %g (%#08x)", typ, n, i, got, math.Float32bits(got), want, math.Float32bits(want))
-				}
-				bad++
-			}
+			got, want := dot(row, x), rowDots[typ](row, x)
+			c.note(got, want, func() string {
+				return fmt.Sprintf("%v row of %d (case %d): got %g (%#08x), scalar %g (%#08x)", typ, n, i, got, math.Float32bits(got), want, math.Float32bits(want))
+			})
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 // TestTierBitIdentity: every kernel of every usable SIMD tier gives the scalar definition's
 // bits on every case of the package's contract checks.
 func TestTierBitIdentity(t *testing.T) {
+	checkEachTier(t, "cases (dots, 7 row types, Q4_K, RMSNorm, softmax, attention, long rows) against the definition", checkTier)
+}
+
+// checkEachTier runs check on the kernels of every usable SIMD tier, logs its counts (what
+// names the cases) and fails the test on any difference.
+func checkEachTier(t *testing.T, what string, check func(a *asmKernels) (checked, bad int, first string)) {
 	for _, st := range usableSIMD() {
-		checked, bad, first := checkTier(&st.asm)
-		t.Logf("%s: %d cases (dots, 7 row types, Q4_K, RMSNorm, softmax, attention, long rows) against the definition, %d differ", st.name, checked, bad)
+		checked, bad, first := check(&st.asm)
+		t.Logf("%s: %d %s, %d differ", st.name, checked, what, bad)
 		if bad != 0 {
-			t.Errorf("%s: %d of %d cases differ; first: %s", st.name, bad, checked, first)
+			t.Errorf("%s: %d of %d differ; first: %s", st.name, bad, checked, first)
 		}
 	}
 }
@@ -159,6 +152,7 @@ func TestTierMatMulMatrix(t *testing.T) {
 // batches of 1 to 20 prepared inputs (special magnitudes, NaN and infinity blocks, special
 // scales) and compares every output with the definition.
 func checkPreparedRows(typ gguf.Type, k rowsKernel) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(13, 7))
 	randCase := map[gguf.Type]func(*rand.Rand, int, bool, bool) ([]byte, []float32){gguf.TypeQ4_K: randQ4KCase, gguf.TypeQ6_K: randQ6KCase}[typ]
 	for i := range 36 {
@@ -201,27 +195,18 @@ func checkPreparedRows(typ gguf.Type, k rowsKernel) (checked, bad int, first str
 		}
 		var in Batch
 		if err := in.Set(x, ntok, m.Cols); err != nil {
-			return checked, bad + 1, err.Error()
+			return c.checked, c.bad + 1, err.Error()
 		}
 		if err := in.prepareAll(NewPool(1)); err != nil {
-			return checked, bad + 1, err.Error()
+			return c.checked, c.bad + 1, err.Error()
 		}
 		got := make([]float32, rows*ntok)
 		k(got, m, &in, 0, rows)
-		for t := range ntok {
-			for r := range rows {
-				want := preparedDots[typ](m.Row(r), &in.q4k[t])
-				checked++
-				if g := got[t*rows+r]; !sameBits(g, want) {
-					if bad == 0 {
-						first = fmt.Sprintf("%v rows case %d, row %d of %d, token %d: got %g, definition %g", typ, i, r, rows, t, g, want)
-					}
-					bad++
-				}
-			}
-		}
+		compareOutputs(&c, got, rows, ntok, func(r, t int) float32 { return preparedDots[typ](m.Row(r), &in.q4k[t]) }, "definition", func(r, t int) string {
+			return fmt.Sprintf("%v rows case %d, row %d of %d, token %d", typ, i, r, rows, t)
+		})
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 // checkPairRows runs the rows kernels of the float and Q8_0 types (tiles of four tokens,
@@ -229,12 +214,13 @@ func checkPreparedRows(typ gguf.Type, k rowsKernel) (checked, bad int, first str
 // rows and batches of 1 to 9 tokens with special values, and compares every output with the
 // scalar row dot.
 func checkPairRows(a *asmKernels) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(17, 9))
 	tier := (&simdTier{asm: *a}).tier()
 	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
 		k, err := tier.kernel(typ)
 		if err != nil {
-			return checked, bad + 1, err.Error()
+			return c.checked, c.bad + 1, err.Error()
 		}
 		for i := range 36 {
 			rows, ntok := 1+i%7, []int{1, 2, 3, 4, 5, 9}[i%6]
@@ -255,26 +241,18 @@ func checkPairRows(a *asmKernels) (checked, bad int, first string) {
 			in := Batch{X: x, Ntok: ntok, Cols: cols}
 			got := make([]float32, rows*ntok)
 			k(got, m, &in, 0, rows)
-			for t := range ntok {
-				for r := range rows {
-					want := rowDots[typ](m.Row(r), x[t*cols:(t+1)*cols])
-					checked++
-					if g := got[t*rows+r]; !sameBits(g, want) {
-						if bad == 0 {
-							first = fmt.Sprintf("%v rows case %d, row %d of %d, token %d: got %g, scalar %g", typ, i, r, rows, t, g, want)
-						}
-						bad++
-					}
-				}
-			}
+			compareOutputs(&c, got, rows, ntok, scalarRows(m, x), "scalar", func(r, t int) string {
+				return fmt.Sprintf("%v rows case %d, row %d of %d, token %d", typ, i, r, rows, t)
+			})
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }
 
 // checkAttendValues compares the tier's weighted value sums with attendValues, every output of
 // heads of 1 to 300 positions and 1 to 520 outputs, weights and values with special values.
 func checkAttendValues(a *asmKernels) (checked, bad int, first string) {
+	var c counts
 	rng := rand.New(rand.NewPCG(19, 3))
 	for _, npos := range []int{1, 7, 16, 17, 33, 300} {
 		for _, dim := range []int{1, 8, 16, 24, 128, 160, 264, 520} { // 264, 520: more than one call of attendCols
@@ -285,15 +263,11 @@ func checkAttendValues(a *asmKernels) (checked, bad int, first string) {
 			a.attendValues(got, values, w, stride)
 			attendValues(want, values, w, stride)
 			for i := range got {
-				checked++
-				if !sameBits(got[i], want[i]) {
-					if bad == 0 {
-						first = fmt.Sprintf("attention values, %d positions, %d outputs, output %d: got %g, want %g", npos, dim, i, got[i], want[i])
-					}
-					bad++
-				}
+				c.note(got[i], want[i], func() string {
+					return fmt.Sprintf("attention values, %d positions, %d outputs, output %d: got %g, want %g", npos, dim, i, got[i], want[i])
+				})
 			}
 		}
 	}
-	return checked, bad, first
+	return c.result()
 }

@@ -158,6 +158,25 @@ func mutantPanelPack(k func(panel, rows []float32, groups, stride int)) func(pan
 	}
 }
 
+// swapTile4 returns the four-input tile kernel k (Q4_K or Q6_K) with the results of inputs i
+// and j swapped.
+func swapTile4[In any](k func(w []byte, in In, nb int) [4]float32, i, j int) func(w []byte, in In, nb int) [4]float32 {
+	return func(w []byte, in In, nb int) [4]float32 {
+		y := k(w, in, nb)
+		y[i], y[j] = y[j], y[i]
+		return y
+	}
+}
+
+// swapQ6KPair swaps the two results of a's Q6_K pair kernel.
+func swapQ6KPair(a *asmKernels) {
+	k := a.q6KPair
+	a.q6KPair = func(w0, w1 []byte, digits []int16, scale []float64) [2]float32 {
+		y := k(w0, w1, digits, scale)
+		return [2]float32{y[1], y[0]}
+	}
+}
+
 func TestTierMutantsDetected(t *testing.T) {
 	tiers := usableSIMD()
 	if len(tiers) == 0 {
@@ -228,12 +247,7 @@ func TestTierMutantsDetected(t *testing.T) {
 		{"Q4_K mins left out", func(a *asmKernels) { a.q4K = q4K(false, true, false) }},
 		{"Q4_K tile, second and fourth tokens swapped", func(a *asmKernels) {
 			a.q4KPanel4, a.q4K8 = nil, nil // the four-input tiles run every group (q4k_tile_test.go mutates the others)
-			k := a.q4K4
-			a.q4K4 = func(w []byte, in [12]*byte, nb int) [4]float32 {
-				y := k(w, in, nb)
-				y[1], y[3] = y[3], y[1]
-				return y
-			}
+			a.q4K4 = swapTile4(a.q4K4, 1, 3)
 		}},
 		{"Q4_K tile block sums in int32", func(a *asmKernels) {
 			a.q4KPanel4, a.q4K8 = nil, nil
@@ -268,20 +282,10 @@ func TestTierMutantsDetected(t *testing.T) {
 		}},
 		{"Q8_0 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.q8_0r4 = mutantLanesRows4Swapped(a.q8_0r4) }},
 		{"F16 four rows, third row's lanes 3 and 12 swapped", func(a *asmKernels) { a.f16r4 = mutantLanesRows4Swapped(a.f16r4) }},
-		{"Q6_K two-row results swapped", func(a *asmKernels) {
-			k := a.q6KPair
-			a.q6KPair = func(w0, w1 []byte, digits []int16, scale []float64) [2]float32 {
-				y := k(w0, w1, digits, scale)
-				return [2]float32{y[1], y[0]}
-			}
-		}},
+		{"Q6_K two-row results swapped", swapQ6KPair},
 		{"Q6_K four rows (two where the tier has no four), rows 1 and 3 swapped", func(a *asmKernels) {
 			if a.q6KQuad == nil {
-				k := a.q6KPair
-				a.q6KPair = func(w0, w1 []byte, digits []int16, scale []float64) [2]float32 {
-					y := k(w0, w1, digits, scale)
-					return [2]float32{y[1], y[0]}
-				}
+				swapQ6KPair(a)
 				return
 			}
 			k := a.q6KQuad
@@ -294,21 +298,11 @@ func TestTierMutantsDetected(t *testing.T) {
 		}},
 		{"Q6_K tile, second and fourth tokens swapped", func(a *asmKernels) {
 			a.q6KPanel4, a.q6KTile8 = nil, nil // the four-input tiles run every group (q6k_tile_int_test.go mutates the others)
-			k := a.q6KTile4
-			a.q6KTile4 = func(w []byte, in [8]*byte, nb int) [4]float32 {
-				y := k(w, in, nb)
-				y[1], y[3] = y[3], y[1]
-				return y
-			}
+			a.q6KTile4 = swapTile4(a.q6KTile4, 1, 3)
 		}},
 		{"Q6_K panel, tokens 0 and 2 swapped", func(a *asmKernels) {
 			if a.q6KPanel4 == nil && a.q6KTile8 == nil { // neither: break the four-input tile
-				k := a.q6KTile4
-				a.q6KTile4 = func(w []byte, in [8]*byte, nb int) [4]float32 {
-					y := k(w, in, nb)
-					y[0], y[2] = y[2], y[0]
-					return y
-				}
+				a.q6KTile4 = swapTile4(a.q6KTile4, 0, 2)
 				return
 			}
 			if a.q6KPanel4 == nil { // no panel in this tier: break the eight-input tile instead

@@ -143,6 +143,21 @@ func TestTierTableNotScalar(t *testing.T) {
 	}
 }
 
+// countPanelTiles wraps every panel tile of a (where it has them) so that n counts their calls.
+func countPanelTiles(a *asmKernels, n *atomic.Int64) {
+	if a.panel == nil {
+		return
+	}
+	counted := *a.panel
+	a.panel = new(panelTiles)
+	for i, tile := range counted {
+		a.panel[i] = func(panel, xil, ph []float32) {
+			n.Add(1)
+			tile(panel, xil, ph)
+		}
+	}
+}
+
 // countingKernels wraps every vector kernel of a so that n counts the products (or added
 // values) the assembly computed.
 func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
@@ -351,16 +366,7 @@ func TestTierKernelsCount(t *testing.T) {
 	for _, st := range usableSIMD() {
 		var n, tileCalls atomic.Int64
 		a := countingKernels(st.asm, &n)
-		if a.panel != nil {
-			counted := *a.panel
-			a.panel = new(panelTiles)
-			for i, tile := range counted {
-				a.panel[i] = func(panel, xil, ph []float32) {
-					tileCalls.Add(1)
-					tile(panel, xil, ph)
-				}
-			}
-		}
+		countPanelTiles(&a, &tileCalls)
 		tier := (&simdTier{name: st.name, usable: st.usable, asm: a}).tier()
 		for si, shape := range shapes {
 			rows, ntok := shape.rows, shape.ntok

@@ -105,7 +105,7 @@ func q4KNextBlock(w []reg.Register, dig, sums, scale reg.Register) {
 //
 //	func q4KDot2<suffix>(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32
 //
-// which computes DotQ4K of the two Q4_K rows w0 and w1 against one prepared input (its q4KWide
+// which computes dotQ4K of the two Q4_K rows w0 and w1 against one prepared input (its q4KWide
 // digits and sums and its len(scale) block scales), the whole definition. The AVX-512 tiers get
 // q4KPairKernel; the AVX2 form, with 16 registers, works a row at a time:
 //
@@ -117,7 +117,7 @@ func q4KNextBlock(w []reg.Register, dig, sums, scale reg.Register) {
 //     per digit, each the sum of 64 products of at most 945·32768, so below 2^31: exact.
 //   - The four lanes go to float64 and T = Σlo + 65536·Σhi, M = Σ m_j·sums_j are formed with
 //     exact float64 products and sums (every value an integer below 2^53, so no rounding).
-//   - v = fl64(d·T) − fl64(dmin·M) and y = y + v·2^-sh in block order, as DotQ4K; then one
+//   - v = fl64(d·T) − fl64(dmin·M) and y = y + v·2^-sh in block order, as dotQ4K; then one
 //     rounding to float32.
 func q4KKernel(s isa, vnni bool) {
 	name := "q4KDot2" + s.suffix
@@ -129,7 +129,7 @@ func q4KKernel(s isa, vnni bool) {
 		return
 	}
 	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32",
-		name+" returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
+		name+" returns dotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
 	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	dig := Load(Param("digits").Base(), GP64())
 	sums := Load(Param("sums").Base(), GP64())
@@ -224,7 +224,7 @@ func q4KBlockEnd(s isa, lo, hi, mins reg.VecVirtual, sums, blk, scale Mem) reg.V
 //
 //	func q4KDot4<suffix>(w []byte, in [12]*byte, nb int) [4]float32
 //
-// which computes DotQ4K of the Q4_K row w (nb blocks) against four prepared inputs, in[t] their
+// which computes dotQ4K of the Q4_K row w (nb blocks) against four prepared inputs, in[t] their
 // q4KWide digits, in[4+t] their sums and in[8+t] their block scales: the row's nibbles are
 // widened and scaled once for the four. The AVX-512 tiers get q4KQuadKernel, and with it
 // q4KDot8<suffix>, the same against eight inputs (AVX2 has too few registers); the AVX2 form
@@ -245,7 +245,7 @@ func q4KTileKernel(s isa, vnni bool) {
 		return
 	}
 	declare(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32",
-		name+" returns DotQ4K of the Q4_K row w against four prepared inputs.")
+		name+" returns dotQ4K of the Q4_K row w against four prepared inputs.")
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())

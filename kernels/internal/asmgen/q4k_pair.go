@@ -134,10 +134,10 @@ func q4KScaleDwords(vnni bool, sm, spread, lowBytes reg.VecVirtual) reg.VecVirtu
 //     integers below 2^53, so no step rounds. The rows' (T, M) pairs then sit in float64 lanes
 //     0-1 and 4-5 of one register, and d·T, dmin·M, their difference, the product with 2^-sh
 //     and the addition to y are one instruction for both rows, each lane rounding exactly as
-//     DotQ4K's float64 steps do (no FMA among them).
+//     dotQ4K's float64 steps do (no FMA among them).
 func q4KPairKernel(s isa, vnni bool, name string) {
 	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, sums, scale []float64) [2]float32",
-		name+" returns DotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
+		name+" returns dotQ4K of the Q4_K rows w0 and w1 against a prepared input.")
 	k := q4KPair{s: s, vnni: vnni}
 	k.tables = q4KScaleTables(name)
 	k.w = []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}

@@ -24,7 +24,7 @@ const (
 //
 //	func q4KPanel4<suffix>(panel []byte, in [12]*byte, nb, rows int) [4][16]float32
 //
-// which computes DotQ4K of the sixteen rows of a panel (nb blocks) against four prepared
+// which computes dotQ4K of the sixteen rows of a panel (nb blocks) against four prepared
 // inputs (in[t] digits, in[4+t] sums, in[8+t] scales), [t][r] for input t and row r. Only the
 // first rows lanes hold weights (the callers' product counts use rows); the kernel computes
 // all sixteen, and the caller drops the others. Per
@@ -32,11 +32,11 @@ const (
 // every column pair is one panel load and eight VPDPWSSD against digit pairs broadcast from
 // memory. A lane sums 64 products of at most 945·32768 a window, below 2^31, and is then added
 // to T in float64 (T = lo + 65536·hi, exact below 2^53); M comes from exact float64 products
-// of the mins and the sub-block sums, and the float64 steps of DotQ4K follow sixteen rows at a
+// of the mins and the sub-block sums, and the float64 steps of dotQ4K follow sixteen rows at a
 // time, with no horizontal sum anywhere.
 func q4KPanelTileKernel(s isa, name string) {
 	declare(name, NOSPLIT, "func(panel []byte, in [12]*byte, nb, rows int) [4][16]float32",
-		name+" returns DotQ4K of the sixteen rows of a Q4_K panel against four prepared inputs.")
+		name+" returns dotQ4K of the sixteen rows of a Q4_K panel against four prepared inputs.")
 	p := Load(Param("panel").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())

@@ -12,7 +12,7 @@ import (
 //
 //	func q4KRows4<suffix>(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)
 //
-// which stores in dst DotQ4K of len(dst) Q4_K rows (a multiple of four) against one prepared
+// which stores in dst dotQ4K of len(dst) Q4_K rows (a multiple of four) against one prepared
 // input (its q4KWide digits and sums and its len(scale) block scales): w holds the rows one
 // after another, rowBytes bytes (len(scale) blocks) each. It is q4KPairKernel widened to four
 // rows, for decode, where one token meets every row; one call runs every group of four rows of
@@ -42,7 +42,7 @@ import (
 //   - The block end finishes the four rows together, with interleaves and adds where it can
 //     (see end): (T, M) of row r lands in float64 lanes 2r and 2r+1 of one register, and d·T,
 //     dmin·M, their difference, the product with 2^-sh and the addition to y are one
-//     instruction for the four rows, each lane rounding exactly as DotQ4K's float64 steps do.
+//     instruction for the four rows, each lane rounding exactly as dotQ4K's float64 steps do.
 //     Every value before those steps is an integer below 2^53, so every step there is exact.
 //   - The prefetch runs one stream over the rows' bytes, four rows' blocks (576 bytes) a block,
 //     a whole number of groups of four rows ahead (at least prefetchAhead bytes): the rows of
@@ -66,7 +66,7 @@ func q4KRows4Kernel(s isa, vnni bool) {
 		name += "VNNI"
 	}
 	declare(name, NOSPLIT, "func(w []byte, rowBytes int, digits []int16, sums, scale []float64, dst []float32)",
-		name+" stores in dst DotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.")
+		name+" stores in dst dotQ4K of len(dst)/4 groups of four contiguous Q4_K rows of w (rowBytes each) against a prepared input.")
 	k := q4KRows4{s: s, vnni: vnni}
 	tables := q4KScaleTables(name)
 	// The mins as dwords, two rows a register, laid out so that one interleave with the float64
@@ -426,7 +426,7 @@ func q4KRows4Constants(name string) q4KRows4Consts {
 //     more addition leave (T, M) of row r in float64 lanes 2r and 2r+1.
 //
 // Every value before the d and dmin products is an integer below 2^53, so each step there is
-// exact; from d·T on, each lane rounds exactly as DotQ4K's float64 steps do.
+// exact; from d·T on, each lane rounds exactly as dotQ4K's float64 steps do.
 func (k *q4KRows4) end(head, sm reg.VecVirtual, lo, hi [4]reg.VecVirtual) {
 	c := k.consts
 	// T's partial sums: ta for rows 0-1, tb for rows 2-3.

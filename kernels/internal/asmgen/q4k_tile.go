@@ -10,7 +10,7 @@ import (
 //
 //	func q4KDot8<suffix>(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64
 //
-// which continues the float64 sums y of DotQ4K (y = y + v·2^-sh over the nb blocks of w, in
+// which continues the float64 sums y of dotQ4K (y = y + v·2^-sh over the nb blocks of w, in
 // order) for eight inputs and returns them, leaving the rounding to float32 to the caller: a row can then be
 // run a span of blocks at a time, so the eight inputs' digits of a span stay in L1 while every
 // row of a tile runs against them (eight inputs of 2048 columns hold 64 KiB of digits).
@@ -27,7 +27,7 @@ import (
 //   - Per pair of inputs, T's and M's exact partial sums go to float64 and are added to (T, M)
 //     in float64 lanes 0-1 and 4-5; d and dmin are the row's, shared by the inputs, and
 //     each lane rounds d·T, dmin·M, their difference and the product with its input's 2^-sh
-//     exactly as DotQ4K does. The sums y stay in registers.
+//     exactly as dotQ4K does. The sums y stay in registers.
 //
 // Eight inputs take 16 of the 32 registers as accumulators and halve the decode per input
 // (widening, masking and scaling the nibbles) against four.
@@ -35,10 +35,10 @@ func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 	carry := inputs == 8 // y comes in and goes out as float64 (see above)
 	if carry {
 		declare(name, NOSPLIT, "func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64",
-			name+" continues DotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.")
+			name+" continues dotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.")
 	} else {
 		declare(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32",
-			name+" returns DotQ4K of the Q4_K row w against four prepared inputs.")
+			name+" returns dotQ4K of the Q4_K row w against four prepared inputs.")
 	}
 	tables := q4KScaleTables(name)
 	var spread, lowBytes Mem

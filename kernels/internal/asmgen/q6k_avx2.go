@@ -6,7 +6,7 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// q6KAVX2Kernels emits the AVX2 kernels of DotQ6K, the exact-integer Q6_K dot on the prepared
+// q6KAVX2Kernels emits the AVX2 kernels of dotQ6K, the exact-integer Q6_K dot on the prepared
 // Q4_K input (its q4KWide digits X = lo + 65536·hi and its block scales 2^-sh):
 //
 //	func q6KPairAVX2(w0, w1 []byte, digits []int16, scale []float64) [2]float32
@@ -36,7 +36,7 @@ import (
 //     integers below 2^50, every step exact.
 //   - At the block end the partial sums are added to T (exact below 2^53), v = fl64(d·T),
 //     and y = fl64(y + fl64(v·2^-sh)), the rows (inputs) side by side in float64 lanes, each
-//     lane rounding exactly where DotQ6K does; no FMA. The result is one rounding to float32.
+//     lane rounding exactly where dotQ6K does; no FMA. The result is one rounding to float32.
 //
 // Against the float-lane AVX2 kernels they replaced (since removed; BenchmarkQ6KAVX2 then, one
 // thread, Zen 5) the pair ran 1.53-1.58 times as fast, the tile 1.11-1.15 times in cache and
@@ -175,7 +175,7 @@ func q6KHalfSums(s isa, h int, lo, hi []reg.VecVirtual, first Mem, t []reg.VecVi
 func q6KPairAVX2Kernel(s isa, m q6KIntMasks) {
 	name := "q6KPairAVX2"
 	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, scale []float64) [2]float32",
-		name+" returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
+		name+" returns dotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
 	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	dig := Load(Param("digits").Base(), GP64())
 	scale := Load(Param("scale").Base(), GP64())
@@ -248,7 +248,7 @@ func q6KPairAVX2Kernel(s isa, m q6KIntMasks) {
 func q6KTile4AVX2Kernel(s isa, m q6KIntMasks) {
 	name := "q6KTile4AVX2"
 	declare(name, NOSPLIT, "func(w []byte, in [8]*byte, nb int) [4]float32",
-		name+" returns DotQ6K of the Q6_K row w against four prepared inputs.")
+		name+" returns dotQ6K of the Q6_K row w against four prepared inputs.")
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())

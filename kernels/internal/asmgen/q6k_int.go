@@ -7,15 +7,15 @@ import (
 )
 
 // q6KIntKernels emits the AVX-512 decode kernels of the exact-integer Q6_K definition
-// (DotQ6K), for the avx512 tier (suffix AVX512: F, BW, VL and DQ only) and the avx512vnni tier
+// (dotQ6K), for the avx512 tier (suffix AVX512: F, BW, VL and DQ only) and the avx512vnni tier
 // (suffix AVX512VNNI: the products take VPDPWSSD):
 //
 //	func q6KPair<suffix>(w0, w1 []byte, digits []int16, scale []float64) [2]float32
 //	func q6KRows4<suffix>(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)
 //
-// q6KPair returns DotQ6K of the rows w0 and w1 (the same row twice for one) against one
+// q6KPair returns dotQ6K of the rows w0 and w1 (the same row twice for one) against one
 // prepared input, its q4KWide digits and its len(scale) block scales; q6KRows4 stores in dst
-// DotQ6K of len(dst)/4 groups of four rows laid one after another in w, rowBytes bytes each,
+// dotQ6K of len(dst)/4 groups of four rows laid one after another in w, rowBytes bytes each,
 // all of them in one call (decode: one token meets every row of a matrix).
 //
 // A block's T = Σ_j sc_j·Σ_{k in sub-block j} (q_k − 32)·X_k is formed in int32 lanes, 32
@@ -35,7 +35,7 @@ import (
 //     block end widens them to float64 first, where every sum is an exact integer below 2^53.
 //   - The block end then folds each row's lanes, forms T with one exact multiply-add by
 //     65536, and does v = fl64(d·T), v·2^-sh and the addition to y as one instruction for all
-//     the rows, each lane rounding as DotQ6K's float64 steps do; float32(y) at the end.
+//     the rows, each lane rounding as dotQ6K's float64 steps do; float32(y) at the end.
 //
 // Measured, these kernels are bound by their instruction count, as the float-lane ones are, and
 // the products' layout decides how many they take. The unpacks interleave within 128-bit lanes:
@@ -187,7 +187,7 @@ func (k *q6KInt) constants(lanes bool) {
 func (k *q6KInt) pair() {
 	name := "q6KPair" + k.s.suffix
 	declare(name, NOSPLIT, "func(w0, w1 []byte, digits []int16, scale []float64) [2]float32",
-		name+" returns DotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
+		name+" returns dotQ6K of the Q6_K rows w0 and w1 against a prepared input.")
 	w := []reg.Register{Load(Param("w0").Base(), GP64()), Load(Param("w1").Base(), GP64())}
 	k.row = func(r, disp int) Mem { return Mem{Base: w[r], Disp: disp} }
 	k.dig = Load(Param("digits").Base(), GP64())
@@ -234,7 +234,7 @@ func (k *q6KInt) quad() {
 	// Not NOSPLIT: the digits' buffer makes the frame larger than a NOSPLIT function may use,
 	// so this one checks the stack on entry.
 	declare(name, 0, "func(w []byte, rowBytes int, digits []int16, scale []float64, dst []float32)",
-		name+" stores in dst DotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.")
+		name+" stores in dst dotQ6K of len(dst)/4 groups of four contiguous Q6_K rows of w (rowBytes each) against a prepared input.")
 	cache := AllocLocal(q6KCacheBlocks*1024 + 64)
 	groups := Load(Param("dst").Len(), GP64())
 	SHRQ(U8(2), groups)

@@ -14,7 +14,7 @@ type q6KTileConsts struct {
 	highIdx  Mem // VPERMB indices: byte 32i+j into the high byte of word j, 64 bytes for each i < 2
 }
 
-// q6KTileIntKernels emits the exact-integer Q6_K tiles (DotQ6K against prepared inputs) of the
+// q6KTileIntKernels emits the exact-integer Q6_K tiles (dotQ6K against prepared inputs) of the
 // two AVX-512 tiers: with suffix AVX512 (F/BW/VL/DQ only) and AVX512VNNI (which has VBMI too).
 func q6KTileIntKernels(s isa) {
 	c := q6KTileConsts{scaleIdx: GLOBL("q6KTileScaleIdx", RODATA|NOPTR)}
@@ -47,12 +47,12 @@ func q6KTileIntKernels(s isa) {
 //
 //	func q6KTile4<suffix>(w []byte, in [8]*byte, nb int) [4]float32
 //
-// DotQ6K of the Q6_K row w (nb blocks) against four prepared inputs (in[t] points at input t's
+// dotQ6K of the Q6_K row w (nb blocks) against four prepared inputs (in[t] points at input t's
 // q4KWide digits, in[4+t] at its block scales), and for inputs = 8
 //
 //	func q6KTile8<suffix>(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64
 //
-// which continues DotQ6K's float64 sums y of eight inputs over the len(scales)/8 blocks of w
+// which continues dotQ6K's float64 sums y of eight inputs over the len(scales)/8 blocks of w
 // (in[t] points at input t's digits of the first of them, scales[8b+t] is its scale of block
 // b) and leaves the rounding to float32 to the caller, so that a row runs a span of blocks at a
 // time while the eight inputs' digits of the span stay in L1 (see q6KTile8 in simd_q6k.go).
@@ -79,15 +79,15 @@ func q6KTileIntKernels(s isa) {
 //     together, leaving T of input t in float64 lane t (lanes 0-1 and 4-5 for four inputs):
 //     every partial sum is an integer below 2^51, so no addition rounds.
 //   - v = fl64(d·T), then y = fl64(y + fl64(v·2^-sh)) in block order, each lane exactly as
-//     DotQ6K computes it; d is the row's, shared by the inputs.
+//     dotQ6K computes it; d is the row's, shared by the inputs.
 func q6KTileKernel(s isa, vnni bool, c q6KTileConsts, name string, inputs int) {
 	wide := inputs == 8
 	if wide {
 		declare(name, NOSPLIT, "func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64",
-			name+" continues DotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.")
+			name+" continues dotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.")
 	} else {
 		declare(name, NOSPLIT, "func(w []byte, in [8]*byte, nb int) [4]float32",
-			name+" returns DotQ6K of the Q6_K row w against four prepared inputs.")
+			name+" returns dotQ6K of the Q6_K row w against four prepared inputs.")
 	}
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
@@ -313,7 +313,7 @@ func q6KPanelBuildKernel(c q6KTileConsts) {
 //
 //	func q6KPanel<T>AVX512VNNI(panel []byte, in [2T]*byte, nb int, y []float32)
 //
-// which stores in y[16t+r] DotQ6K of row r of the sixteen rows of a panel (nb blocks) against
+// which stores in y[16t+r] dotQ6K of row r of the sixteen rows of a panel (nb blocks) against
 // prepared input t of T (in[t] digits, in[T+t] scales); len(y) must be at least 16T. Every
 // column pair is one panel load and 2T VPDPWSSD against digit pairs broadcast from memory,
 // into two dword accumulators an input (lo and hi digit), lane r row r's. main emits T = 4.
@@ -328,13 +328,13 @@ func q6KPanelBuildKernel(c q6KTileConsts) {
 // to M (weight 65536), hi's to N (weight 2^32), and its low half (below 2^16) stays, since
 // 16·4064·32768 + 2^16 < 2^31 and −16·4096·32768 = −2^31: the next 16 products fit. After the
 // block's 16 windows |M|, |N| < 2^20, and T = lo + 65536·(M + hi) + 2^32·N in float64 (exact:
-// integers below 2^53); DotQ6K's float64 steps then run sixteen rows at a time, with no
+// integers below 2^53); dotQ6K's float64 steps then run sixteen rows at a time, with no
 // horizontal sum anywhere. The sums y stay on the stack.
 func q6KPanelTileKernel(s isa, T int) {
 	name := fmt.Sprintf("q6KPanel%dAVX512VNNI", T)
 	// Not NOSPLIT: the sums on the stack and the frame exceed what a NOSPLIT function may use.
 	declare(name, 0, fmt.Sprintf("func(panel []byte, in [%d]*byte, nb int, y []float32)", 2*T),
-		fmt.Sprintf("%s stores in y DotQ6K of the sixteen rows of an integer Q6_K panel against %d prepared inputs.", name, T))
+		fmt.Sprintf("%s stores in y dotQ6K of the sixteen rows of an integer Q6_K panel against %d prepared inputs.", name, T))
 	p := Load(Param("panel").Base(), GP64())
 	args := frameAddr(Param("in"))
 	n := Load(Param("nb"), GP64())
