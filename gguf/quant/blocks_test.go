@@ -24,6 +24,14 @@ func blockLayouts() []blockLayout {
 		{gguf.TypeQ4_K, []int{0, 2}, [2]int{4, 16}},
 		{gguf.TypeQ5_K, []int{0, 2}, [2]int{4, 16}},
 		{gguf.TypeQ6_K, []int{208}, [2]int{192, 208}},
+		{gguf.TypeQ4_1, []int{0, 2}, [2]int{}},
+		{gguf.TypeQ5_0, []int{0}, [2]int{}},
+		{gguf.TypeQ5_1, []int{0, 2}, [2]int{}},
+		{gguf.TypeIQ4_NL, []int{0}, [2]int{}},
+		{gguf.TypeIQ4_XS, []int{0}, [2]int{2, 8}},
+		{gguf.TypeMXFP4, nil, [2]int{0, 1}},
+		{gguf.TypeTQ1_0, []int{52}, [2]int{}},
+		{gguf.TypeTQ2_0, []int{64}, [2]int{}},
 	}
 }
 

@@ -35,6 +35,18 @@ func refHalf(h uint16) float64 {
 
 func le16(b []byte, i int) uint16 { return uint16(b[i]) | uint16(b[i+1])<<8 }
 
+// refAdd is a + b with a's NaN when both are NaNs, as x86's addss keeps its first operand's (ggml
+// adds the min to the product so).
+func refAdd(a, b float64) float64 {
+	if a != a {
+		return a
+	}
+	return a + b
+}
+
+// iq4nl are IQ4_NL's and IQ4_XS's 16 levels (ggml-common.h's kvalues_iq4nl).
+var iq4nl = [16]int{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
 // refElement decodes element i of block b from the layout's definition, element by element,
 // independently of the block decoders' loop structure.
 func refElement(typ gguf.Type, b []byte, i int) float32 {
@@ -91,6 +103,48 @@ func refElement(typ gguf.Type, b []byte, i int) float32 {
 		q = q&15 | int(b[128+32*h+l]>>(2*c)&3)<<4
 		d := refHalf(le16(b, 208))
 		return float32(r32(r32(d*float64(int8(b[192+i/16]))) * float64(q-32)))
+	case gguf.TypeQ4_1:
+		q := int(b[4+i%16]>>(4*(i/16))) & 15
+		return float32(r32(refAdd(r32(float64(q)*refHalf(le16(b, 0))), refHalf(le16(b, 2)))))
+	case gguf.TypeQ5_0, gguf.TypeQ5_1: // element i's fifth bit is bit i of the 32-bit qh
+		at := 2 // qh, after d (and m)
+		if typ == gguf.TypeQ5_1 {
+			at = 4
+		}
+		qh := uint32(le16(b, at)) | uint32(le16(b, at+2))<<16
+		q := int(b[at+4+i%16]>>(4*(i/16)))&15 | int(qh>>i&1)<<4
+		if typ == gguf.TypeQ5_0 {
+			return float32(r32(float64(q-16) * refHalf(le16(b, 0))))
+		}
+		return float32(r32(refAdd(r32(float64(q)*refHalf(le16(b, 0))), refHalf(le16(b, 2)))))
+	case gguf.TypeIQ4_NL:
+		q := b[2+i%16] >> (4 * (i / 16)) & 15
+		return float32(r32(refHalf(le16(b, 0)) * float64(iq4nl[q])))
+	case gguf.TypeIQ4_XS:
+		sub := i / 32
+		ls := int(b[4+sub/2]>>(4*(sub%2)))&15 | int(le16(b, 2)>>(2*sub)&3)<<4
+		dl := r32(refHalf(le16(b, 0)) * float64(ls-32))
+		q := b[8+16*sub+i%16] >> (4 * (i % 32 / 16)) & 15
+		return float32(r32(dl * float64(iq4nl[q])))
+	case gguf.TypeMXFP4: // E2M1 values, halved by the scale 2^(e−128)
+		q := b[1+i%16] >> (4 * (i / 16)) & 15
+		e2m1 := [16]float64{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6}
+		return float32(r32(e2m1[q] * 2 * math.Ldexp(1, int(b[0])-128)))
+	case gguf.TypeTQ1_0: // base-3 digits as a fraction of 256: digit n of x is ⌊3·(x·3^n mod 256)/256⌋
+		var x, n int
+		switch {
+		case i < 160:
+			x, n = int(b[i%32]), i/32
+		case i < 240:
+			x, n = int(b[32+(i-160)%16]), (i-160)/16
+		default:
+			x, n = int(b[48+(i-240)%4]), (i-240)/4
+		}
+		digit := x * int(math.Pow(3, float64(n))) % 256 * 3 / 256
+		return float32(r32(float64(digit-1) * refHalf(le16(b, 52))))
+	case gguf.TypeTQ2_0:
+		q := int(b[32*(i/128)+i%32]>>(2*(i%128/32))) & 3
+		return float32(r32(float64(q-1) * refHalf(le16(b, 64))))
 	}
 	panic(fmt.Sprintf("refElement: no reference for %v", typ))
 }
@@ -187,7 +241,7 @@ func TestDequantizeErrors(t *testing.T) {
 		dst   int
 		error string
 	}{
-		{gguf.TypeQ5_0, 22, 32, "not supported"},
+		{gguf.TypeIQ2_XXS, 66, 256, "not supported"},
 		{gguf.Type(99), 4, 1, "not supported"},
 		{gguf.TypeQ8_0, 34, 31, "whole number"},
 		{gguf.TypeQ8_0, 33, 32, "take 34 bytes, got 33"},
@@ -205,12 +259,13 @@ func TestDequantizeErrors(t *testing.T) {
 		t.Errorf("Dequantize of zero elements: %v", err)
 	}
 	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0,
-		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
+		gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K,
+		gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4, gguf.TypeTQ1_0, gguf.TypeTQ2_0} {
 		if !Supported(typ) {
 			t.Errorf("Supported(%v) = false", typ)
 		}
 	}
-	for _, typ := range []gguf.Type{gguf.TypeQ4_1, gguf.TypeQ8_K, gguf.TypeIQ4_NL, gguf.TypeMXFP4, gguf.Type(4), gguf.Type(1000)} {
+	for _, typ := range []gguf.Type{gguf.TypeQ8_1, gguf.TypeQ8_K, gguf.TypeIQ2_XXS, gguf.TypeIQ1_M, gguf.Type(4), gguf.Type(1000)} {
 		if Supported(typ) {
 			t.Errorf("Supported(%v) = true", typ)
 		}

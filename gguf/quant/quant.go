@@ -25,14 +25,33 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 )
 
+// blockDecoders decode one block of each block type Dequantize knows: gguf's decoders, which
+// take arrays of the block's exact sizes.
+var blockDecoders = map[gguf.Type]func(b []byte, y []float32){
+	gguf.TypeQ8_0:   func(b []byte, y []float32) { gguf.DequantizeQ8_0((*[34]byte)(b), (*[32]float32)(y)) },
+	gguf.TypeQ4_0:   func(b []byte, y []float32) { gguf.DequantizeQ4_0((*[18]byte)(b), (*[32]float32)(y)) },
+	gguf.TypeQ4_1:   func(b []byte, y []float32) { gguf.DequantizeQ4_1((*[20]byte)(b), (*[32]float32)(y)) },
+	gguf.TypeQ5_0:   func(b []byte, y []float32) { gguf.DequantizeQ5_0((*[22]byte)(b), (*[32]float32)(y)) },
+	gguf.TypeQ5_1:   func(b []byte, y []float32) { gguf.DequantizeQ5_1((*[24]byte)(b), (*[32]float32)(y)) },
+	gguf.TypeQ2_K:   func(b []byte, y []float32) { gguf.DequantizeQ2_K((*[84]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeQ3_K:   func(b []byte, y []float32) { gguf.DequantizeQ3_K((*[110]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeQ4_K:   func(b []byte, y []float32) { gguf.DequantizeQ4_K((*[144]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeQ5_K:   func(b []byte, y []float32) { gguf.DequantizeQ5_K((*[176]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeQ6_K:   func(b []byte, y []float32) { gguf.DequantizeQ6_K((*[210]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeIQ4_NL: func(b []byte, y []float32) { gguf.DequantizeIQ4_NL((*[18]byte)(b), (*[32]float32)(y)) },
+	gguf.TypeIQ4_XS: func(b []byte, y []float32) { gguf.DequantizeIQ4_XS((*[136]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeMXFP4:  func(b []byte, y []float32) { gguf.DequantizeMXFP4((*[17]byte)(b), (*[32]float32)(y)) },
+	gguf.TypeTQ1_0:  func(b []byte, y []float32) { gguf.DequantizeTQ1_0((*[54]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeTQ2_0:  func(b []byte, y []float32) { gguf.DequantizeTQ2_0((*[66]byte)(b), (*[256]float32)(y)) },
+}
+
 // Supported reports whether Dequantize decodes t.
 func Supported(t gguf.Type) bool {
 	switch t {
-	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0,
-		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16:
 		return true
 	}
-	return false
+	return blockDecoders[t] != nil
 }
 
 // QuantizeSupported reports whether Quantize encodes t.
@@ -73,33 +92,10 @@ func Dequantize(t gguf.Type, src []byte, dst []float32) error {
 		gguf.DequantizeF16(src, dst)
 	case gguf.TypeBF16:
 		gguf.DequantizeBF16(src, dst)
-	case gguf.TypeQ8_0:
-		for i := 0; i < len(dst); i += 32 {
-			gguf.DequantizeQ8_0((*[34]byte)(src[i/32*34:]), (*[32]float32)(dst[i:]))
-		}
-	case gguf.TypeQ4_0:
-		for i := 0; i < len(dst); i += 32 {
-			gguf.DequantizeQ4_0((*[18]byte)(src[i/32*18:]), (*[32]float32)(dst[i:]))
-		}
-	case gguf.TypeQ2_K:
-		for i := 0; i < len(dst); i += 256 {
-			gguf.DequantizeQ2_K((*[84]byte)(src[i/256*84:]), (*[256]float32)(dst[i:]))
-		}
-	case gguf.TypeQ3_K:
-		for i := 0; i < len(dst); i += 256 {
-			gguf.DequantizeQ3_K((*[110]byte)(src[i/256*110:]), (*[256]float32)(dst[i:]))
-		}
-	case gguf.TypeQ4_K:
-		for i := 0; i < len(dst); i += 256 {
-			gguf.DequantizeQ4_K((*[144]byte)(src[i/256*144:]), (*[256]float32)(dst[i:]))
-		}
-	case gguf.TypeQ5_K:
-		for i := 0; i < len(dst); i += 256 {
-			gguf.DequantizeQ5_K((*[176]byte)(src[i/256*176:]), (*[256]float32)(dst[i:]))
-		}
-	case gguf.TypeQ6_K:
-		for i := 0; i < len(dst); i += 256 {
-			gguf.DequantizeQ6_K((*[210]byte)(src[i/256*210:]), (*[256]float32)(dst[i:]))
+	default:
+		decode, bb, be := blockDecoders[t], t.BlockBytes(), t.BlockElems()
+		for i := 0; i < len(dst)/be; i++ {
+			decode(src[i*bb:(i+1)*bb], dst[i*be:(i+1)*be])
 		}
 	}
 	return nil
