@@ -103,7 +103,6 @@ func TestTypesWithoutKernels(t *testing.T) {
 	}
 }
 
-
 // allLogits loads path and returns the logits of every position of prompt.
 func allLogits(t *testing.T, path string, opts Options, prompt []int32) []float32 {
 	t.Helper()

@@ -13,9 +13,12 @@ func init() {
 			_, u := v.(undefinedValue)
 			return !u, nil
 		},
-		"undefined": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, u := v.(undefinedValue); return u, nil },
-		"none":      func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { return v == nil, nil },
-		"boolean":   func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, ok := v.(bool); return ok, nil },
+		"undefined": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
+			_, u := v.(undefinedValue)
+			return u, nil
+		},
+		"none":    func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { return v == nil, nil },
+		"boolean": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, ok := v.(bool); return ok, nil },
 		"false": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
 			b, ok := v.(bool)
 			return ok && !b, nil
@@ -41,7 +44,10 @@ func init() {
 		"iterable": testIterable,
 		"callable": testCallable,
 		"sameas":   testSameAs,
-		"escaped":  func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) { _, ok := v.(markupValue); return ok, nil },
+		"escaped": func(_ *renderer, v Value, _ []Value, _ []kwValue) (bool, error) {
+			_, ok := v.(markupValue)
+			return ok, nil
+		},
 		"in": func(_ *renderer, v Value, args []Value, kwargs []kwValue) (bool, error) {
 			a, err := bindParams("test_in", []param{req("seq")}, args, kwargs)
 			if err != nil {
