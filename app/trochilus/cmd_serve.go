@@ -23,7 +23,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		name:     "serve",
 		synopsis: "trochilus serve -m MODEL [-addr HOST:PORT] [-api-key KEY] [-cors ORIGINS] [-name ID] [-t T] [-b B] [-c C]",
 		about: "Answer HTTP requests in the shape of OpenAI's API: POST /v1/chat/completions,\n" +
-			"POST /v1/completions (\"stream\": true for server-sent events), GET /v1/models[/ID], GET /health;\n" +
+			"POST /v1/completions, POST /v1/responses (\"stream\": true for server-sent events),\n" +
+			"GET /v1/models[/ID], GET /health;\n" +
 			"greedy unless a request sets a temperature (then sampled with its seed, or a fresh one the\n" +
 			"response reports). And in the shape of Ollama's: POST /api/chat, /api/generate (lines of JSON\n" +
 			"unless \"stream\": false; Ollama's sampling defaults, a seed in the options reproduces),\n" +

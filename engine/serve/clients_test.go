@@ -21,6 +21,7 @@ type clientReport struct {
 	Chat, ChatFinish, ChatStream string
 	ChatUsage                    usage
 	ChatSeeded, Completion       string
+	Responses, ResponsesStream   string
 	ChatRefused, OllamaRefused   clientError
 	Tags                         []string
 	ShowFamily                   string
@@ -76,6 +77,8 @@ func TestClientLibraries(t *testing.T) {
 		{"openai chat streamed", got.ChatStream, greedy.Text},
 		{"openai chat seed 42", got.ChatSeeded, seeded.Text},
 		{"openai completion", got.Completion, raw.Text},
+		{"openai responses", got.Responses, greedy.Text},
+		{"openai responses streamed", got.ResponsesStream, greedy.Text},
 		{"ollama chat", got.OllamaChat, greedy.Text},
 		{"ollama chat streamed", got.OllamaStream, greedy.Text},
 		{"ollama chat seed 42", got.OllamaSeeded, ollamaSeeded.Text},

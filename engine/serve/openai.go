@@ -437,6 +437,15 @@ func (e *events) send(v any) {
 	e.rc.Flush()
 }
 
+// sendNamed writes an event with a name ("event: NAME"), as the Responses API streams.
+func (e *events) sendNamed(name string, v any) {
+	e.start()
+	e.rc.SetWriteDeadline(time.Now().Add(writeStall))
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", name, b)
+	e.rc.Flush()
+}
+
 func (e *events) done() {
 	e.start()
 	e.rc.SetWriteDeadline(time.Now().Add(writeStall))

@@ -1,5 +1,6 @@
 // Package serve answers HTTP requests with a model in the shape of OpenAI's API
-// (POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}) and of
+// (POST /v1/chat/completions, POST /v1/completions, POST /v1/responses: see responses.go,
+// GET /v1/models, GET /v1/models/{id}) and of
 // Ollama's (/api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version: see
 // ollama.go), so that existing clients work unchanged, streaming with server-sent events (or
 // Ollama's lines of JSON) when asked. Without a
@@ -75,6 +76,7 @@ func New(c *assistant.Chat, name string) *Server {
 		tokenBytes: longestToken(c)}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
+	s.mux.HandleFunc("POST /v1/responses", s.responses)
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("GET /v1/models/{id...}", s.model)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +85,7 @@ func New(c *assistant.Chat, name string) *Server {
 	s.ollamaRoutes()
 	// The mux's own 404 and 405 are plain text, which OpenAI's clients cannot read: these
 	// patterns, less specific than the ones above, answer everything else in OpenAI's shape.
-	for path, allow := range map[string]string{"/v1/chat/completions": "POST", "/v1/completions": "POST",
+	for path, allow := range map[string]string{"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/responses": "POST",
 		"/v1/models": "GET", "/v1/models/{id...}": "GET", "/health": "GET"} {
 		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow+", OPTIONS")
@@ -93,7 +95,7 @@ func New(c *assistant.Chat, name string) *Server {
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url",
-			msg: fmt.Sprintf("%s %s: no such route (there are /v1/chat/completions, /v1/completions, /v1/models, /health, and Ollama's /api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version)", r.Method, r.URL.Path)})
+			msg: fmt.Sprintf("%s %s: no such route (there are /v1/chat/completions, /v1/completions, /v1/responses, /v1/models, /health, and Ollama's /api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version)", r.Method, r.URL.Path)})
 	})
 	return s
 }

@@ -34,6 +34,13 @@ async function main() {
   out.chatSeeded = seeded.choices[0].message.content;
   const comp = await openai.completions.create({ model: 'tiny', prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
   out.completion = comp.choices[0].text;
+  const resp = await openai.responses.create({ model: 'tiny', input: 'Name three colours.', max_output_tokens: 12, temperature: 0 });
+  out.responses = resp.output_text;
+  let rs = '';
+  for await (const ev of await openai.responses.create({ model: 'tiny', input: 'Name three colours.', max_output_tokens: 12, temperature: 0, stream: true })) {
+    if (ev.type === 'response.output_text.delta') rs += ev.delta;
+  }
+  out.responsesStream = rs;
   out.chatRefused = await caught(() => openai.chat.completions.create({ model: 'tiny', messages, n: 2 }));
 
   const ollama = new Ollama({ host: base });
