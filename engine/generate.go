@@ -22,6 +22,10 @@ type GenerateOptions struct {
 	// it ends the generation with that error.
 	OnToken func(tok int32) error
 
+	// OnLogits, when set, is called with each chosen token and the logits it was chosen from
+	// (valid only during the call), before OnToken: what log probabilities are computed from.
+	OnLogits func(tok int32, logits []float32) error
+
 	// Sampling, when set, draws each token at random (see Sampling); nil chooses greedily.
 	Sampling *Sampling
 
@@ -127,6 +131,12 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			start = time.Now()
 		} else {
 			g.DecodeTokens++
+		}
+		if opts.OnLogits != nil {
+			if err := opts.OnLogits(tok, logits); err != nil {
+				g.DecodeTime = time.Since(start)
+				return g, err
+			}
 		}
 		if opts.OnToken != nil {
 			if err := opts.OnToken(tok); err != nil {

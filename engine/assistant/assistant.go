@@ -88,6 +88,10 @@ type Options struct {
 	// one pass (engine.GenerateOptions.Draft): faster where the answer repeats what came
 	// before, never different. 0: off.
 	Draft int
+	// Logprobs asks for each answer token's log probability (engine.Logprobs, at temperature 1),
+	// and TopLogprobs for that many most likely alternatives at each position as well.
+	Logprobs    bool
+	TopLogprobs int
 	// IgnoreEOS goes on past the end-of-sequence token (for benchmarks; the token's own text is
 	// never shown).
 	IgnoreEOS bool
@@ -95,6 +99,9 @@ type Options struct {
 	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
 	OnText func(string)
 }
+
+// maxTopLogprobs is the most alternatives a position reports, as OpenAI's API allows.
+const maxTopLogprobs = 20
 
 // Reply is one answer and what it cost.
 type Reply struct {
@@ -110,6 +117,20 @@ type Reply struct {
 	Context int     // positions the session holds
 
 	PromptTime, DecodeTime time.Duration // spent evaluating the prompt, and generating
+
+	// Logprobs, with Options.Logprobs, are the answer's tokens with their log probabilities,
+	// one a token whose text the answer holds (not the end-of-sequence token, not tokens
+	// past a stop text).
+	Logprobs []TokenLogprob
+}
+
+// TokenLogprob is one token of an answer: its bytes (a token may hold part of a character),
+// its log probability and, with Options.TopLogprobs, the most likely tokens at its position.
+type TokenLogprob struct {
+	ID      int32
+	Bytes   []byte
+	Logprob float32
+	Top     []TokenLogprob // most likely first; their Top is nil
 }
 
 // Finished reports whether the answer came to an end of its own (end-of-sequence or a stop
@@ -180,12 +201,30 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	if !opts.IgnoreEOS {
 		stop = []int32{c.eos}
 	}
+	var onLogits func(int32, []float32) error
+	if opts.Logprobs {
+		var tops []engine.TokenProb
+		onLogits = func(id int32, logits []float32) error {
+			if id == c.eos && !opts.IgnoreEOS {
+				return nil
+			}
+			var lp float32
+			lp, tops = engine.Logprobs(logits, id, min(max(opts.TopLogprobs, 0), maxTopLogprobs), tops[:0])
+			t := TokenLogprob{ID: id, Bytes: c.tok.AppendDecode(nil, []int32{id}), Logprob: lp}
+			for _, tp := range tops {
+				t.Top = append(t.Top, TokenLogprob{ID: tp.ID, Bytes: c.tok.AppendDecode(nil, []int32{tp.ID}), Logprob: tp.Logprob})
+			}
+			r.Logprobs = append(r.Logprobs, t)
+			return nil
+		}
+	}
 	g, err := c.s.Generate(ctx, ids[keep:], engine.GenerateOptions{
 		MaxTokens: maxTokens,
 		Stop:      stop,
 		Sampling:  opts.Sampling,
 		Draft:     opts.Draft,
 		Before:    ids[:keep],
+		OnLogits:  onLogits,
 		OnToken: func(id int32) error {
 			if id != c.eos && out.write(tokenizer.ValidUTF8(dec.Next(id))) {
 				return errStopText
@@ -206,6 +245,16 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	c.held = all[:min(c.s.Pos(), len(all))]
 
 	r.Text = out.text()
+	if r.Stopped { // the tokens past the stop text's start are not in the answer
+		at := 0
+		for i, t := range r.Logprobs {
+			if at >= len(r.Text) {
+				r.Logprobs = r.Logprobs[:i]
+				break
+			}
+			at += len(t.Bytes)
+		}
+	}
 	r.Tokens, r.Ended = len(g.Tokens), g.Stopped
 	r.PromptTime, r.DecodeTime = g.PromptTime, g.DecodeTime
 	r.Used = c.s.Pos()

@@ -22,6 +22,7 @@ type clientReport struct {
 	ChatUsage                    usage
 	ChatSeeded, Completion       string
 	Responses, ResponsesStream   string
+	ChatLogprobs                 []float32
 	ChatRefused, OllamaRefused   clientError
 	Tags                         []string
 	ShowFamily                   string
@@ -59,7 +60,7 @@ func TestClientLibraries(t *testing.T) {
 	}
 
 	turns := []chat.Message{{Role: "user", Content: "Name three colours."}}
-	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 12})
+	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 12, Logprobs: true})
 	seeded := f.reply(t, turns, assistant.Options{MaxTokens: 12, Sampling: &engine.Sampling{Temperature: 0.8, TopP: 1, Seed: 42}})
 	ollamaSeeded := f.reply(t, turns, assistant.Options{MaxTokens: 12,
 		Sampling: &engine.Sampling{Temperature: ollamaTemperature, TopK: ollamaTopK, TopP: ollamaTopP, Seed: 42}})
@@ -91,6 +92,13 @@ func TestClientLibraries(t *testing.T) {
 	}
 	if u := got.ChatUsage; u.PromptTokens != greedy.Prompt || u.CompletionTokens != greedy.Tokens {
 		t.Errorf("openai usage %+v, want %d prompt and %d completion tokens", u, greedy.Prompt, greedy.Tokens)
+	}
+	var lps []float32
+	for _, lp := range greedy.Logprobs {
+		lps = append(lps, lp.Logprob)
+	}
+	if !slices.Equal(got.ChatLogprobs, lps) || len(lps) == 0 {
+		t.Errorf("openai logprobs %v, want %v", got.ChatLogprobs, lps)
 	}
 	if got.OllamaEval != greedy.Tokens {
 		t.Errorf("ollama eval_count %d, want %d", got.OllamaEval, greedy.Tokens)

@@ -82,7 +82,7 @@ func TestNothingIgnored(t *testing.T) {
 	for field, value := range map[string]string{
 		"response_format": `{"type":"json_object"}`, "logit_bias": `{"50256":-100}`, "functions": `[{"name":"f"}]`,
 		"function_call": `"auto"`, "tool_choice": `"auto"`, "tools": `[{"type":"function"}]`,
-		"parallel_tool_calls": `true`, "top_logprobs": `2`, "logprobs": `true`, "n": `2`,
+		"parallel_tool_calls": `true`, "n": `2`,
 		"presence_penalty": `0.5`, "frequency_penalty": `-1`, "modalities": `["text","audio"]`, "audio": `{}`,
 		"prediction": `{"type":"content"}`, "reasoning_effort": `"low"`,
 	} {

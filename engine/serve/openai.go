@@ -227,17 +227,32 @@ type completion struct {
 	object, chunkObject, idPrefix string
 	answer                        func(r *http.Request, opts assistant.Options) (assistant.Reply, error)
 	// choice and delta shape a choice of the whole response and of a streamed chunk.
-	choice func(text string, finish *string) map[string]any
+	choice func(reply *assistant.Reply, finish *string) map[string]any
 	delta  func(text string, first bool, finish *string) map[string]any
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		options
-		Messages []map[string]json.RawMessage `json:"messages"`
+		Messages    []map[string]json.RawMessage `json:"messages"`
+		Logprobs    *bool                        `json:"logprobs"`
+		TopLogprobs *int                         `json:"top_logprobs"`
 	}
 	if err := decodeRequest(w, r, &req, nil); err != nil {
 		writeError(w, err)
+		return
+	}
+	withLogprobs := req.Logprobs != nil && *req.Logprobs
+	top := 0
+	if req.TopLogprobs != nil {
+		top = *req.TopLogprobs
+	}
+	if err := checkLogprobs(&req.options, "top_logprobs", withLogprobs, top, 20); err != nil {
+		writeError(w, err)
+		return
+	}
+	if top > 0 && !withLogprobs {
+		writeError(w, badParam("top_logprobs", "top_logprobs: needs \"logprobs\": true"))
 		return
 	}
 	turns, err := parseMessages(req.Messages)
@@ -251,11 +266,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	s.complete(w, r, &req.options, completion{
 		object: "chat.completion", chunkObject: "chat.completion.chunk", idPrefix: "chatcmpl-",
 		answer: func(r *http.Request, opts assistant.Options) (assistant.Reply, error) {
+			opts.Logprobs, opts.TopLogprobs = withLogprobs, top
 			return s.chat.Reply(r.Context(), turns, opts)
 		},
-		choice: func(text string, finish *string) map[string]any {
-			return map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text},
-				"finish_reason": finish, "logprobs": nil}
+		choice: func(reply *assistant.Reply, finish *string) map[string]any {
+			var lp any
+			if withLogprobs {
+				lp = map[string]any{"content": chatLogprobs(reply.Logprobs), "refusal": nil}
+			}
+			return map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": reply.Text},
+				"finish_reason": finish, "logprobs": lp}
 		},
 		delta: func(text string, first bool, finish *string) map[string]any {
 			d := map[string]any{}
@@ -273,9 +293,19 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		options
-		Prompt json.RawMessage `json:"prompt"`
+		Prompt   json.RawMessage `json:"prompt"`
+		Logprobs *int            `json:"logprobs"`
 	}
 	if err := decodeRequest(w, r, &req, refusedText); err != nil {
+		writeError(w, err)
+		return
+	}
+	withLogprobs := req.Logprobs != nil
+	top := 0
+	if withLogprobs {
+		top = *req.Logprobs
+	}
+	if err := checkLogprobs(&req.options, "logprobs", withLogprobs, top, 5); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -299,15 +329,83 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	s.complete(w, r, &req.options, completion{
 		object: "text_completion", chunkObject: "text_completion", idPrefix: "cmpl-",
 		answer: func(r *http.Request, opts assistant.Options) (assistant.Reply, error) {
+			opts.Logprobs, opts.TopLogprobs = withLogprobs, top
 			return s.chat.Complete(r.Context(), prompt, opts)
 		},
-		choice: func(text string, finish *string) map[string]any {
-			return map[string]any{"index": 0, "text": text, "finish_reason": finish, "logprobs": nil}
+		choice: func(reply *assistant.Reply, finish *string) map[string]any {
+			var lp any
+			if withLogprobs {
+				lp = textLogprobs(reply.Logprobs, top > 0)
+			}
+			return map[string]any{"index": 0, "text": reply.Text, "finish_reason": finish, "logprobs": lp}
 		},
 		delta: func(text string, first bool, finish *string) map[string]any {
 			return map[string]any{"index": 0, "text": text, "finish_reason": finish, "logprobs": nil}
 		},
 	})
+}
+
+// checkLogprobs refuses a number of alternatives out of [0, most] and log probabilities with
+// streaming, which serve does not yet split by token.
+func checkLogprobs(o *options, param string, with bool, top, most int) error {
+	switch {
+	case top < 0 || top > most:
+		return badParam(param, "%s %d: want 0 to %d", param, top, most)
+	case with && o.Stream:
+		e := badParam("logprobs", "logprobs: log probabilities of a streamed answer are not supported yet; ask without \"stream\"")
+		e.code = "unsupported_parameter"
+		return e
+	}
+	return nil
+}
+
+// chatLogprobs writes an answer's log probabilities as chat completions do: per token its text,
+// log probability, bytes and alternatives.
+func chatLogprobs(lps []assistant.TokenLogprob) []any {
+	entry := func(t *assistant.TokenLogprob) map[string]any {
+		b := make([]int, len(t.Bytes))
+		for i, c := range t.Bytes {
+			b[i] = int(c)
+		}
+		return map[string]any{"token": string(t.Bytes), "logprob": t.Logprob, "bytes": b}
+	}
+	out := make([]any, len(lps))
+	for i := range lps {
+		e := entry(&lps[i])
+		top := make([]any, len(lps[i].Top))
+		for j := range lps[i].Top {
+			top[j] = entry(&lps[i].Top[j])
+		}
+		e["top_logprobs"] = top
+		out[i] = e
+	}
+	return out
+}
+
+// textLogprobs writes them as completions do: parallel lists of tokens, log probabilities,
+// alternatives (a map of token text to log probability; null without) and text offsets.
+func textLogprobs(lps []assistant.TokenLogprob, withTop bool) map[string]any {
+	tokens, values, offsets := make([]string, len(lps)), make([]float32, len(lps)), make([]int, len(lps))
+	var tops []any
+	at := 0
+	for i, t := range lps {
+		tokens[i], values[i], offsets[i] = string(t.Bytes), t.Logprob, at
+		at += len(t.Bytes)
+		if withTop {
+			m := map[string]float32{}
+			for _, a := range t.Top {
+				if _, seen := m[string(a.Bytes)]; !seen {
+					m[string(a.Bytes)] = a.Logprob
+				}
+			}
+			tops = append(tops, m)
+		}
+	}
+	out := map[string]any{"tokens": tokens, "token_logprobs": values, "top_logprobs": nil, "text_offset": offsets}
+	if withTop {
+		out["top_logprobs"] = tops
+	}
+	return out
 }
 
 // complete answers one request of either endpoint, whole or streamed.
@@ -342,7 +440,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		}
 		finish := finishReason(&reply)
 		body := head(c.object)
-		body["choices"] = []any{c.choice(reply.Text, &finish)}
+		body["choices"] = []any{c.choice(&reply, &finish)}
 		body["usage"] = usageOf(&reply)
 		writeJSON(w, http.StatusOK, body)
 		return

@@ -28,8 +28,6 @@ var refused = map[string]refusal{
 	"parallel_tool_calls": {"tools are not supported yet", isOneOf("false")},
 	"functions":           {"functions (tools) are not supported yet", isOneOf("[]")},
 	"function_call":       {"functions (tools) are not supported yet; only \"none\"", isOneOf(`"none"`)},
-	"logprobs":            {"log probabilities are not supported", isOneOf("false")},
-	"top_logprobs":        {"log probabilities are not supported", isNumber(0)},
 	"logit_bias":          {"logit_bias is not supported", isOneOf("{}")},
 	"n":                   {"one choice per request: want n 1", isNumber(1)},
 	"presence_penalty":    {"presence and frequency penalties are not supported", isNumber(0)},

@@ -6,10 +6,11 @@
 // Ollama's lines of JSON) when asked. Without a
 // temperature (or at 0, or with top_p 0) the answer is greedy; above 0 it is sampled with the
 // request's seed, or a random one that the response reports ("seed"): the same seed gives the
-// same answer. A request asking for what the engine cannot honour (several choices, penalties,
-// log probabilities, tools, structured output, a field serve does not know) is refused with a
-// 400 naming the field rather than answered differently; every error has OpenAI's shape,
-// {"error":{"message","type","param","code"}}.
+// same answer. Log probabilities (logprobs, top_logprobs) are engine.Logprobs': the same bits
+// on every machine. A request asking for what the engine cannot honour (several choices,
+// penalties, log probabilities of a streamed answer, tools, structured output, a field serve
+// does not know) is refused with a 400 naming the field rather than answered differently; every
+// error has OpenAI's shape, {"error":{"message","type","param","code"}} (Ollama's under /api).
 //
 // The server is meant for someone's own computer: ServeHTTP checks the Host header against
 // loopback names (DNS rebinding), refuses browser origins not listed in Origins, asks for the

@@ -34,6 +34,8 @@ async function main() {
   out.chatSeeded = seeded.choices[0].message.content;
   const comp = await openai.completions.create({ model: 'tiny', prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
   out.completion = comp.choices[0].text;
+  const lp = await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 2 });
+  out.chatLogprobs = lp.choices[0].logprobs.content.map((t) => t.logprob);
   const resp = await openai.responses.create({ model: 'tiny', input: 'Name three colours.', max_output_tokens: 12, temperature: 0 });
   out.responses = resp.output_text;
   let rs = '';

@@ -1,0 +1,79 @@
+package serve
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// TestLogprobs asks both endpoints for log probabilities and compares them with what the
+// engine reports for the same answer, value for value, in each endpoint's shape.
+func TestLogprobs(t *testing.T) {
+	f := newFixture(t)
+	turns := []chat.Message{{Role: "user", Content: "Name three colours."}}
+	want := f.reply(t, turns, assistant.Options{MaxTokens: 8, Logprobs: true, TopLogprobs: 2})
+
+	_, body := f.post(t, "/v1/chat/completions", `{"max_tokens":8,"logprobs":true,"top_logprobs":2,"messages":[{"role":"user","content":"Name three colours."}]}`)
+	var got struct {
+		Choices []struct {
+			Message  struct{ Content string }
+			Logprobs struct {
+				Content []struct {
+					Token       string
+					Logprob     float32
+					Bytes       []int
+					TopLogprobs []struct {
+						Token   string
+						Logprob float32
+					} `json:"top_logprobs"`
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &got); err != nil || len(got.Choices) != 1 {
+		t.Fatalf("%s: %v", body, err)
+	}
+	lps := got.Choices[0].Logprobs.Content
+	if got.Choices[0].Message.Content != want.Text || len(lps) != len(want.Logprobs) || len(lps) == 0 {
+		t.Fatalf("%d logprobs for %q, want %d for %q", len(lps), got.Choices[0].Message.Content, len(want.Logprobs), want.Text)
+	}
+	for i, lp := range lps {
+		w := want.Logprobs[i]
+		if lp.Logprob != w.Logprob || len(lp.Bytes) != len(w.Bytes) || len(lp.TopLogprobs) != 2 || lp.TopLogprobs[0].Logprob != w.Top[0].Logprob {
+			t.Fatalf("token %d: %+v, want %+v", i, lp, w)
+		}
+	}
+
+	raw, err := f.want.Complete(t.Context(), "Once upon a time", assistant.Options{MaxTokens: 6, Logprobs: true, TopLogprobs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body = f.post(t, "/v1/completions", `{"prompt":"Once upon a time","max_tokens":6,"logprobs":3}`)
+	var text struct {
+		Choices []struct {
+			Text     string
+			Logprobs struct {
+				Tokens        []string
+				TokenLogprobs []float32            `json:"token_logprobs"`
+				TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+				TextOffset    []int                `json:"text_offset"`
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &text); err != nil || len(text.Choices) != 1 {
+		t.Fatalf("%s: %v", body, err)
+	}
+	c := text.Choices[0]
+	if c.Text != raw.Text || len(c.Logprobs.TokenLogprobs) != len(raw.Logprobs) || len(c.Logprobs.TopLogprobs) != len(raw.Logprobs) {
+		t.Fatalf("completion %s, want %q with %d logprobs", body, raw.Text, len(raw.Logprobs))
+	}
+	at := 0
+	for i, lp := range raw.Logprobs {
+		if c.Logprobs.TokenLogprobs[i] != lp.Logprob || c.Logprobs.TextOffset[i] != at || len(c.Logprobs.TopLogprobs[i]) == 0 {
+			t.Fatalf("token %d: %v at %d, want %v at %d", i, c.Logprobs.TokenLogprobs[i], c.Logprobs.TextOffset[i], lp.Logprob, at)
+		}
+		at += len(lp.Bytes)
+	}
+}
