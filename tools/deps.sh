@@ -17,6 +17,9 @@ if [ "$mode" = test ]; then
   debs+=(python3-torch python3-numpy python3-jinja2 libopenblas0-pthread)
   # make screenshot: a virtual X server and Mesa's software GL for the window app.
   debs+=(xvfb libgl1-mesa-dri)
+  # make check-arm64: linux/arm64 test binaries and the CLI under user-mode emulation, with the
+  # arm64 C library the CLI's dynamic loader wants (purego links libc).
+  debs+=(qemu-user-static libc6-arm64-cross)
   # Node.js may come from elsewhere (nodesource bundles npm and conflicts with Debian's npm).
   command -v node >/dev/null 2>&1 || debs+=(nodejs)
   command -v npm >/dev/null 2>&1 || debs+=(npm)
