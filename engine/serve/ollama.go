@@ -400,7 +400,7 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		writeJSON(w, http.StatusOK, last(&reply, reply.Text))
 		return
 	}
-	nd := newNDJSON(w)
+	nd := newLines(w)
 	opts.OnText = func(text string) { nd.send(line(text)) }
 	reply, err := answer(opts)
 	err = s.why(r, err)
@@ -414,27 +414,4 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		return
 	}
 	nd.send(last(&reply, ""))
-}
-
-// ndjson writes newline-delimited JSON, a line flushed at a time, each within writeStall.
-type ndjson struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-}
-
-func newNDJSON(w http.ResponseWriter) *ndjson {
-	return &ndjson{w: w, rc: http.NewResponseController(w)}
-}
-
-func (n *ndjson) send(v any) {
-	if !n.started {
-		n.started = true
-		n.w.Header().Set("Content-Type", "application/x-ndjson")
-		n.w.WriteHeader(http.StatusOK)
-	}
-	n.rc.SetWriteDeadline(time.Now().Add(writeStall))
-	b, _ := json.Marshal(v)
-	n.w.Write(append(b, '\n'))
-	n.rc.Flush()
 }

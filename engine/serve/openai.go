@@ -162,10 +162,14 @@ func parseMessages(raw []map[string]json.RawMessage) ([]chat.Message, error) {
 	return msgs, nil
 }
 
-// parseContent reads a message's content: a string or a list of text parts, which are joined
-// (the templates of text models expect a string). Null or missing is refused: OpenAI allows it
-// only beside tool calls, and a template rendering it would fail or write "None".
-func parseContent(raw json.RawMessage) (string, error) {
+// parseContent reads a message's content: a string or a list of text parts (of partType, "text"
+// on chat completions), which are joined (the templates of text models expect a string). Null or
+// missing is refused: OpenAI allows it only beside tool calls, and a template rendering it would
+// fail or write "None".
+func parseContent(raw json.RawMessage, partTypes ...string) (string, error) {
+	if len(partTypes) == 0 {
+		partTypes = []string{"text"}
+	}
 	if isOneOf()(raw) || len(bytes.TrimSpace(raw)) == 0 {
 		return "", fmt.Errorf("want a string or a list of text parts, got null")
 	}
@@ -183,8 +187,8 @@ func parseContent(raw json.RawMessage) (string, error) {
 		if json.Unmarshal(p["type"], &typ) != nil {
 			return "", fmt.Errorf("part %d: want a \"type\" string", j)
 		}
-		if typ != "text" {
-			return "", fmt.Errorf("part %d is of type %q: only text is supported", j, typ)
+		if !slices.Contains(partTypes, typ) {
+			return "", fmt.Errorf("part %d is of type %q: only %s parts are supported", j, typ, strings.Join(partTypes, " and "))
 		}
 		if json.Unmarshal(p["text"], &text) != nil || isOneOf()(p["text"]) {
 			return "", fmt.Errorf("part %d: want a \"text\" string", j)
@@ -498,15 +502,24 @@ func (s *Server) logReply(r *http.Request, reply *assistant.Reply, err error) {
 		r.Method, r.URL.Path, reply.Prompt, reply.Reused, reply.PPRate, reply.Tokens, reply.Rate, finishReason(reply))
 }
 
-// events writes server-sent events: "data: JSON" blocks, flushed one by one.
+// events writes a streamed answer, a piece at a time, each flushed within writeStall:
+// server-sent events ("data: JSON" blocks), or with lines newline-delimited JSON (Ollama's).
 type events struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool
+	lines   bool
 }
 
 func newEvents(w http.ResponseWriter) *events {
 	return &events{w: w, rc: http.NewResponseController(w)}
+}
+
+// newLines returns events that write one line of JSON each (application/x-ndjson).
+func newLines(w http.ResponseWriter) *events {
+	e := newEvents(w)
+	e.lines = true
+	return e
 }
 
 func (e *events) start() {
@@ -515,6 +528,11 @@ func (e *events) start() {
 	}
 	e.started = true
 	h := e.w.Header()
+	if e.lines {
+		h.Set("Content-Type", "application/x-ndjson")
+		e.w.WriteHeader(http.StatusOK)
+		return
+	}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
@@ -527,20 +545,22 @@ func (e *events) start() {
 // fails cancels the request, which stops the answer at its next token.
 const writeStall = time.Minute
 
-func (e *events) send(v any) {
-	e.start()
-	e.rc.SetWriteDeadline(time.Now().Add(writeStall))
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(e.w, "data: %s\n\n", b)
-	e.rc.Flush()
-}
+func (e *events) send(v any) { e.sendNamed("", v) }
 
-// sendNamed writes an event with a name ("event: NAME"), as the Responses API streams.
+// sendNamed writes an event with a name ("event: NAME"), as the Responses API streams; a line
+// of JSON has none.
 func (e *events) sendNamed(name string, v any) {
 	e.start()
 	e.rc.SetWriteDeadline(time.Now().Add(writeStall))
 	b, _ := json.Marshal(v)
-	fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", name, b)
+	switch {
+	case e.lines:
+		e.w.Write(append(b, '\n'))
+	case name != "":
+		fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", name, b)
+	default:
+		fmt.Fprintf(e.w, "data: %s\n\n", b)
+	}
 	e.rc.Flush()
 }
 

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -84,7 +83,7 @@ func parseResponsesInput(raw json.RawMessage) ([]chat.Message, error) {
 		if json.Unmarshal(it["role"], &role) != nil || roles[role] == "" {
 			return nil, badParam("input", "input[%d].role: want user, assistant, system or developer", i)
 		}
-		content, err := parseResponsesContent(it["content"])
+		content, err := parseContent(it["content"], "input_text", "output_text")
 		if err != nil {
 			return nil, badParam("input", "input[%d].content: %v", i, err)
 		}
@@ -96,31 +95,6 @@ func parseResponsesInput(raw json.RawMessage) ([]chat.Message, error) {
 		msgs[i] = chat.Message{Role: roles[role], Content: content}
 	}
 	return msgs, nil
-}
-
-// parseResponsesContent reads a message's content: a text, or text parts joined.
-func parseResponsesContent(raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("want a text or a list of text parts")
-	}
-	var b strings.Builder
-	for j, p := range parts {
-		var typ, text string
-		json.Unmarshal(p["type"], &typ)
-		if typ != "input_text" && typ != "output_text" {
-			return "", fmt.Errorf("part %d is of type %q: only input_text and output_text are supported", j, typ)
-		}
-		if json.Unmarshal(p["text"], &text) != nil {
-			return "", fmt.Errorf("part %d: want a \"text\" string", j)
-		}
-		b.WriteString(text)
-	}
-	return b.String(), nil
 }
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
