@@ -361,13 +361,7 @@ func (s *Server) stamp() string { return s.now().UTC().Format(time.RFC3339Nano) 
 func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaRequest,
 	answer func(assistant.Options) (assistant.Reply, error), piece func(text string) map[string]any) {
 	opts, err := q.options()
-	if err != nil {
-		writeOllamaError(w, err)
-		return
-	}
-	opts.Draft = s.Draft
-	if err := s.acquire(r.Context()); err != nil {
-		writeOllamaError(w, err)
+	if !s.begin(w, r, &opts, err, writeOllamaError) {
 		return
 	}
 	defer s.release()

@@ -412,16 +412,26 @@ func textLogprobs(lps []assistant.TokenLogprob, withTop bool) map[string]any {
 	return out
 }
 
+// begin readies an answer once its options are read (err says whether they were): it adds the
+// server's drafts and waits for the chat. When the request cannot go on it answers the error
+// with fail, in the endpoint's shape, and reports false; else the caller releases the chat when
+// done.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, opts *assistant.Options, err error, fail func(http.ResponseWriter, error)) bool {
+	if err == nil {
+		err = s.acquire(r.Context())
+	}
+	if err != nil {
+		fail(w, err)
+		return false
+	}
+	opts.Draft = s.Draft
+	return true
+}
+
 // complete answers one request of either endpoint, whole or streamed.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c completion) {
 	opts, err := o.check()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	opts.Draft = s.Draft
-	if err := s.acquire(r.Context()); err != nil {
-		writeError(w, err)
+	if !s.begin(w, r, &opts, err, writeError) {
 		return
 	}
 	defer s.release()

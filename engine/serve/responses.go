@@ -121,13 +121,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			e.param, e.msg = "max_output_tokens", strings.Replace(e.msg, "max_tokens", "max_output_tokens", 1)
 		}
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	opts.Draft = s.Draft
-	if err := s.acquire(r.Context()); err != nil {
-		writeError(w, err)
+	if !s.begin(w, r, &opts, err, writeError) {
 		return
 	}
 	defer s.release()
