@@ -108,13 +108,17 @@ func benchThreads() int {
 	return threads
 }
 
-// dotRowBench returns the row-dot benchmarks' input of cols floats and a row of each of
-// supportedTypes against it.
-func dotRowBench(cols int) (x []float32, rows [][]byte) {
+// dotRowBench returns the row-dot benchmarks' input of cols floats, a row of each of
+// supportedTypes against it, and the input prepared for the Q4_K and Q6_K dots.
+func dotRowBench(b *testing.B, cols int) (x []float32, rows [][]byte, in *q4KInput) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	x = randFloats(rng, cols, false, false)
 	for _, typ := range supportedTypes {
 		rows = append(rows, randRow(rng, typ, cols, false))
 	}
-	return x, rows
+	in = new(q4KInput)
+	if err := prepareQ4K(in, x); err != nil {
+		b.Fatal(err)
+	}
+	return x, rows, in
 }

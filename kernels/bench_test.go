@@ -14,17 +14,13 @@ import (
 
 func BenchmarkDotRow(b *testing.B) {
 	const cols = 2048
-	x, rows := dotRowBench(cols)
+	x, rows, in := dotRowBench(b, cols)
 	for i, typ := range supportedTypes {
 		row := rows[i]
 		b.Run(typ.String(), func(b *testing.B) {
 			var dot func() float32
 			if prepared, ok := preparedDots[typ]; ok {
-				var in q4KInput
-				if err := prepareQ4K(&in, x); err != nil {
-					b.Fatal(err)
-				}
-				dot = func() float32 { return prepared(row, &in) }
+				dot = func() float32 { return prepared(row, in) }
 			} else {
 				f := rowDots[typ]
 				dot = func() float32 { return f(row, x) }

@@ -163,6 +163,9 @@ func TestMathExpAccuracy(t *testing.T) {
 	}
 }
 
+// pieces is how many pieces the exhaustive checks cut the 2^32 float32 bit patterns into.
+const pieces = 1 << 12
+
 // TestExpLong checks Exp on every float32 bit pattern against the reference, on all cores,
 // and that the hard-case table lists exactly the arguments the float64 path cannot decide.
 func TestExpLong(t *testing.T) {
@@ -171,7 +174,6 @@ func TestExpLong(t *testing.T) {
 	}
 	start := time.Now()
 	workers := runtime.NumCPU()
-	const pieces = 1 << 12
 	var (
 		mu         sync.Mutex
 		checked    uint64

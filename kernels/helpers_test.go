@@ -208,6 +208,23 @@ func (c *counts) noteSlices(got, want []float32, describe func(i int) string) {
 // result returns the counts as a check returns them.
 func (c *counts) result() (checked, bad int, first string) { return c.checked, c.bad, c.first }
 
+// testPool returns a pool of threads workers, closed when tb's test ends.
+func testPool(tb testing.TB, threads int) *Pool {
+	p := NewPool(threads)
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// expectAgree logs how many results a check compared and how many differ (logFormat takes
+// checked and bad), and fails t where any differ (failFormat takes bad, checked and first).
+func expectAgree(t *testing.T, checked, bad int, first, logFormat, failFormat string) {
+	t.Helper()
+	t.Logf(logFormat, checked, bad)
+	if bad != 0 {
+		t.Errorf(failFormat, bad, checked, first)
+	}
+}
+
 // compareOutputs compares got, a rows kernel's outputs of rows rows for ntok tokens (dst's
 // layout), with want(r, t) bit for bit, token by token; the first difference reads where(r, t)
 // and then ": got <g>, <ref> <want>".

@@ -3,7 +3,7 @@ package kernels
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
+	"encoding/hex"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -85,7 +85,7 @@ func TestLog64Pinned(t *testing.T) {
 		h.Write(b[:])
 	}
 	const want = "a3360e7df934ec6ec2000715df7ef074ba47dfb5ec1ceb53a78bafa890b68fc8"
-	if got := fmt.Sprintf("%x", h.Sum(nil)); got != want {
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
 		t.Fatalf("Log64's results hash to %s, pinned %s", got, want)
 	}
 }

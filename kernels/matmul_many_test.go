@@ -99,8 +99,7 @@ func TestMatMulManyEqualsDefinition(t *testing.T) {
 // is computed, and names the product.
 func TestMatMulManyErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 2))
-	p := NewPool(2)
-	defer p.Close()
+	p := testPool(t, 2)
 	tier := Scalar()
 	var in Batch
 	if err := in.Set(randFloats(rng, 2*256, false, false), 2, 256); err != nil {
@@ -149,8 +148,7 @@ func TestMatMulManyErrors(t *testing.T) {
 // the batch has been prepared at that size.
 func TestMatMulManyNoAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 3))
-	p := NewPool(2)
-	defer p.Close()
+	p := testPool(t, 2)
 	tier, err := Best()
 	if err != nil {
 		t.Fatal(err)
@@ -252,8 +250,7 @@ func TestMatMulManyReachesPanels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 3))
 	const rows, cols, ntok = 1024, 512, 64
 	x := randFloats(rng, ntok*cols, false, false)
-	p := NewPool(2)
-	defer p.Close()
+	p := testPool(t, 2)
 	for _, st := range usableSIMD() {
 		a := st.asm
 		var floatTiles, q4KTiles atomic.Int64

@@ -10,9 +10,14 @@ import (
 )
 
 func randMatrix(rng *rand.Rand, typ gguf.Type, rows, cols int) *Matrix {
+	return randMatrixOf(rng, typ, rows, cols, false)
+}
+
+// randMatrixOf is randMatrix with special values in the rows where special is set.
+func randMatrixOf(rng *rand.Rand, typ gguf.Type, rows, cols int, special bool) *Matrix {
 	m := &Matrix{Type: typ, Rows: rows, Cols: cols}
 	for range rows {
-		m.Data = append(m.Data, randRow(rng, typ, cols, false)...)
+		m.Data = append(m.Data, randRow(rng, typ, cols, special)...)
 	}
 	return m
 }
@@ -75,10 +80,7 @@ func checkMatMul(tier *Tier) (checked, bad int, first string) {
 // number of threads.
 func TestMatMulThreadIndependent(t *testing.T) {
 	checked, bad, first := checkMatMul(Scalar())
-	t.Logf("MatMul: 7 types × 37 rows × 5 tokens × threads 1, 2, 3, 8 = %d outputs against the row definitions, %d differ", checked, bad)
-	if bad != 0 {
-		t.Errorf("MatMul differs on %d of %d outputs; first: %s", bad, checked, first)
-	}
+	expectAgree(t, checked, bad, first, "MatMul: 7 types × 37 rows × 5 tokens × threads 1, 2, 3, 8 = %d outputs against the row definitions, %d differ", "MatMul differs on %d of %d outputs; first: %s")
 }
 
 // mutantRowsSplitColumns computes each Q8_0 output as two half-row dots added together, as a
@@ -99,8 +101,7 @@ func mutantRowsSplitColumns(dst []float32, m *Matrix, in *Batch, r0, r1 int) {
 // and that Set invalidates the preparation.
 func TestMatMulSharedQ4KInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	p := NewPool(2)
-	defer p.Close()
+	p := testPool(t, 2)
 	tier := Scalar()
 	a := randMatrix(rng, gguf.TypeQ4_K, 9, 256)
 	c := randMatrix(rng, gguf.TypeQ4_K, 4, 256)
@@ -113,24 +114,24 @@ func TestMatMulSharedQ4KInput(t *testing.T) {
 	if err := tier.MatMul(p, da, a, &b); err != nil {
 		t.Fatal(err)
 	}
-	if err := tier.MatMul(p, dc, c, &b); err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range refMatMul(c, x, 2) {
-		if !sameBits(v, dc[i]) {
-			t.Fatalf("second matrix output %d: %g, want %g", i, dc[i], v)
-		}
-	}
+	expectMatMul(t, "second matrix", tier, p, dc, c, &b, x)
 	x2 := randFloats(rng, 2*256, false, false)
 	if err := b.Set(x2, 2, 256); err != nil {
 		t.Fatal(err)
 	}
-	if err := tier.MatMul(p, da, a, &b); err != nil {
+	expectMatMul(t, "after Set (stale preparation?)", tier, p, da, a, &b, x2)
+}
+
+// expectMatMul runs tier's MatMul of m on b (the batch of x) into dst and fails t, naming the
+// check what, unless every output has the bits of refMatMul.
+func expectMatMul(t *testing.T, what string, tier *Tier, p *Pool, dst []float32, m *Matrix, b *Batch, x []float32) {
+	t.Helper()
+	if err := tier.MatMul(p, dst, m, b); err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range refMatMul(a, x2, 2) {
-		if !sameBits(v, da[i]) {
-			t.Fatalf("after Set: output %d = %g, want %g (stale preparation?)", i, da[i], v)
+	for i, v := range refMatMul(m, x, b.Ntok) {
+		if !sameBits(v, dst[i]) {
+			t.Fatalf("%s: output %d = %g, want %g", what, i, dst[i], v)
 		}
 	}
 }
@@ -173,8 +174,7 @@ func TestMatMulErrors(t *testing.T) {
 // nothing, for a float type and for Q4_K (whose inputs are prepared inside).
 func TestMatMulNoAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 7))
-	p := NewPool(2)
-	defer p.Close()
+	p := testPool(t, 2)
 	tier := Scalar()
 	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K} {
 		m := randMatrix(rng, typ, 16, 512)

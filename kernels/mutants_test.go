@@ -99,11 +99,7 @@ func mutantRopeSignFlipped(rt *RopeTable, x []float32, p int) error {
 // mutantAttendSerial sums the weighted values position after position (one axpy each) instead
 // of in 16 lanes over positions.
 func mutantAttendSerial(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32) {
-	scores = scores[:npos]
-	for t := range scores {
-		scores[t] = float32(DotF32(q, keys[t*stride:t*stride+len(q)]) * scale)
-	}
-	Softmax(scores)
+	scores = attendWeights(q, keys, npos, stride, scale, scores)
 	clear(out)
 	for t, a := range scores {
 		for i := range out {

@@ -125,12 +125,18 @@ func taken(chosen []int, i int) bool {
 // t goes to lane t mod 16. scores must hold npos floats; it is left holding the attention
 // weights. Causality is the caller's: npos counts the positions the query may see.
 func Attend(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32) {
+	attendValues(out, values, attendWeights(q, keys, npos, stride, scale, scores), stride)
+}
+
+// attendWeights is Attend's first two steps: it writes the scaled dots of q with the npos keys
+// to scores[:npos], takes their Softmax and returns scores[:npos].
+func attendWeights(q, keys []float32, npos, stride int, scale float32, scores []float32) []float32 {
 	scores = scores[:npos]
 	for t := range scores {
 		scores[t] = float32(DotF32(q, keys[t*stride:t*stride+len(q)]) * scale)
 	}
 	Softmax(scores)
-	attendValues(out, values, scores, stride)
+	return scores
 }
 
 // attendValues writes out[i] = Σ_t a[t]·v_t[i] under the 16-lane contract over t. Each output

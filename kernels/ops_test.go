@@ -100,10 +100,7 @@ func softmaxOp(sm func([]float32)) func(x []float32) []float32 {
 
 func TestRMSNorm(t *testing.T) {
 	checked, bad, first := checkVectorOp(rmsNormOp(rmsNorm), refRMSNormOp)
-	t.Logf("RMSNorm: %d vectors against the written-out definition, %d differ", checked, bad)
-	if bad != 0 {
-		t.Errorf("RMSNorm differs on %d of %d vectors; first: %s", bad, checked, first)
-	}
+	expectAgree(t, checked, bad, first, "RMSNorm: %d vectors against the written-out definition, %d differ", "RMSNorm differs on %d of %d vectors; first: %s")
 	// [3, 4]: mean of squares 12.5, 1/sqrt(12.5) rounded twice.
 	dst := make([]float32, 2)
 	rmsNorm(dst, []float32{3, 4}, []float32{1, 2}, 0)
@@ -124,10 +121,7 @@ func TestRMSNorm(t *testing.T) {
 
 func TestSoftmax(t *testing.T) {
 	checked, bad, first := checkVectorOp(softmaxOp(Softmax), func(x []float32) []float32 { return refSoftmax(x) })
-	t.Logf("Softmax: %d vectors against the written-out definition, %d differ", checked, bad)
-	if bad != 0 {
-		t.Errorf("Softmax differs on %d of %d vectors; first: %s", bad, checked, first)
-	}
+	expectAgree(t, checked, bad, first, "Softmax: %d vectors against the written-out definition, %d differ", "Softmax differs on %d of %d vectors; first: %s")
 	x := []float32{0, 0, 0, 0}
 	Softmax(x)
 	for _, v := range x {
@@ -259,8 +253,5 @@ func checkAttend(attend attendFunc) (checked, bad int, first string) {
 
 func TestAttend(t *testing.T) {
 	checked, bad, first := checkAttend(Attend)
-	t.Logf("Attend: %d heads (1..100 positions, dims 8, 33, 128) against the definition, %d differ", checked, bad)
-	if bad != 0 {
-		t.Errorf("Attend differs on %d of %d; first: %s", bad, checked, first)
-	}
+	expectAgree(t, checked, bad, first, "Attend: %d heads (1..100 positions, dims 8, 33, 128) against the definition, %d differ", "Attend differs on %d of %d; first: %s")
 }

@@ -16,12 +16,7 @@ import (
 func checkPanelRows(a *asmKernels) (checked, bad int, first string) {
 	var c counts
 	rng := rand.New(rand.NewPCG(23, 5))
-	tier := (&simdTier{asm: *a}).tier()
-	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
-		k, err := tier.kernel(typ)
-		if err != nil {
-			return c.checked, c.bad + 1, err.Error()
-		}
+	err := forFloatRowsKernels(a, func(typ gguf.Type, k rowsKernel) {
 		for i := range 10 {
 			rows := []int{1, 80, 81, 136, 97}[i%5]
 			ntok := []int{16, 24, 25, 49, 53}[(i+i/5)%5]
@@ -29,16 +24,8 @@ func checkPanelRows(a *asmKernels) (checked, bad int, first string) {
 			if typ.BlockElems() == 1 && i%4 == 3 {
 				cols += 16*(i%2) + 7 // a ragged tail: the lanes kernels take it
 			}
-			m := &Matrix{Type: typ, Rows: rows, Cols: cols}
-			for range rows {
-				m.Data = append(m.Data, randRow(rng, typ, cols, i%2 == 1)...)
-			}
-			x := randFloats(rng, ntok*cols, i%4 == 1, i%8 == 3)
-			if i%4 == 2 { // large magnitudes: products and sums near the float32 limits
-				for j := range x {
-					x[j] *= 0x1p100
-				}
-			}
+			m := randMatrixOf(rng, typ, rows, cols, i%2 == 1)
+			x := caseInput(rng, ntok*cols, i)
 			in := Batch{X: x, Ntok: ntok, Cols: cols}
 			for pass := range 1 + i%2 {
 				if pass == 1 { // the same memory, other values
@@ -58,6 +45,9 @@ func checkPanelRows(a *asmKernels) (checked, bad int, first string) {
 				})
 			}
 		}
+	})
+	if err != nil {
+		return c.checked, c.bad + 1, err.Error()
 	}
 	c.add(checkPanelWidths(a))
 	return c.result()

@@ -175,10 +175,7 @@ func checkPrepared(rng *rand.Rand, typ gguf.Type, ref func(row []byte, x []float
 
 func TestQ4KMatchesDefinition(t *testing.T) {
 	checked, bad, first := checkQ4K(dotQ4K)
-	t.Logf("Q4_K: %d rows against the plainly evaluated definition, %d differ", checked, bad)
-	if bad != 0 {
-		t.Errorf("dotQ4K differs on %d of %d rows; first: %s", bad, checked, first)
-	}
+	expectAgree(t, checked, bad, first, "Q4_K: %d rows against the plainly evaluated definition, %d differ", "dotQ4K differs on %d of %d rows; first: %s")
 }
 
 // TestQ4KAgainstExact compares dotQ4K with the exact dot Σ w_k·x_k of the exact weights

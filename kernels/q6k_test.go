@@ -55,10 +55,7 @@ func checkQ6K(dot func(row []byte, in *q4KInput) float32) (checked, bad int, fir
 
 func TestQ6KMatchesDefinition(t *testing.T) {
 	checked, bad, first := checkQ6K(dotQ6K)
-	t.Logf("%d rows checked against the math/big evaluation, %d differ", checked, bad)
-	if bad != 0 {
-		t.Fatalf("%d of %d rows differ; first: %s", bad, checked, first)
-	}
+	expectAgree(t, checked, bad, first, "%d rows checked against the math/big evaluation, %d differ", "%d of %d rows differ; first: %s")
 }
 
 // TestQ6KCatchesWrongDefinitions makes sure checkQ6K can fail: each variant breaks one rule of

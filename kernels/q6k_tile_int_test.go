@@ -252,29 +252,6 @@ func TestQ6KTilesCatchMutants(t *testing.T) {
 	}
 }
 
-// q6KRowsTileCases builds Q6_K matrices of 1, 5 and 6 blocks a row (one span, and spans with
-// a short last one) and 7, 16 and 37 rows (short tiles, a whole one, two and a short one),
-// with batches of 4, 8, 12 and 20 tokens (four-input tiles, eight-input ones, both): whole
-// groups of four tokens, so that only the tiles run.
-func q6KRowsTileCases(t *testing.T) []tileCase {
-	rng := rand.New(rand.NewPCG(63, 64))
-	var cases []tileCase
-	for i, shape := range [][3]int{{7, 1, 12}, {37, 6, 20}, {16, 5, 8}, {37, 5, 4}, {7, 6, 12}} {
-		rows, blocks, ntok := shape[0], shape[1], shape[2]
-		cols := blocks * kElems
-		m := &Matrix{Type: gguf.TypeQ6_K, Rows: rows, Cols: cols}
-		for r := range rows {
-			m.Data = append(m.Data, q6KTileRow(rng, blocks, r+i)...)
-		}
-		x := make([]float32, 0, ntok*cols)
-		for tok := range ntok {
-			x = append(x, q6KTileInput(rng, blocks, tok+i)...)
-		}
-		cases = append(cases, newTileCase(t, m, x, ntok, dotQ6K))
-	}
-	return cases
-}
-
 // TestQ6KRowsTiles runs each AVX-512 tier's Q6_K rows kernel on batches of whole groups of
 // four tokens, with and without the eight-input tiles, and compares every output with dotQ6K
 // bit for bit; it counts the block dots each tile computed, so a tier whose driver stopped
@@ -308,6 +285,29 @@ func TestQ6KRowsTiles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// q6KRowsTileCases builds Q6_K matrices of 1, 5 and 6 blocks a row (one span, and spans with
+// a short last one) and 7, 16 and 37 rows (short tiles, a whole one, two and a short one),
+// with batches of 4, 8, 12 and 20 tokens (four-input tiles, eight-input ones, both): whole
+// groups of four tokens, so that only the tiles run.
+func q6KRowsTileCases(t *testing.T) []tileCase {
+	rng := rand.New(rand.NewPCG(63, 64))
+	var cases []tileCase
+	for i, shape := range [][3]int{{7, 1, 12}, {37, 6, 20}, {16, 5, 8}, {37, 5, 4}, {7, 6, 12}} {
+		rows, blocks, ntok := shape[0], shape[1], shape[2]
+		cols := blocks * kElems
+		m := &Matrix{Type: gguf.TypeQ6_K, Rows: rows, Cols: cols}
+		for r := range rows {
+			m.Data = append(m.Data, q6KTileRow(rng, blocks, r+i)...)
+		}
+		x := make([]float32, 0, ntok*cols)
+		for tok := range ntok {
+			x = append(x, q6KTileInput(rng, blocks, tok+i)...)
+		}
+		cases = append(cases, newTileCase(t, m, x, ntok, dotQ6K))
+	}
+	return cases
 }
 
 // TestQ6KPanelRows runs the integer Q6_K panel (VNNI tier) on ragged row counts (panels with

@@ -103,7 +103,6 @@ func TestTierExpLong(t *testing.T) {
 	tiers := needSIMD(t)
 	a := &tiers[0].asm
 	start := time.Now()
-	const pieces = 1 << 12
 	var (
 		mu        sync.Mutex
 		checked   uint64

@@ -62,12 +62,7 @@ func checkLongRows(a *asmKernels) (checked, bad int, first string) {
 				n = n / typ.BlockElems() * typ.BlockElems()
 			}
 			row := randRow(rng, typ, n, i%2 == 1)
-			x := randFloats(rng, n, i%4 == 1, i%8 == 3)
-			if i%4 == 2 { // large magnitudes: products and sums near the float32 limits
-				for k := range x {
-					x[k] *= 0x1p100
-				}
-			}
+			x := caseInput(rng, n, i)
 			got, want := dot(row, x), rowDots[typ](row, x)
 			c.note(got, want, func() string {
 				return fmt.Sprintf("%v row of %d (case %d): got %g (%#08x), scalar %g (%#08x)", typ, n, i, got, math.Float32bits(got), want, math.Float32bits(want))
@@ -216,28 +211,15 @@ func checkPreparedRows(typ gguf.Type, k rowsKernel) (checked, bad int, first str
 func checkPairRows(a *asmKernels) (checked, bad int, first string) {
 	var c counts
 	rng := rand.New(rand.NewPCG(17, 9))
-	tier := (&simdTier{asm: *a}).tier()
-	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
-		k, err := tier.kernel(typ)
-		if err != nil {
-			return c.checked, c.bad + 1, err.Error()
-		}
+	if err := forFloatRowsKernels(a, func(typ gguf.Type, k rowsKernel) {
 		for i := range 36 {
 			rows, ntok := 1+i%7, []int{1, 2, 3, 4, 5, 9}[i%6]
 			cols := 256 * (1 + i%4)
 			if typ.BlockElems() == 1 && i%3 == 2 {
 				cols += 16*(i%2) + 7 // a ragged tail
 			}
-			m := &Matrix{Type: typ, Rows: rows, Cols: cols}
-			for range rows {
-				m.Data = append(m.Data, randRow(rng, typ, cols, i%2 == 1)...)
-			}
-			x := randFloats(rng, ntok*cols, i%4 == 1, i%8 == 3)
-			if i%4 == 2 {
-				for j := range x {
-					x[j] *= 0x1p100
-				}
-			}
+			m := randMatrixOf(rng, typ, rows, cols, i%2 == 1)
+			x := caseInput(rng, ntok*cols, i)
 			in := Batch{X: x, Ntok: ntok, Cols: cols}
 			got := make([]float32, rows*ntok)
 			k(got, m, &in, 0, rows)
@@ -245,8 +227,38 @@ func checkPairRows(a *asmKernels) (checked, bad int, first string) {
 				return fmt.Sprintf("%v rows case %d, row %d of %d, token %d", typ, i, r, rows, t)
 			})
 		}
+	}); err != nil {
+		return c.checked, c.bad + 1, err.Error()
 	}
 	return c.result()
+}
+
+// forFloatRowsKernels calls run with the rows kernel of each of the F32, F16, BF16 and Q8_0
+// types of the tier with kernels a, in turn; where the tier has no kernel for a type, it stops
+// there with the error.
+func forFloatRowsKernels(a *asmKernels, run func(typ gguf.Type, k rowsKernel)) error {
+	tier := (&simdTier{asm: *a}).tier()
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
+		k, err := tier.kernel(typ)
+		if err != nil {
+			return err
+		}
+		run(typ, k)
+	}
+	return nil
+}
+
+// caseInput is the input of n floats of case i of the rows checks: special values where
+// i%4 == 1, NaNs too where i%8 == 3, and large magnitudes (products and sums near the float32
+// limits) where i%4 == 2.
+func caseInput(rng *rand.Rand, n, i int) []float32 {
+	x := randFloats(rng, n, i%4 == 1, i%8 == 3)
+	if i%4 == 2 {
+		for j := range x {
+			x[j] *= 0x1p100
+		}
+	}
+	return x
 }
 
 // checkAttendValues compares the tier's weighted value sums with attendValues, every output of

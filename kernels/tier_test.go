@@ -158,6 +158,12 @@ func countPanelTiles(a *asmKernels, n *atomic.Int64) {
 	}
 }
 
+// perUnit returns wrap of the F32, F16, BF16 and Q8_0 kernels given, each with its type's
+// block: bytes and elements.
+func perUnit[K any](wrap func(k K, unitBytes, unitElems int) K, f32, f16, bf16, q8_0 K) (K, K, K, K) {
+	return wrap(f32, 64, 16), wrap(f16, 32, 16), wrap(bf16, 32, 16), wrap(q8_0, q8_0Bytes, q8_0Elems)
+}
+
 // countingKernels wraps every vector kernel of a so that n counts the products (or added
 // values) the assembly computed.
 func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
@@ -167,32 +173,22 @@ func countingKernels(a asmKernels, n *atomic.Int64) asmKernels {
 			return k(l, w, x)
 		}
 	}
-	c := asmKernels{
-		f32:  lanes(a.f32, 64, 16),
-		f16:  lanes(a.f16, 32, 16),
-		bf16: lanes(a.bf16, 32, 16),
-		q8_0: lanes(a.q8_0, q8_0Bytes, q8_0Elems),
-	}
+	var c asmKernels
+	c.f32, c.f16, c.bf16, c.q8_0 = perUnit(lanes, a.f32, a.f16, a.bf16, a.q8_0)
 	lanes2 := func(k func([]byte, []byte, []float32) [2][16]float32, unitBytes, unitElems int) func([]byte, []byte, []float32) [2][16]float32 {
 		return func(w0, w1 []byte, x []float32) [2][16]float32 {
 			n.Add(2 * int64(len(w0)/unitBytes*unitElems))
 			return k(w0, w1, x)
 		}
 	}
-	c.f32x2 = lanes2(a.f32x2, 64, 16)
-	c.f16x2 = lanes2(a.f16x2, 32, 16)
-	c.bf16x2 = lanes2(a.bf16x2, 32, 16)
-	c.q8_0x2 = lanes2(a.q8_0x2, q8_0Bytes, q8_0Elems)
+	c.f32x2, c.f16x2, c.bf16x2, c.q8_0x2 = perUnit(lanes2, a.f32x2, a.f16x2, a.bf16x2, a.q8_0x2)
 	lanes4 := func(k func([]byte, []float32, int) [4][16]float32, unitBytes, unitElems int) func([]byte, []float32, int) [4][16]float32 {
 		return func(w []byte, x []float32, stride int) [4][16]float32 {
 			n.Add(4 * int64(len(w)/unitBytes*unitElems))
 			return k(w, x, stride)
 		}
 	}
-	c.f32x4 = lanes4(a.f32x4, 64, 16)
-	c.f16x4 = lanes4(a.f16x4, 32, 16)
-	c.bf16x4 = lanes4(a.bf16x4, 32, 16)
-	c.q8_0x4 = lanes4(a.q8_0x4, q8_0Bytes, q8_0Elems)
+	c.f32x4, c.f16x4, c.bf16x4, c.q8_0x4 = perUnit(lanes4, a.f32x4, a.f16x4, a.bf16x4, a.q8_0x4)
 	if a.scores != nil {
 		c.scores = func(out, q, keys []float32, stride int, scale float32) {
 			n.Add(int64(len(out) * len(q)))

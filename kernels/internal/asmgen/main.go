@@ -132,6 +132,16 @@ func declare(name string, a attr.Attribute, sig, doc string) {
 	Doc(doc)
 }
 
+// declareTile declares the tile kernel name: with eight inputs (eight set) the signature sig8
+// and the doc name+doc8, else sig4 and name+doc4.
+func declareTile(name string, eight bool, sig8, doc8, sig4, doc4 string) {
+	if eight {
+		declare(name, NOSPLIT, sig8, name+doc8)
+		return
+	}
+	declare(name, NOSPLIT, sig4, name+doc4)
+}
+
 // broadcast loads a 4-byte constant into every dword of a new register.
 func broadcast(s isa, v uint32) reg.VecVirtual {
 	r := s.vec()

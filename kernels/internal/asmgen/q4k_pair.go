@@ -342,17 +342,21 @@ func storeSumPair(y reg.VecVirtual, out reg.Register, disp int) {
 	VMOVSS(y1, Mem{Base: out, Disp: disp + 4})
 }
 
+// addHalves adds the 128-bit lane pairs of x and y (x's to lanes 0-1, y's to 2-3) with add,
+// after the lane shuffle shuf: VSHUFI64X2 and VPADDD for dwords, VSHUFF64X2 and VADDPD for
+// float64s.
+func addHalves(shuf, add func(...Op), x, y reg.VecVirtual) reg.VecVirtual {
+	lo, hi := ZMM(), ZMM()
+	shuf(U8(0x44), y, x, lo) // x0 x1 y0 y1
+	shuf(U8(0xee), y, x, hi) // x2 x3 y2 y3
+	add(hi, lo, lo)
+	return lo
+}
+
 // foldPairs adds the 16 dwords of each of a, b, c and d down to four and returns them in one
 // register, the 128-bit lanes in that order: two rounds of lane shuffles and additions.
 func foldPairs(a, b, c, d reg.VecVirtual) reg.VecVirtual {
-	half := func(x, y reg.VecVirtual) reg.VecVirtual {
-		lo, hi := ZMM(), ZMM()
-		VSHUFI64X2(U8(0x44), y, x, lo) // x0 x1 y0 y1
-		VSHUFI64X2(U8(0xee), y, x, hi) // x2 x3 y2 y3
-		VPADDD(hi, lo, lo)
-		return lo
-	}
-	ab, cd := half(a, b), half(c, d)
+	ab, cd := addHalves(VSHUFI64X2, VPADDD, a, b), addHalves(VSHUFI64X2, VPADDD, c, d)
 	r, t := ZMM(), ZMM()
 	VSHUFI64X2(U8(0x88), cd, ab, r) // ab0 ab2 cd0 cd2
 	VSHUFI64X2(U8(0xdd), cd, ab, t) // ab1 ab3 cd1 cd3

@@ -33,13 +33,9 @@ import (
 // (widening, masking and scaling the nibbles) against four.
 func q4KQuadKernel(s isa, vnni bool, name string, inputs int) {
 	carry := inputs == 8 // y comes in and goes out as float64 (see above)
-	if carry {
-		declare(name, NOSPLIT, "func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64",
-			name+" continues dotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.")
-	} else {
-		declare(name, NOSPLIT, "func(w []byte, in [12]*byte, nb int) [4]float32",
-			name+" returns dotQ4K of the Q4_K row w against four prepared inputs.")
-	}
+	declareTile(name, carry,
+		"func(w []byte, in [24]*byte, nb int, y [8]float64) [8]float64", " continues dotQ4K's float64 sums y of the Q4_K row w (nb blocks) against eight prepared inputs.",
+		"func(w []byte, in [12]*byte, nb int) [4]float32", " returns dotQ4K of the Q4_K row w against four prepared inputs.")
 	tables := q4KScaleTables(name)
 	var spread, lowBytes Mem
 	if vnni { // the byte permute of VBMI, which the avx512vnni tier assumes

@@ -466,13 +466,7 @@ func (k *q6KInt) end(lo, hi []reg.VecVirtual) {
 		VFMADD231PD_BCST(k.s.f64Digit, widenSum(hi[r]), T[r]) // exact: an integer below 2^53
 	}
 	// Fold: each 128-bit lane pair of a and b added, a's in lanes 0-1, b's in 2-3.
-	half := func(a, b reg.VecVirtual) reg.VecVirtual {
-		l, h := ZMM(), ZMM()
-		VSHUFF64X2(U8(0x44), b, a, l) // a0 a1 b0 b1
-		VSHUFF64X2(U8(0xee), b, a, h) // a2 a3 b2 b3
-		VADDPD(h, l, l)
-		return l
-	}
+	half := func(a, b reg.VecVirtual) reg.VecVirtual { return addHalves(VSHUFF64X2, VADDPD, a, b) }
 	u, v := half(T[0], T[1]), ZMM()
 	if k.rows == 4 {
 		cd := half(T[2], T[3])

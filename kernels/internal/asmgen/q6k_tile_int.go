@@ -82,13 +82,9 @@ func q6KTileIntKernels(s isa) {
 //     dotQ6K computes it; d is the row's, shared by the inputs.
 func q6KTileKernel(s isa, vnni bool, c q6KTileConsts, name string, inputs int) {
 	wide := inputs == 8
-	if wide {
-		declare(name, NOSPLIT, "func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64",
-			name+" continues dotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.")
-	} else {
-		declare(name, NOSPLIT, "func(w []byte, in [8]*byte, nb int) [4]float32",
-			name+" returns dotQ6K of the Q6_K row w against four prepared inputs.")
-	}
+	declareTile(name, wide,
+		"func(w []byte, in [8]*byte, scales []float64, y [8]float64) [8]float64", " continues dotQ6K's float64 sums y of the Q6_K row w against eight prepared inputs, len(scales)/8 blocks.",
+		"func(w []byte, in [8]*byte, nb int) [4]float32", " returns dotQ6K of the Q6_K row w against four prepared inputs.")
 	w := Load(Param("w").Base(), GP64())
 	args := frameAddr(Param("in"))
 	var n, scales, scOff reg.Register
