@@ -113,13 +113,21 @@ func TestStoreGivesTheFilesBytes(t *testing.T) {
 	}
 }
 
-func TestStoreEviction(t *testing.T) {
-	path, l, data := testFile(t, 2, 8)
-	s, err := NewStore(path, l, 10)
+// openStore opens a Store of path's experts laid out as l with the given slots, closed when
+// the test ends.
+func openStore(t *testing.T, path string, l Layout, slots int) *Store {
+	t.Helper()
+	s, err := NewStore(path, l, slots)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStoreEviction(t *testing.T) {
+	path, l, data := testFile(t, 2, 8)
+	s := openStore(t, path, l, 10)
 	present := func(layer, e int) bool { return s.unitSlot[layer*8+e] >= 0 }
 	// A call naming every expert of a layer fills 8 slots; the next layer's 8 evict only
 	// units the call does not name, and the call's own units all end present.
@@ -170,11 +178,7 @@ func TestStoreEviction(t *testing.T) {
 
 func TestStoreRefusesAndRecovers(t *testing.T) {
 	path, l, data := testFile(t, 2, 8)
-	s, err := NewStore(path, l, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, path, l, 10)
 	dst := make([]kernels.Matrix, 3*11)
 	for _, c := range []struct {
 		layer  int
@@ -195,11 +199,7 @@ func TestStoreRefusesAndRecovers(t *testing.T) {
 	// absent.
 	bad := l
 	bad.Layers = [][]Part{l.Layers[0], {l.Layers[1][0], l.Layers[1][1], {Offset: int64(len(data)) - 100, Size: 4097}}}
-	s2, err := NewStore(path, bad, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openStore(t, path, bad, 10)
 	if err := s2.Acquire(1, []int{3}, []int{1}, 1, dst); err == nil || !strings.Contains(err.Error(), "expert 3 of layer 1") {
 		t.Fatalf("read past the end: %v", err)
 	}
@@ -209,11 +209,7 @@ func TestStoreRefusesAndRecovers(t *testing.T) {
 	// A call failing after a hit and a miss leaves nothing pinned: the caller does not
 	// release a failed call. Here layer 1's experts from 4 on end past the file's end.
 	bad.Layers[1][2].Offset = int64(len(data)) - 4*4097 - 50
-	s3, err := NewStore(path, bad, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.Close()
+	s3 := openStore(t, path, bad, 10)
 	check(t, s3, data, 1, []int{0})
 	if err := s3.Acquire(1, []int{0, 2, 5}, []int{1, 1, 1}, 1, dst); err == nil || !strings.Contains(err.Error(), "expert 5 of layer 1") || s3.pinned != 0 {
 		t.Fatalf("a failed call after a hit and a miss: %v, %d slots pinned", err, s3.pinned)
@@ -255,11 +251,7 @@ func TestPlan(t *testing.T) {
 // races with a reader of it if they are not ordered).
 func TestStoreConcurrent(t *testing.T) {
 	path, l, data := testFile(t, 3, 8)
-	s, err := NewStore(path, l, l.MinSlots(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, path, l, l.MinSlots(2))
 	const workers, calls = 4, 200
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -302,11 +294,7 @@ func TestStoreConcurrent(t *testing.T) {
 // calls after a waiting one keep their turn even when they would fit.
 func TestStoreWaitsForRelease(t *testing.T) {
 	path, l, data := testFile(t, 2, 8)
-	s, err := NewStore(path, l, l.MinSlots(2)) // 10 slots
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, path, l, l.MinSlots(2)) // 10 slots
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	held := acquire(t, s, 0, all) // 8 of the 10 slots pinned
 	type result struct {

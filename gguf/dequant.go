@@ -78,6 +78,13 @@ func ScaleMinK4(j int, s *[12]byte) (sc, m uint8) {
 	return s[j+4]&15 | (s[j-4]>>6)<<4, s[j+4]>>4 | (s[j]>>6)<<4
 }
 
+// scaleAndMinK4 returns sub-block j's factor d·sc and offset dmin·m, each rounded to float32,
+// for a Q4_K or Q5_K block with the packed scales s.
+func scaleAndMinK4(j int, s *[12]byte, d, dmin float32) (scale, offset float32) {
+	sc, m := ScaleMinK4(j, s)
+	return float32(d * float32(sc)), float32(dmin * float32(m))
+}
+
 // DequantizeQ2_K decodes the Q2_K block b into y. Layout: 16 scale bytes (low nibble scale, high
 // nibble min, one per 16 elements), 64 bytes of 2-bit quants, f16 d, f16 dmin; y = (d·sc)·q −
 // dmin·m.
@@ -152,10 +159,8 @@ func DequantizeQ4_K(b *[144]byte, y *[256]float32) {
 	dmin := halfAt(b[:], 2)
 	s := (*[12]byte)(b[4:])
 	for c := 0; c < 4; c++ {
-		sc1, m1 := ScaleMinK4(2*c, s)
-		sc2, m2 := ScaleMinK4(2*c+1, s)
-		d1, min1 := float32(d*float32(sc1)), float32(dmin*float32(m1))
-		d2, min2 := float32(d*float32(sc2)), float32(dmin*float32(m2))
+		d1, min1 := scaleAndMinK4(2*c, s, d, dmin)
+		d2, min2 := scaleAndMinK4(2*c+1, s, d, dmin)
 		q := (*[32]byte)(b[16+32*c:])
 		out := (*[64]float32)(y[64*c:])
 		for l, v := range q {
@@ -174,10 +179,8 @@ func DequantizeQ5_K(b *[176]byte, y *[256]float32) {
 	s := (*[12]byte)(b[4:])
 	qh := (*[32]byte)(b[16:])
 	for c := 0; c < 4; c++ {
-		sc1, m1 := ScaleMinK4(2*c, s)
-		sc2, m2 := ScaleMinK4(2*c+1, s)
-		d1, min1 := float32(d*float32(sc1)), float32(dmin*float32(m1))
-		d2, min2 := float32(d*float32(sc2)), float32(dmin*float32(m2))
+		d1, min1 := scaleAndMinK4(2*c, s, d, dmin)
+		d2, min2 := scaleAndMinK4(2*c+1, s, d, dmin)
 		ql := (*[32]byte)(b[48+32*c:])
 		out := (*[64]float32)(y[64*c:])
 		for l, v := range ql {

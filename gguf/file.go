@@ -96,134 +96,75 @@ func mistyped(key string, v Value, want string) error {
 	return fmt.Errorf("gguf: key %q holds %s %v, want %s", key, what, v, want)
 }
 
-// Uint64 returns key's value, which may be an integer of any kind that is not negative.
-func (f *File) Uint64(key string) (uint64, error) {
+// typed returns key's value as get reads it, or an error saying that the value is not what
+// want describes.
+func typed[T any](f *File, key string, get func(Value) (T, bool), want string) (T, error) {
+	var zero T
 	v, err := f.lookup(key)
 	if err != nil {
-		return 0, err
+		return zero, err
 	}
-	u, ok := v.Uint64()
+	x, ok := get(v)
 	if !ok {
-		return 0, mistyped(key, v, "a non-negative integer")
+		return zero, mistyped(key, v, want)
 	}
-	return u, nil
+	return x, nil
+}
+
+// Uint64 returns key's value, which may be an integer of any kind that is not negative.
+func (f *File) Uint64(key string) (uint64, error) {
+	return typed(f, key, Value.Uint64, "a non-negative integer")
 }
 
 // Uint32 returns key's value, which may be an integer of any kind that fits a uint32.
 func (f *File) Uint32(key string) (uint32, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return 0, err
-	}
-	u, ok := v.Uint64()
-	if !ok || u > math.MaxUint32 {
-		return 0, mistyped(key, v, "an integer that fits a uint32")
-	}
-	return uint32(u), nil
+	return typed(f, key, func(v Value) (uint32, bool) {
+		u, ok := v.Uint64()
+		return uint32(u), ok && u <= math.MaxUint32
+	}, "an integer that fits a uint32")
 }
 
 // Int64 returns key's value, which may be an integer of any kind that fits an int64.
 func (f *File) Int64(key string) (int64, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return 0, err
-	}
-	n, ok := v.Int64()
-	if !ok {
-		return 0, mistyped(key, v, "an integer that fits an int64")
-	}
-	return n, nil
+	return typed(f, key, Value.Int64, "an integer that fits an int64")
 }
 
 // Float32 returns key's value, a float32 (or a float64 that a float32 holds exactly).
 func (f *File) Float32(key string) (float32, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return 0, err
-	}
-	x, ok := v.Float64()
-	if !ok || float64(float32(x)) != x && !math.IsNaN(x) {
-		return 0, mistyped(key, v, "a float32")
-	}
-	return float32(x), nil
+	return typed(f, key, func(v Value) (float32, bool) {
+		x, ok := v.Float64()
+		return float32(x), ok && (float64(float32(x)) == x || math.IsNaN(x))
+	}, "a float32")
 }
 
 // Bool returns key's value, a bool.
 func (f *File) Bool(key string) (bool, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.Bool()
-	if !ok {
-		return false, mistyped(key, v, "a bool")
-	}
-	return b, nil
+	return typed(f, key, Value.Bool, "a bool")
 }
 
 // Str returns key's value, a string.
 func (f *File) Str(key string) (string, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return "", err
-	}
-	s, ok := v.Str()
-	if !ok {
-		return "", mistyped(key, v, "a string")
-	}
-	return s, nil
+	return typed(f, key, Value.Str, "a string")
 }
 
 // Strings returns key's value, an array of strings.
 func (f *File) Strings(key string) ([]string, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := v.Strings()
-	if !ok {
-		return nil, mistyped(key, v, "an array of strings")
-	}
-	return s, nil
+	return typed(f, key, Value.Strings, "an array of strings")
 }
 
 // Int32s returns key's value, an array of integers of any kind that all fit an int32.
 func (f *File) Int32s(key string) ([]int32, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := v.Int32s()
-	if !ok {
-		return nil, mistyped(key, v, "an array of integers that fit an int32")
-	}
-	return s, nil
+	return typed(f, key, Value.Int32s, "an array of integers that fit an int32")
 }
 
 // Uint32s returns key's value, an array of integers of any kind that all fit a uint32.
 func (f *File) Uint32s(key string) ([]uint32, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := v.Uint32s()
-	if !ok {
-		return nil, mistyped(key, v, "an array of integers that fit a uint32")
-	}
-	return s, nil
+	return typed(f, key, Value.Uint32s, "an array of integers that fit a uint32")
 }
 
 // Float32s returns key's value, an array of float32.
 func (f *File) Float32s(key string) ([]float32, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := v.Float32s()
-	if !ok {
-		return nil, mistyped(key, v, "an array of float32")
-	}
-	return s, nil
+	return typed(f, key, Value.Float32s, "an array of float32")
 }
 
 // ReadTensor reads all of t's bytes into dst, whose length must be t.Size.

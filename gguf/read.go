@@ -214,16 +214,26 @@ func (p *parser) file() (*File, error) {
 	return f, nil
 }
 
+// newName reads a string of at most limit bytes, which becomes the name in p's errors, and fails
+// where index holds it already, dup saying (with the index) which item had it first.
+func (p *parser) newName(what string, limit int64, index map[string]int, dup string) (string, error) {
+	at := p.h.pos
+	name, err := p.str(what, limit)
+	if err != nil {
+		return "", err
+	}
+	p.setName(name)
+	if j, seen := index[name]; seen {
+		return "", p.failAt(at, dup, j)
+	}
+	return name, nil
+}
+
 func (p *parser) kv(f *File, i int) error {
 	p.at("key", i)
-	keyAt := p.h.pos
-	key, err := p.str("key", maxKeyLen)
+	key, err := p.newName("key", maxKeyLen, f.kvIndex, "duplicate key (also key %d)")
 	if err != nil {
 		return err
-	}
-	p.setName(key)
-	if j, dup := f.kvIndex[key]; dup {
-		return p.failAt(keyAt, "duplicate key (also key %d)", j)
 	}
 	typeAt := p.h.pos
 	t, err := p.u32("value type")
@@ -367,14 +377,9 @@ func (p *parser) array(depth int) (Value, error) {
 // tensor's dimensions.
 func (p *parser) tensorInfo(f *File, i int, dims *[]uint64, infoAt *[]int64) error {
 	p.at("tensor", i)
-	nameAt := p.h.pos
-	name, err := p.str("name", maxNameLen)
+	name, err := p.newName("name", maxNameLen, f.tensorIdx, "duplicate tensor name (also tensor %d)")
 	if err != nil {
 		return err
-	}
-	p.setName(name)
-	if j, dup := f.tensorIdx[name]; dup {
-		return p.failAt(nameAt, "duplicate tensor name (also tensor %d)", j)
 	}
 	ndAt := p.h.pos
 	nd, err := p.u32("dimension count")

@@ -85,6 +85,49 @@ func (p *ptx) threadIndex() {
 	p.f("mad.lo.u32 %%rI, %%rX, %%rY, %%rZ;")
 }
 
+// beginEntry opens the kernel declared by signature, its thread index in %rI; threads at or
+// past the count in parameter count branch to done.
+func (p *ptx) beginEntry(signature, count string) {
+	p.b.WriteString(signature)
+	p.registers()
+	p.threadIndex()
+	p.f("ld.param.u32 %%rM, [%s];", count)
+	p.f("setp.ge.u32 %%pG, %%rI, %%rM;")
+	p.f("@%%pG bra done;")
+}
+
+// loadLengthAndStrides loads the length of the sum from parameter length into %rN and the
+// position and dimension strides (pPos, pD) into %rP and %rD.
+func (p *ptx) loadLengthAndStrides(length string) {
+	p.f("ld.param.u32 %%rN, [%s];", length)
+	p.f("ld.param.u32 %%rP, [pPos];")
+	p.f("ld.param.u32 %%rD, [pD];")
+}
+
+// globalPointer loads the pointer parameter param into %reg as a global address.
+func (p *ptx) globalPointer(reg, param string) {
+	p.f("ld.param.u64 %%%s, [%s];", reg, param)
+	p.f("cvta.to.global.u64 %%%s, %%%s;", reg, reg)
+}
+
+// advanceByThread moves the float pointer %rdB on by %rI times the count in %stride.
+func (p *ptx) advanceByThread(stride string) {
+	p.f("mul.wide.u32 %%rdT, %%rI, %%%s;", stride)
+	p.f("shl.b64 %%rdT, %%rdT, 2;")
+	p.f("add.s64 %%rdB, %%rdB, %%rdT;")
+}
+
+// storeSumAndReturn stores %fs at pOut[%rI] and ends the kernel, label done included.
+func (p *ptx) storeSumAndReturn() {
+	p.globalPointer("rdO", "pOut")
+	p.f("mul.wide.u32 %%rdT, %%rI, 4;")
+	p.f("add.s64 %%rdO, %%rdO, %%rdT;")
+	p.f("st.global.f32 [%%rdO], %%fs;")
+	p.label("done")
+	p.f("ret;")
+	p.b.WriteString("}\n")
+}
+
 // attentionPTX returns the module of the attention kernels.
 //
 // scores(out, q, keys, npos, dim, posStride, dimStride, scale): thread t < npos writes
@@ -98,62 +141,26 @@ func attentionPTX() string {
 	var p ptx
 	p.b.WriteString(ptxHeader)
 
-	p.b.WriteString("\n.visible .entry scores(.param .u64 pOut, .param .u64 pQ, .param .u64 pKeys, " +
-		".param .u32 pN, .param .u32 pDim, .param .u32 pPos, .param .u32 pD, .param .f32 pScale)\n{\n")
-	p.registers()
-	p.threadIndex()
-	p.f("ld.param.u32 %%rM, [pN];")
-	p.f("setp.ge.u32 %%pG, %%rI, %%rM;")
-	p.f("@%%pG bra done;")
-	p.f("ld.param.u32 %%rN, [pDim];")
-	p.f("ld.param.u32 %%rP, [pPos];")
-	p.f("ld.param.u32 %%rD, [pD];")
-	p.f("ld.param.u64 %%rdA, [pQ];")
-	p.f("cvta.to.global.u64 %%rdA, %%rdA;")
-	p.f("ld.param.u64 %%rdB, [pKeys];")
-	p.f("cvta.to.global.u64 %%rdB, %%rdB;")
-	p.f("mul.wide.u32 %%rdT, %%rI, %%rP;") // key t starts t·posStride floats in
-	p.f("shl.b64 %%rdT, %%rdT, 2;")
-	p.f("add.s64 %%rdB, %%rdB, %%rdT;")
+	p.beginEntry("\n.visible .entry scores(.param .u64 pOut, .param .u64 pQ, .param .u64 pKeys, "+
+		".param .u32 pN, .param .u32 pDim, .param .u32 pPos, .param .u32 pD, .param .f32 pScale)\n{\n", "pN")
+	p.loadLengthAndStrides("pDim")
+	p.globalPointer("rdA", "pQ")
+	p.globalPointer("rdB", "pKeys")
+	p.advanceByThread("rP") // key t starts t·posStride floats in
 	p.f("mul.wide.u32 %%rdS, %%rD, 4;")
 	p.lanedReduction("s", 4)
 	p.f("ld.param.f32 %%fc, [pScale];")
 	p.f("mul.rn.f32 %%fs, %%fs, %%fc;")
-	p.f("ld.param.u64 %%rdO, [pOut];")
-	p.f("cvta.to.global.u64 %%rdO, %%rdO;")
-	p.f("mul.wide.u32 %%rdT, %%rI, 4;")
-	p.f("add.s64 %%rdO, %%rdO, %%rdT;")
-	p.f("st.global.f32 [%%rdO], %%fs;")
-	p.label("done")
-	p.f("ret;")
-	p.b.WriteString("}\n")
+	p.storeSumAndReturn()
 
-	p.b.WriteString("\n.visible .entry values(.param .u64 pOut, .param .u64 pValues, .param .u64 pA, " +
-		".param .u32 pN, .param .u32 pOutN, .param .u32 pPos, .param .u32 pD)\n{\n")
-	p.registers()
-	p.threadIndex()
-	p.f("ld.param.u32 %%rM, [pOutN];")
-	p.f("setp.ge.u32 %%pG, %%rI, %%rM;")
-	p.f("@%%pG bra done;")
-	p.f("ld.param.u32 %%rN, [pN];")
-	p.f("ld.param.u32 %%rP, [pPos];")
-	p.f("ld.param.u32 %%rD, [pD];")
-	p.f("ld.param.u64 %%rdA, [pA];")
-	p.f("cvta.to.global.u64 %%rdA, %%rdA;")
-	p.f("ld.param.u64 %%rdB, [pValues];")
-	p.f("cvta.to.global.u64 %%rdB, %%rdB;")
-	p.f("mul.wide.u32 %%rdT, %%rI, %%rD;") // output i's column starts i·dimStride floats in
-	p.f("shl.b64 %%rdT, %%rdT, 2;")
-	p.f("add.s64 %%rdB, %%rdB, %%rdT;")
+	p.beginEntry("\n.visible .entry values(.param .u64 pOut, .param .u64 pValues, .param .u64 pA, "+
+		".param .u32 pN, .param .u32 pOutN, .param .u32 pPos, .param .u32 pD)\n{\n", "pOutN")
+	p.loadLengthAndStrides("pN")
+	p.globalPointer("rdA", "pA")
+	p.globalPointer("rdB", "pValues")
+	p.advanceByThread("rD") // output i's column starts i·dimStride floats in
 	p.f("mul.wide.u32 %%rdS, %%rP, 4;")
 	p.lanedReduction("v", 4)
-	p.f("ld.param.u64 %%rdO, [pOut];")
-	p.f("cvta.to.global.u64 %%rdO, %%rdO;")
-	p.f("mul.wide.u32 %%rdT, %%rI, 4;")
-	p.f("add.s64 %%rdO, %%rdO, %%rdT;")
-	p.f("st.global.f32 [%%rdO], %%fs;")
-	p.label("done")
-	p.f("ret;")
-	p.b.WriteString("}\n")
+	p.storeSumAndReturn()
 	return p.b.String()
 }

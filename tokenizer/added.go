@@ -110,6 +110,20 @@ func (t *trie) longestAt(s string, i int) (int32, int) {
 	return best, bestLen
 }
 
+// encodeAround appends to dst the ids of the tokens that next finds in s, left to right, and
+// what encode makes of the stretches between them (empty ones included).
+func (t *trie) encodeAround(s string, dst []int32, encode func(s string, dst []int32) []int32) []int32 {
+	for from := 0; ; {
+		start, n, id := t.next(s, from)
+		if start < 0 {
+			return encode(s[from:], dst)
+		}
+		dst = encode(s[from:start], dst)
+		dst = append(dst, id)
+		from = start + n
+	}
+}
+
 // next finds the leftmost-longest token in s at or after byte from: its start, length and id,
 // or -1 when none.
 func (t *trie) next(s string, from int) (start, length int, id int32) {

@@ -53,15 +53,9 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, parseSpecial bool) []
 		return t.encodeNormalized(w, text, dst)
 	}
 	// Control tokens are matched in the raw text (they are not normalized in HF).
-	for from := 0; ; {
-		start, n, id := t.control.next(text, from)
-		if start < 0 {
-			return t.encodeNormalized(w, text[from:], dst)
-		}
-		dst = t.encodeNormalized(w, text[from:start], dst)
-		dst = append(dst, id)
-		from = start + n
-	}
+	return t.control.encodeAround(text, dst, func(s string, dst []int32) []int32 {
+		return t.encodeNormalized(w, s, dst)
+	})
 }
 
 // encodeNormalized normalizes a stretch between control tokens, cuts out the user-defined
@@ -71,16 +65,9 @@ func (t *Tokenizer) encodeNormalized(w *workspace, text string, dst []int32) []i
 	if text == "" {
 		return dst
 	}
-	text = t.fam.normalize(text)
-	for from := 0; ; {
-		start, n, id := t.user.next(text, from)
-		if start < 0 {
-			return t.encodePiece(w, text[from:], dst)
-		}
-		dst = t.encodePiece(w, text[from:start], dst)
-		dst = append(dst, id)
-		from = start + n
-	}
+	return t.user.encodeAround(t.fam.normalize(text), dst, func(s string, dst []int32) []int32 {
+		return t.encodePiece(w, s, dst)
+	})
 }
 
 // encodePiece pre-tokenizes text into words and encodes each.

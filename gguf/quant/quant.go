@@ -63,8 +63,11 @@ func QuantizeSupported(t gguf.Type) bool {
 	return false
 }
 
-// checkLengths verifies that elems elements of t take exactly nbytes bytes.
-func checkLengths(op string, t gguf.Type, nbytes, elems int) error {
+// checkArgs verifies that op supports t and that elems elements of t take exactly nbytes bytes.
+func checkArgs(op string, t gguf.Type, supported bool, nbytes, elems int) error {
+	if !supported {
+		return fmt.Errorf("quant: %s: type %v is not supported", op, t)
+	}
 	want, err := t.RowBytes(int64(elems))
 	if err != nil {
 		return fmt.Errorf("quant: %s %v: %w", op, t, err)
@@ -79,10 +82,7 @@ func checkLengths(op string, t gguf.Type, nbytes, elems int) error {
 // len(src) must be exactly the bytes that len(dst) elements of t take. The values are those
 // ggml's dequantize_row_* (to_float) writes, bit for bit.
 func Dequantize(t gguf.Type, src []byte, dst []float32) error {
-	if !Supported(t) {
-		return fmt.Errorf("quant: dequantize: type %v is not supported", t)
-	}
-	if err := checkLengths("dequantize", t, len(src), len(dst)); err != nil {
+	if err := checkArgs("dequantize", t, Supported(t), len(src), len(dst)); err != nil {
 		return err
 	}
 	switch t {
@@ -107,10 +107,7 @@ func Dequantize(t gguf.Type, src []byte, dst []float32) error {
 // (Q8_0, Q4_K, Q6_K) need finite input whose block scales fit a half: a NaN, an infinity or a
 // block too large for a half scale is an error, and dst is then left partly written.
 func Quantize(t gguf.Type, src []float32, dst []byte) error {
-	if !QuantizeSupported(t) {
-		return fmt.Errorf("quant: quantize: type %v is not supported", t)
-	}
-	if err := checkLengths("quantize", t, len(dst), len(src)); err != nil {
+	if err := checkArgs("quantize", t, QuantizeSupported(t), len(dst), len(src)); err != nil {
 		return err
 	}
 	switch t {

@@ -75,20 +75,15 @@ func fillF32(r *rng, dst []byte, unit float32) {
 	}
 }
 
-func fillF16(r *rng, dst []byte, unit float32) {
-	for i := 0; i+4 <= len(dst); i += 4 {
-		a, b := triangular(r.next())
-		putHalf(dst[i:], float32(a)*unit)
-		putHalf(dst[i+2:], float32(b)*unit)
-	}
-	if len(dst)%4 != 0 {
-		a, _ := triangular(r.next())
-		putHalf(dst[len(dst)-2:], float32(a)*unit)
-	}
-}
+func fillF16(r *rng, dst []byte, unit float32) { fillHalves(r, dst, unit, putHalf) }
 
 func fillBF16(r *rng, dst []byte, unit float32) {
-	put := func(b []byte, v float32) { binary.LittleEndian.PutUint16(b, gguf.F32ToBF16(v)) }
+	fillHalves(r, dst, unit, func(b []byte, v float32) { binary.LittleEndian.PutUint16(b, gguf.F32ToBF16(v)) })
+}
+
+// fillHalves fills a tensor of 2-byte floats, stored by put, with triangular values times unit,
+// two to a draw.
+func fillHalves(r *rng, dst []byte, unit float32, put func(b []byte, v float32)) {
 	for i := 0; i+4 <= len(dst); i += 4 {
 		a, b := triangular(r.next())
 		put(dst[i:], float32(a)*unit)
@@ -165,30 +160,20 @@ func packScaleMinK4(dst []byte, sc, m *[8]uint8) {
 	}
 }
 
-func fillQ4_K(r *rng, dst []byte, unit float32) {
-	bs := bitSource{r: r}
-	var sc, m [8]uint8
-	for b := 0; b+144 <= len(dst); b += 144 {
-		blk := dst[b : b+144]
-		d := unit * jitter(r.next())
-		putHalf(blk[0:], d)
-		putHalf(blk[2:], d*7.5)
-		for j := range sc {
-			sc[j], m[j] = bs.scaleAndMin(40, 24, 63)
-		}
-		packScaleMinK4(blk[4:16], &sc, &m)
-		randomBytes(r, blk[16:])
-	}
-}
+func fillQ4_K(r *rng, dst []byte, unit float32) { fillScaleMinK4(r, dst, unit, 144, 7.5) }
 
-func fillQ5_K(r *rng, dst []byte, unit float32) {
+func fillQ5_K(r *rng, dst []byte, unit float32) { fillScaleMinK4(r, dst, unit, 176, 15.5) }
+
+// fillScaleMinK4 fills the blocks of size bytes of a Q4_K or Q5_K tensor: f16 d, f16 dmin
+// (d·dminRatio), the packed scales and mins, and random quant bytes after them.
+func fillScaleMinK4(r *rng, dst []byte, unit float32, size int, dminRatio float32) {
 	bs := bitSource{r: r}
 	var sc, m [8]uint8
-	for b := 0; b+176 <= len(dst); b += 176 {
-		blk := dst[b : b+176]
+	for b := 0; b+size <= len(dst); b += size {
+		blk := dst[b : b+size]
 		d := unit * jitter(r.next())
 		putHalf(blk[0:], d)
-		putHalf(blk[2:], d*15.5)
+		putHalf(blk[2:], d*dminRatio)
 		for j := range sc {
 			sc[j], m[j] = bs.scaleAndMin(40, 24, 63)
 		}

@@ -151,10 +151,7 @@ func getItem(obj Value, key Value) (Value, error) {
 				i += int64(len(rs))
 			}
 			if i >= 0 && i < int64(len(rs)) {
-				if markup {
-					return markupValue(string(rs[i])), nil
-				}
-				return string(rs[i]), nil
+				return markupIf(markup, string(rs[i])), nil
 			}
 		}
 	case rangeValue:
@@ -304,10 +301,7 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 		}
 		var b strings.Builder
 		each(func(i int64) { b.WriteRune(rs[i]) })
-		if markup {
-			return markupValue(b.String()), nil
-		}
-		return b.String(), nil
+		return markupIf(markup, b.String()), nil
 	case rangeValue:
 		start, step, count, err := sliceBounds(startV, stopV, stepV, o.length())
 		if err != nil {

@@ -226,9 +226,9 @@ func globalRange(_ *renderer, args []Value, kwargs []kwValue) (Value, error) {
 	}
 	var n [3]int64
 	for i, a := range args {
-		v, _, isF, ok := number(a)
-		if !ok || isF {
-			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a))
+		v, err := integerArg(a)
+		if err != nil {
+			return nil, err
 		}
 		n[i] = v
 	}

@@ -69,11 +69,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		}
 		return r.callFilter(e, in, sc)
 	case *testExpr:
-		v, err := r.eval(e.node, sc)
-		if err != nil {
-			return nil, err
-		}
-		args, kwargs, err := r.evalArgs(&e.callArgs, sc)
+		v, args, kwargs, err := r.evalWithArgs(e.node, &e.callArgs, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -199,6 +195,19 @@ func (r *renderer) evalSlice(obj Value, s *sliceExpr, sc *scope) (Value, error) 
 	return v, nil
 }
 
+// evalWithArgs evaluates e and then the call arguments c, in Python's order.
+func (r *renderer) evalWithArgs(e expr, c *callArgs, sc *scope) (Value, []Value, []kwValue, error) {
+	v, err := r.eval(e, sc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	args, kwargs, err := r.evalArgs(c, sc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return v, args, kwargs, nil
+}
+
 // evalArgs evaluates call arguments, expanding *args and **kwargs.
 func (r *renderer) evalArgs(c *callArgs, sc *scope) ([]Value, []kwValue, error) {
 	var args []Value
@@ -255,11 +264,7 @@ func (r *renderer) evalArgs(c *callArgs, sc *scope) ([]Value, []kwValue, error) 
 }
 
 func (r *renderer) evalCall(e *callExpr, sc *scope, caller *macroValue) (Value, error) {
-	fn, err := r.eval(e.fn, sc)
-	if err != nil {
-		return nil, err
-	}
-	args, kwargs, err := r.evalArgs(&e.callArgs, sc)
+	fn, args, kwargs, err := r.evalWithArgs(e.fn, &e.callArgs, sc)
 	if err != nil {
 		return nil, err
 	}

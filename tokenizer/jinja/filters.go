@@ -82,6 +82,14 @@ func noArgs(name string, args []Value, kwargs []kwValue) error {
 	return nil
 }
 
+// markupIf returns s as Markup where markup is true, and as a plain string otherwise.
+func markupIf(markup bool, s string) Value {
+	if markup {
+		return markupValue(s)
+	}
+	return s
+}
+
 // softStr is markupsafe.soft_str: strings (and Markup) unchanged, anything else str()-ed.
 func softStr(v Value) (string, bool) {
 	if s, m, ok := isStringy(v); ok {
@@ -96,10 +104,7 @@ func strFilter(f func(string) string) filterFunc {
 			return nil, err
 		}
 		s, markup := softStr(v)
-		if markup {
-			return markupValue(f(s)), nil
-		}
-		return f(s), nil
+		return markupIf(markup, f(s)), nil
 	}
 }
 
@@ -114,10 +119,7 @@ func filterTrim(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, er
 		return nil, err
 	}
 	out := pyStrip(s, "strip", chars, has)
-	if markup {
-		return markupValue(out), nil
-	}
-	return out, nil
+	return markupIf(markup, out), nil
 }
 
 func filterLength(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
@@ -165,10 +167,7 @@ func filterString(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 		return nil, err
 	}
 	s, markup := softStr(v)
-	if markup {
-		return markupValue(s), nil
-	}
-	return s, nil
+	return markupIf(markup, s), nil
 }
 
 func filterFirst(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
@@ -217,14 +216,9 @@ func filterJoin(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, er
 	if err != nil {
 		return nil, err
 	}
-	items, err := iterate(v)
+	items, err := attributeItems(v, a[1])
 	if err != nil {
 		return nil, err
-	}
-	if a[1] != nil {
-		if items, err = mapAttr(items, a[1], nil); err != nil {
-			return nil, err
-		}
 	}
 	sep := pyStr(a[0])
 	var b strings.Builder
@@ -271,9 +265,9 @@ func filterReplace(r *renderer, v Value, args []Value, kwargs []kwValue) (Value,
 	}
 	count := int64(-1)
 	if a[2] != nil {
-		n, _, isF, ok := number(a[2])
-		if !ok || isF {
-			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a[2]))
+		n, err := integerArg(a[2])
+		if err != nil {
+			return nil, err
 		}
 		count = n
 	}
@@ -316,15 +310,12 @@ func filterCenter(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 		return nil, err
 	}
 	s, markup := softStr(v)
-	w, _, isF, ok := number(a[0])
-	if !ok || isF {
-		return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a[0]))
+	w, err := integerArg(a[0])
+	if err != nil {
+		return nil, err
 	}
 	out := pyPad(s, "center", w, " ")
-	if markup {
-		return markupValue(out), nil
-	}
-	return out, nil
+	return markupIf(markup, out), nil
 }
 
 func filterIndent(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
@@ -378,10 +369,7 @@ func filterIndent(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 	if truth(a[1]) {
 		out = ind + out
 	}
-	if markup {
-		return markupValue(out), nil
-	}
-	return out, nil
+	return markupIf(markup, out), nil
 }
 
 func filterWordcount(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {

@@ -156,9 +156,9 @@ func filterRound(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, e
 	if method != "common" && method != "ceil" && method != "floor" {
 		return nil, &Error{Kind: "FilterArgumentError", Msg: "method must be common, ceil or floor"}
 	}
-	prec, _, pF, ok := number(a[0])
-	if !ok || pF {
-		return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a[0]))
+	prec, err := integerArg(a[0])
+	if err != nil {
+		return nil, err
 	}
 	i, f, isF, ok := number(v)
 	if !ok {
@@ -213,14 +213,9 @@ func filterSum(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, err
 	if err != nil {
 		return nil, err
 	}
-	items, err := iterate(v)
+	items, err := attributeItems(v, a[0])
 	if err != nil {
 		return nil, err
-	}
-	if a[0] != nil {
-		if items, err = mapAttr(items, a[0], nil); err != nil {
-			return nil, err
-		}
 	}
 	total := a[1]
 	if _, _, ok := isStringy(total); ok {

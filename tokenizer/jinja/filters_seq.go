@@ -114,17 +114,17 @@ func attrGetter(attr Value, def Value) func(Value) (Value, error) {
 	}
 }
 
-func mapAttr(items []Value, attr, def Value) ([]Value, error) {
-	get := attrGetter(attr, def)
-	out := make([]Value, len(items))
-	for i, it := range items {
-		v, err := get(it)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = v
+// attributeItems iterates v, taking each item's attribute attr instead where attr is not nil.
+func attributeItems(v, attr Value) ([]Value, error) {
+	items, err := iterate(v)
+	if err != nil || attr == nil {
+		return items, err
 	}
-	return out, nil
+	return mapAttr(items, attr, nil)
+}
+
+func mapAttr(items []Value, attr, def Value) ([]Value, error) {
+	return mapEach(items, attrGetter(attr, def))
 }
 
 func filterMap(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
@@ -228,6 +228,22 @@ func selectOrReject(keep, lookupAttr bool) filterFunc {
 	}
 }
 
+// compareKey is the key that unique, min and max compare items by: their attribute attr,
+// case-folded unless caseSensitive is true.
+func compareKey(caseSensitive, attr Value) func(Value) (Value, error) {
+	get := attrGetter(attr, nil)
+	return func(x Value) (Value, error) {
+		k, err := get(x)
+		if err != nil {
+			return nil, err
+		}
+		if !truth(caseSensitive) {
+			k = ignoreCase(k)
+		}
+		return k, nil
+	}
+}
+
 func filterUnique(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
 	a, err := bindParams("unique", []param{opt("case_sensitive", false), opt("attribute", nil)}, args, kwargs)
 	if err != nil {
@@ -237,16 +253,13 @@ func filterUnique(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, 
 	if err != nil {
 		return nil, err
 	}
-	get := attrGetter(a[1], nil)
+	key := compareKey(a[0], a[1])
 	seen := map[any]bool{}
 	var out []Value
 	for _, it := range items {
-		k, err := get(it)
+		k, err := key(it)
 		if err != nil {
 			return nil, err
-		}
-		if !truth(a[0]) {
-			k = ignoreCase(k)
 		}
 		hk, err := hashKey(k)
 		if err != nil {
@@ -269,10 +282,7 @@ func filterReverse(r *renderer, v Value, args []Value, kwargs []kwValue) (Value,
 		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
 			rs[i], rs[j] = rs[j], rs[i]
 		}
-		if markup {
-			return markupValue(string(rs)), nil
-		}
-		return string(rs), nil
+		return markupIf(markup, string(rs)), nil
 	}
 	kind := "reversed"
 	switch v.(type) {
@@ -347,17 +357,7 @@ func minMax(isMin bool) filterFunc {
 		if len(items) == 0 {
 			return undefinedHint("No aggregated item, sequence was empty."), nil
 		}
-		get := attrGetter(a[1], nil)
-		key := func(x Value) (Value, error) {
-			k, err := get(x)
-			if err != nil {
-				return nil, err
-			}
-			if !truth(a[0]) {
-				k = ignoreCase(k)
-			}
-			return k, nil
-		}
+		key := compareKey(a[0], a[1])
 		best := items[0]
 		bestKey, err := key(best)
 		if err != nil {
@@ -385,16 +385,26 @@ func minMax(isMin bool) filterFunc {
 	}
 }
 
-func filterBatch(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
-	a, err := bindParams("batch", []param{req("linecount"), opt("fill_with", nil)}, args, kwargs)
+// countAndFill binds the arguments of filter, whose count parameter (what, to errors) must be
+// a positive integer and whose fill_with defaults to none, and iterates v.
+func countAndFill(v Value, filter, count, what string, args []Value, kwargs []kwValue) (n int64, fill Value, items []Value, err error) {
+	a, err := bindParams(filter, []param{req(count), opt("fill_with", nil)}, args, kwargs)
 	if err != nil {
-		return nil, err
+		return 0, nil, nil, err
 	}
 	n, _, isF, ok := number(a[0])
 	if !ok || isF || n <= 0 {
-		return nil, valueError("batch size must be a positive integer")
+		return 0, nil, nil, valueError("%s must be a positive integer", what)
 	}
-	items, err := iterate(v)
+	items, err = iterate(v)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return n, a[1], items, nil
+}
+
+func filterBatch(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
+	n, fill, items, err := countAndFill(v, "batch", "linecount", "batch size", args, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -402,9 +412,9 @@ func filterBatch(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, e
 	for i := 0; i < len(items); i += int(n) {
 		end := min(i+int(n), len(items))
 		chunk := append([]Value{}, items[i:end]...)
-		if a[1] != nil {
+		if fill != nil {
 			for int64(len(chunk)) < n {
-				chunk = append(chunk, a[1])
+				chunk = append(chunk, fill)
 			}
 		}
 		out = append(out, chunk)
@@ -413,15 +423,7 @@ func filterBatch(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, e
 }
 
 func filterSlice(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, error) {
-	a, err := bindParams("slice", []param{req("slices"), opt("fill_with", nil)}, args, kwargs)
-	if err != nil {
-		return nil, err
-	}
-	slices, _, isF, ok := number(a[0])
-	if !ok || isF || slices <= 0 {
-		return nil, valueError("slice count must be a positive integer")
-	}
-	seq, err := iterate(v)
+	slices, fill, seq, err := countAndFill(v, "slice", "slices", "slice count", args, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -436,8 +438,8 @@ func filterSlice(r *renderer, v Value, args []Value, kwargs []kwValue) (Value, e
 		}
 		end := offset + (k+1)*per
 		chunk := append([]Value{}, seq[start:end]...)
-		if a[1] != nil && k >= extra {
-			chunk = append(chunk, a[1])
+		if fill != nil && k >= extra {
+			chunk = append(chunk, fill)
 		}
 		out = append(out, chunk)
 	}

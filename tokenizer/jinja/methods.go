@@ -82,12 +82,7 @@ func strArg(method string, v Value, allowNone bool) (string, bool, error) {
 }
 
 func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValue) (Value, error) {
-	wrap := func(out string) Value {
-		if markup {
-			return markupValue(out)
-		}
-		return out
-	}
+	wrap := func(out string) Value { return markupIf(markup, out) }
 	// Markup's wrapped methods escape their string arguments.
 	if markup {
 		for i, a := range args {
@@ -139,9 +134,9 @@ func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValu
 		if err != nil {
 			return nil, err
 		}
-		n, _, isF, ok := number(a[1])
-		if !ok || isF {
-			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a[1]))
+		n, err := integerArg(a[1])
+		if err != nil {
+			return nil, err
 		}
 		if has && sep == "" {
 			return nil, valueError("empty separator")
@@ -204,9 +199,9 @@ func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValu
 		if err != nil {
 			return nil, err
 		}
-		n, _, isF, ok := number(a[2])
-		if !ok || isF {
-			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a[2]))
+		n, err := integerArg(a[2])
+		if err != nil {
+			return nil, err
 		}
 		return wrap(pyReplace(s, old, nw, n)), nil
 	case "find", "rfind", "index", "rindex", "count":
@@ -249,9 +244,9 @@ func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValu
 		if err != nil {
 			return nil, err
 		}
-		w, _, isF, ok := number(a[0])
-		if !ok || isF {
-			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a[0]))
+		w, err := integerArg(a[0])
+		if err != nil {
+			return nil, err
 		}
 		fill, _, err := strArg(name, a[1], false)
 		if err != nil || utf8.RuneCountInString(fill) != 1 {
@@ -262,9 +257,9 @@ func strMethod(s string, markup bool, name string, args []Value, kwargs []kwValu
 		if len(args) != 1 {
 			return nil, typeError("zfill() takes exactly one argument")
 		}
-		w, _, isF, ok := number(args[0])
-		if !ok || isF {
-			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(args[0]))
+		w, err := integerArg(args[0])
+		if err != nil {
+			return nil, err
 		}
 		n := int64(utf8.RuneCountInString(s))
 		if w <= n {

@@ -5,6 +5,16 @@ import (
 	"strings"
 )
 
+// integerArg returns v as an int where Python would take it as an index (an int or a bool),
+// or the TypeError Python raises for anything else.
+func integerArg(v Value) (int64, error) {
+	n, _, isF, ok := number(v)
+	if !ok || isF {
+		return 0, typeError("'%s' object cannot be interpreted as an integer", typeName(v))
+	}
+	return n, nil
+}
+
 // number reports v as a Python number: bool and int as an int64, float as a float64.
 func number(v Value) (i int64, f float64, isFloat, ok bool) {
 	switch v := v.(type) {

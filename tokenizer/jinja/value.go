@@ -262,73 +262,73 @@ func ValueOf(x any) (Value, error) {
 	case uint32:
 		return int64(x), nil
 	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return nil, fmt.Errorf("jinja: value %d out of int64 range", x)
-		}
-		return int64(x), nil
+		return unsignedValue(uint64(x))
 	case uint64:
-		if x > math.MaxInt64 {
-			return nil, fmt.Errorf("jinja: value %d out of int64 range", x)
-		}
-		return int64(x), nil
+		return unsignedValue(x)
 	case float32:
 		return float64(x), nil
 	case func(args []Value, kwargs map[string]Value) (Value, error):
 		return Func(x), nil
 	case []Value:
-		out := make([]Value, len(x))
-		for i, e := range x {
-			v, err := ValueOf(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
+		return listOf(x)
 	case []string:
-		out := make([]Value, len(x))
-		for i, e := range x {
-			out[i] = e
-		}
-		return out, nil
+		return listOf(x)
 	case []map[string]any:
-		out := make([]Value, len(x))
-		for i, e := range x {
-			v, err := ValueOf(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
+		return listOf(x)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		d := NewDict()
-		for _, k := range keys {
-			v, err := ValueOf(x[k])
-			if err != nil {
-				return nil, err
-			}
-			d.SetString(k, v)
-		}
-		return d, nil
+		return dictOf(x)
 	case map[string]string:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		d := NewDict()
-		for _, k := range keys {
-			d.SetString(k, x[k])
-		}
-		return d, nil
+		return dictOf(x)
 	}
 	return nil, fmt.Errorf("jinja: cannot use Go value of type %T in a template", x)
+}
+
+// unsignedValue converts x to int64, or fails where it is out of int64's range.
+func unsignedValue(x uint64) (Value, error) {
+	if x > math.MaxInt64 {
+		return nil, fmt.Errorf("jinja: value %d out of int64 range", x)
+	}
+	return int64(x), nil
+}
+
+// listOf converts each element of x with ValueOf into a list.
+func listOf[T any](x []T) (Value, error) {
+	out, err := mapEach(x, func(e T) (Value, error) { return ValueOf(e) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mapEach applies f to each element of x, stopping at the first error.
+func mapEach[T any](x []T, f func(T) (Value, error)) ([]Value, error) {
+	out := make([]Value, len(x))
+	for i, e := range x {
+		v, err := f(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// dictOf converts each value of x with ValueOf into a *Dict, keys sorted.
+func dictOf[T any](x map[string]T) (Value, error) {
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	d := NewDict()
+	for _, k := range keys {
+		v, err := ValueOf(x[k])
+		if err != nil {
+			return nil, err
+		}
+		d.SetString(k, v)
+	}
+	return d, nil
 }
 
 // typeName is Python's type(x).__name__ for the value.

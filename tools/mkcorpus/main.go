@@ -75,15 +75,23 @@ func readAll(path string) ([]byte, error) { return os.ReadFile(path) }
 func concat(dir string, names ...string) ([]byte, error) {
 	var b bytes.Buffer
 	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
+		if err := appendFile(&b, n, filepath.Join(dir, n)); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "==> %s <==\n", n)
-		b.Write(data)
-		b.WriteString("\n")
 	}
 	return b.Bytes(), nil
+}
+
+// appendFile appends the file at path to b, introduced by name.
+func appendFile(b *bytes.Buffer, name, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "==> %s <==\n", name)
+	b.Write(data)
+	b.WriteString("\n")
+	return nil
 }
 
 // cutAtLine shortens b to at most n bytes, ending at a line end.
@@ -184,13 +192,9 @@ func copyrights() ([]byte, error) {
 		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 			continue // GPL → GPL-3 and the like: the target is listed too
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
+		if err := appendFile(&b, p, p); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "==> %s <==\n", p)
-		b.Write(data)
-		b.WriteString("\n")
 	}
 	return b.Bytes(), nil
 }
