@@ -202,6 +202,8 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 		stop = []int32{c.eos}
 	}
 	var onLogits func(int32, []float32) error
+	var starts []int // with Logprobs: each token's first byte in the text as shown
+	shown := 0
 	if opts.Logprobs {
 		var tops []engine.TokenProb
 		onLogits = func(id int32, logits []float32) error {
@@ -226,7 +228,15 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 		Before:    ids[:keep],
 		OnLogits:  onLogits,
 		OnToken: func(id int32) error {
-			if id != c.eos && out.write(tokenizer.ValidUTF8(dec.Next(id))) {
+			if opts.Logprobs && (id != c.eos || opts.IgnoreEOS) {
+				starts = append(starts, shown) // where this token's text begins in the answer
+			}
+			if id == c.eos {
+				return nil
+			}
+			piece := tokenizer.ValidUTF8(dec.Next(id))
+			shown += len(piece)
+			if out.write(piece) {
 				return errStopText
 			}
 			return nil
@@ -245,14 +255,12 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	c.held = all[:min(c.s.Pos(), len(all))]
 
 	r.Text = out.text()
-	if r.Stopped { // the tokens past the stop text's start are not in the answer
-		at := 0
-		for i, t := range r.Logprobs {
-			if at >= len(r.Text) {
+	if r.Stopped { // the tokens whose text begins past the stop text's start are not in the answer
+		for i, at := range starts {
+			if at >= len(r.Text) && i < len(r.Logprobs) {
 				r.Logprobs = r.Logprobs[:i]
 				break
 			}
-			at += len(t.Bytes)
 		}
 	}
 	r.Tokens, r.Ended = len(g.Tokens), g.Stopped

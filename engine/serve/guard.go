@@ -20,7 +20,8 @@ import (
 //   - with an APIKey, every /v1 and /api route has "Authorization: Bearer KEY" (401 otherwise);
 //     /health and / stay open so that a supervisor can watch the server without the key;
 //   - a POST's body is JSON (415 otherwise): a page's form or text/plain POST, which browsers
-//     send without a preflight, is refused before it can take the model.
+//     send without a preflight, is refused before it can take the model (under /api/, only
+//     when it comes from a page: Ollama's clients and examples post JSON as a form).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r.Host) {
 		writeErrorFor(w, r, &apiError{status: http.StatusForbidden, typ: "invalid_request_error", code: "host_not_allowed",
@@ -58,7 +59,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			msg: "missing or incorrect API key: send the server's key as \"Authorization: Bearer KEY\""})
 		return
 	}
-	if r.Method == http.MethodPost {
+	// Ollama's own examples post with `curl -d`, whose Content-Type is a form's: a request to
+	// /api/ without an Origin (no browser page sent it; a page's cross-site POST carries one,
+	// checked above) is read as JSON whatever its Content-Type says.
+	lenient := strings.HasPrefix(r.URL.Path, "/api/") && r.Header.Get("Origin") == ""
+	if r.Method == http.MethodPost && !lenient {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 			writeErrorFor(w, r, &apiError{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
 				msg: fmt.Sprintf("Content-Type %q: want application/json", r.Header.Get("Content-Type"))})

@@ -20,8 +20,8 @@ import (
 // the same chat, one at a time, as the OpenAI routes'.
 //
 // Sampling follows Ollama's defaults where the request's options say nothing (temperature 0.8,
-// top_k 40, top_p 0.9, a fresh seed; temperature 0 is greedy), so that its clients get what they
-// are used to; a seed in the options reproduces an answer. An option that changes what Ollama
+// top_k 40, top_p 0.9, a fresh seed, as for seed -1; temperature 0 is greedy), so that its
+// clients get what they are used to; a seed of 0 or more in the options reproduces an answer. An option that changes what Ollama
 // would compute and that serve cannot honour (penalties, min_p, mirostat, structured output,
 // images, tools) is refused with a 400 naming it; options about speed and placement (num_ctx,
 // num_thread, num_gpu, ...) change nothing here and are accepted.
@@ -243,6 +243,9 @@ func (q *ollamaRequest) options() (assistant.Options, error) {
 		topK = *o.TopK
 	}
 	// The OpenAI check, field names aside: the same ranges, temperature 0 greedy.
+	if o.Seed != nil && *o.Seed < 0 {
+		o.Seed = nil // Ollama's -1 (its default): a fresh seed
+	}
 	common := options{Temperature: &temp, TopP: &topP, TopK: &topK, Seed: o.Seed, MaxTokens: o.NumPredict, Stop: o.Stop}
 	if o.NumPredict != nil && *o.NumPredict < 0 {
 		common.MaxTokens = nil // Ollama's -1: as many as fit

@@ -271,3 +271,30 @@ func TestOllamaRefusals(t *testing.T) {
 		t.Errorf("with the key: %d", resp.StatusCode)
 	}
 }
+
+// TestOllamaAsItsDocsCall checks what Ollama's own documentation does: curl -d posts JSON as a
+// form (accepted under /api/ when no page sent it; still refused from a page and under /v1),
+// and seed -1 asks for a fresh seed each time.
+func TestOllamaAsItsDocsCall(t *testing.T) {
+	f := newFixture(t)
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	resp, body := do(t, f.srv.URL, http.MethodPost, "/api/generate", `{"prompt":"Hi","stream":false,"options":{"num_predict":2}}`, form)
+	if resp.StatusCode != 200 {
+		t.Fatalf("curl -d to /api/generate: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := do(t, f.srv.URL, http.MethodPost, "/v1/completions", `{"prompt":"Hi","max_tokens":2}`, form); resp.StatusCode != 415 {
+		t.Fatalf("a form to /v1: %d, want 415", resp.StatusCode)
+	}
+	fromPage := map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}
+	if resp, _ := do(t, f.srv.URL, http.MethodPost, "/api/generate", `{"prompt":"Hi"}`, fromPage); resp.StatusCode != 403 {
+		t.Fatalf("a page's text/plain POST to /api: %d, want 403", resp.StatusCode)
+	}
+	seen := map[string]bool{}
+	for range 3 {
+		text, _ := f.ollama(t, "/api/chat", `{"stream":false,"options":{"seed":-1,"num_predict":12},"messages":[{"role":"user","content":"Tell me a story."}]}`)
+		seen[text] = true
+	}
+	if len(seen) < 2 {
+		t.Fatalf("seed -1 gave the same answer three times: %v", seen)
+	}
+}

@@ -363,6 +363,15 @@ func checkLogprobs(o *options, param string, with bool, top, most int) error {
 	return nil
 }
 
+// jsonLogprob is a log probability as JSON can carry it: OpenAI's floor of -9999 for a token
+// that cannot be drawn (−Inf, or NaN), which JSON has no number for.
+func jsonLogprob(v float32) float32 {
+	if !(v >= -9999) {
+		return -9999
+	}
+	return v
+}
+
 // chatLogprobs writes an answer's log probabilities as chat completions do: per token its text,
 // log probability, bytes and alternatives.
 func chatLogprobs(lps []assistant.TokenLogprob) []any {
@@ -371,7 +380,7 @@ func chatLogprobs(lps []assistant.TokenLogprob) []any {
 		for i, c := range t.Bytes {
 			b[i] = int(c)
 		}
-		return map[string]any{"token": string(t.Bytes), "logprob": t.Logprob, "bytes": b}
+		return map[string]any{"token": string(t.Bytes), "logprob": jsonLogprob(t.Logprob), "bytes": b}
 	}
 	out := make([]any, len(lps))
 	for i := range lps {
@@ -393,13 +402,13 @@ func textLogprobs(lps []assistant.TokenLogprob, withTop bool) map[string]any {
 	var tops []any
 	at := 0
 	for i, t := range lps {
-		tokens[i], values[i], offsets[i] = string(t.Bytes), t.Logprob, at
+		tokens[i], values[i], offsets[i] = string(t.Bytes), jsonLogprob(t.Logprob), at
 		at += len(t.Bytes)
 		if withTop {
 			m := map[string]float32{}
 			for _, a := range t.Top {
 				if _, seen := m[string(a.Bytes)]; !seen {
-					m[string(a.Bytes)] = a.Logprob
+					m[string(a.Bytes)] = jsonLogprob(a.Logprob)
 				}
 			}
 			tops = append(tops, m)

@@ -130,7 +130,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	response := func(status string, text *string, reply *assistant.Reply) map[string]any {
 		out := []any{}
 		if text != nil {
-			out = append(out, outputMessage(msgID, "completed", *text))
+			out = append(out, outputMessage(msgID, itemStatus(reply), *text))
 		}
 		resp := map[string]any{"id": id, "object": "response", "created_at": created, "status": status,
 			"model": s.name, "output": out, "error": nil, "incomplete_details": nil,
@@ -178,18 +178,33 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		m["item_id"], m["output_index"], m["content_index"] = msgID, 0, 0
 		return m
 	}
-	send("response.created", map[string]any{"response": response("in_progress", nil, nil)})
-	send("response.in_progress", map[string]any{"response": response("in_progress", nil, nil)})
-	item := outputMessage(msgID, "in_progress", "")
-	item["content"] = []any{}
-	send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-	send("response.content_part.added", where(map[string]any{"part": outputText("")}))
+	// The opening events wait for the answer's first piece (or its end), so that a request
+	// that fails before any text (a prompt the context cannot hold) gets its HTTP status.
+	opened := false
+	open := func() {
+		if opened {
+			return
+		}
+		opened = true
+		send("response.created", map[string]any{"response": response("in_progress", nil, nil)})
+		send("response.in_progress", map[string]any{"response": response("in_progress", nil, nil)})
+		item := outputMessage(msgID, "in_progress", "")
+		item["content"] = []any{}
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+		send("response.content_part.added", where(map[string]any{"part": outputText("")}))
+	}
 	opts.OnText = func(text string) {
+		open()
 		send("response.output_text.delta", where(map[string]any{"delta": text, "logprobs": []any{}}))
 	}
 	reply, err := s.chat.Reply(r.Context(), turns, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
+	if err != nil && !opened {
+		writeError(w, err)
+		return
+	}
+	open()
 	if err != nil {
 		e := asAPIError(err)
 		failed := response("failed", nil, nil)
@@ -199,13 +214,21 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	send("response.output_text.done", where(map[string]any{"text": reply.Text, "logprobs": []any{}}))
 	send("response.content_part.done", where(map[string]any{"part": outputText(reply.Text)}))
-	send("response.output_item.done", map[string]any{"output_index": 0, "item": outputMessage(msgID, "completed", reply.Text)})
+	send("response.output_item.done", map[string]any{"output_index": 0, "item": outputMessage(msgID, itemStatus(&reply), reply.Text)})
 	final := response("completed", &reply.Text, &reply)
 	done := "response.completed"
 	if final["status"] == "incomplete" {
 		done = "response.incomplete"
 	}
 	send(done, map[string]any{"response": final})
+}
+
+// itemStatus is the output message's status: incomplete when the token limit cut the answer.
+func itemStatus(reply *assistant.Reply) string {
+	if reply != nil && !reply.Finished() {
+		return "incomplete"
+	}
+	return "completed"
 }
 
 // outputMessage is the answer as a Responses output item.

@@ -61,6 +61,9 @@ func TestResponses(t *testing.T) {
 		if u := got.Usage; u == nil || u.InputTokens != want.Prompt || u.OutputTokens != want.Tokens || u.TotalTokens != want.Prompt+want.Tokens {
 			t.Fatalf("usage %+v, want %d and %d", got.Usage, want.Prompt, want.Tokens)
 		}
+		if got.Output[0].Status != wantStatus {
+			t.Fatalf("output message %s, want %s", got.Output[0].Status, wantStatus)
+		}
 		if wantStatus == "incomplete" && (got.IncompleteDetails == nil || got.IncompleteDetails.Reason != "max_output_tokens") {
 			t.Fatalf("incomplete without the reason: %s", body)
 		}
@@ -139,5 +142,17 @@ func TestResponsesRefusals(t *testing.T) {
 	resp, body := f.post(t, "/v1/responses", `{"input":"Hi","max_output_tokens":2,"tools":[],"tool_choice":"auto","text":{"format":{"type":"text"}},"truncation":"disabled","store":false,"metadata":{"a":"b"}}`)
 	if resp.StatusCode != 200 {
 		t.Errorf("defaults refused: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestResponsesStreamedTooLong checks that a streamed request whose prompt the context cannot
+// hold gets the 400 a whole one gets, not an event stream that fails.
+func TestResponsesStreamedTooLong(t *testing.T) {
+	f := newFixture(t)
+	long := strings.Repeat("tell me more ", 300)
+	resp, body := f.post(t, "/v1/responses", `{"input":"`+long+`","stream":true}`)
+	var e errorBody
+	if resp.StatusCode != 400 || json.Unmarshal(body, &e) != nil || e.Error.Code == nil || *e.Error.Code != "context_length_exceeded" {
+		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }

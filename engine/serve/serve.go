@@ -133,10 +133,17 @@ func badParam(param, format string, args ...any) *apiError {
 	return e
 }
 
+// writeJSON answers with v as JSON, encoded before the status is written, so that a value JSON
+// cannot hold is a 500 saying so rather than a 200 with no body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: errorDetail{Message: "encoding the answer: " + err.Error(), Type: "server_error"}})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(append(b, '\n'))
 }
 
 type errorBody struct {
