@@ -98,6 +98,16 @@ func Describe(f *gguf.File) (Description, error) {
 	return d, nil
 }
 
+// DescribeModel is Describe for a file that must hold a model: a header without a layer count
+// is an error too. The library and the hub list models so; inspect describes any file.
+func DescribeModel(f *gguf.File) (Description, error) {
+	d, err := Describe(f)
+	if err == nil && d.Layers == 0 {
+		err = fmt.Errorf("engine: metadata %s.block_count is missing or invalid", d.Arch)
+	}
+	return d, err
+}
+
 // TensorTotals adds up f's tensors by weight type (largest share of the bytes first, then by
 // type id) and all together.
 func TensorTotals(f *gguf.File) (byType []TypeTotal, all TypeTotal) {

@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // maxDraft bounds a draft's length: past a few tokens a draft is rarely right to its end, and
 // a verify pass costs more with every row.
 const maxDraft = 16
@@ -70,7 +72,7 @@ func (d *drafter) propose(room int) []int32 {
 		}
 		tail := seq[len(seq)-g:]
 		for i := len(seq) - g - 1; i >= 0; i-- {
-			if seq[i] != tail[0] || !equalTokens(seq[i:i+g], tail) {
+			if seq[i] != tail[0] || !slices.Equal(seq[i:i+g], tail) {
 				continue
 			}
 			follow := seq[i+g : min(i+g+n, len(seq))]
@@ -79,13 +81,4 @@ func (d *drafter) propose(room int) []int32 {
 		}
 	}
 	return nil
-}
-
-func equalTokens(a, b []int32) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -205,7 +205,7 @@ const (
 )
 
 // DescribeRemote reads the header of the GGUF file of size bytes at addr with HTTP range
-// requests and describes the model as engine.Describe does a local file, so that whether it
+// requests and describes the model as engine.DescribeModel does a local file, so that whether it
 // fits this machine can be told before it is downloaded; a model without a name in its header
 // takes the file's. It reads at most 64 MiB; a server that does not answer range requests
 // (206 Partial Content) is an error.
@@ -218,12 +218,9 @@ func DescribeRemote(ctx context.Context, client *http.Client, addr string, size 
 	if err != nil {
 		return engine.Description{}, fmt.Errorf("hub: reading the header of %s: %w", addr, err)
 	}
-	d, err := engine.Describe(f)
+	d, err := engine.DescribeModel(f)
 	if err != nil {
 		return engine.Description{}, fmt.Errorf("hub: %s: %w", addr, err)
-	}
-	if d.Layers == 0 {
-		return engine.Description{}, fmt.Errorf("hub: %s: metadata %s.block_count is missing or invalid", addr, d.Arch)
 	}
 	if d.Name == "" {
 		base := addr

@@ -29,10 +29,7 @@ func Describe(path string) (Model, error) {
 		return Model{}, fmt.Errorf("library: %w", err)
 	}
 	defer f.Close()
-	d, err := engine.Describe(f)
-	if err == nil && d.Layers == 0 {
-		err = fmt.Errorf("metadata %s.block_count is missing or invalid", d.Arch)
-	}
+	d, err := engine.DescribeModel(f)
 	if err != nil {
 		return Model{}, fmt.Errorf("library: %s: %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -145,7 +146,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		writeOllamaError(w, err)
 		return
 	}
-	name := cmpOr(req.Model, req.Name)
+	name := cmp.Or(req.Model, req.Name)
 	if !s.namesServed(name) {
 		writeOllamaError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("model '%s' not found: this server serves %s", name, s.ollamaName())})
 		return
@@ -163,13 +164,6 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		"template": template, "details": s.ollamaDetails(), "model_info": info,
 		"capabilities": []string{"completion"}, "modified_at": s.now().UTC().Format(time.RFC3339),
 	})
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // ollamaOptions are the request's options that serve honours; those refused or accepted
@@ -368,7 +362,7 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		return
 	}
 	defer s.release()
-	model := cmpOr(q.Model, s.ollamaName())
+	model := cmp.Or(q.Model, s.ollamaName())
 	line := func(text string) map[string]any {
 		m := piece(text)
 		m["model"], m["created_at"], m["done"] = model, s.stamp(), false

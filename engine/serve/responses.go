@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -208,7 +209,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e := asAPIError(err)
 		failed := response("failed", nil, nil)
-		failed["error"] = map[string]string{"code": cmpOr(e.code, "server_error"), "message": e.msg}
+		failed["error"] = map[string]string{"code": cmp.Or(e.code, "server_error"), "message": e.msg}
 		send("response.failed", map[string]any{"response": failed})
 		return
 	}
