@@ -108,6 +108,11 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 	var draft []int32
 	base, confirmed := 0, 0
 	defer func() {
+		// However it ends (a stop, the limit, an error, a cancel), the time after the first
+		// token is the decode time: a stopped answer's speed is as true as a finished one's.
+		if len(g.Tokens) > 0 {
+			g.DecodeTime = time.Since(start)
+		}
 		// On leaving inside a verified draft, its positions from the last token chosen on are
 		// not the sequence's: the session holds the tokens chosen but the last, as without
 		// drafts.
@@ -134,13 +139,11 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 		}
 		if opts.OnLogits != nil {
 			if err := opts.OnLogits(tok, logits); err != nil {
-				g.DecodeTime = time.Since(start)
 				return g, err
 			}
 		}
 		if opts.OnToken != nil {
 			if err := opts.OnToken(tok); err != nil {
-				g.DecodeTime = time.Since(start)
 				return g, err
 			}
 		}
@@ -188,6 +191,5 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 		}
 		g.Passes++
 	}
-	g.DecodeTime = time.Since(start)
 	return g, nil
 }

@@ -112,6 +112,22 @@ func TestGenerate(t *testing.T) {
 	if _, err := s.Generate(ctx, prompt, GenerateOptions{}); err == nil {
 		t.Error("Generate of 0 tokens succeeded")
 	}
+
+	// A cancel during decoding (the next pass refused) keeps the tokens made and their decode
+	// time, so that a stopped answer's speed is not reported as zero.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s = newTestSession(t, m, 0)
+	made := 0
+	g, err = s.Generate(cctx, prompt, GenerateOptions{MaxTokens: 12, OnToken: func(int32) error {
+		if made++; made == 4 {
+			cancel()
+		}
+		return nil
+	}})
+	if !errors.Is(err, context.Canceled) || !slices.Equal(g.Tokens, want[:4]) || g.DecodeTokens != 3 || g.DecodeTime <= 0 {
+		t.Fatalf("cancelled after 4 tokens: %v, tokens %v, %d decode tokens in %v", err, g.Tokens, g.DecodeTokens, g.DecodeTime)
+	}
 }
 
 // TestDecodeAllocatesNothing checks that evaluating a token (and a pass of several) allocates
