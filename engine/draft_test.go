@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/kernels"
 )
 
 // generated is what a generation left: its tokens, the session's position after it, and the
@@ -183,3 +186,82 @@ func TestDrafterProposes(t *testing.T) {
 		t.Fatalf("after the pause: proposed %v, length %d", got, d.length)
 	}
 }
+
+// residues is a test constraint whose allowed tokens depend on the text so far: after token
+// t, only the ids congruent to t+1 modulo 3 (any id at the start).
+type residues struct{ last int32 }
+
+func (c *residues) Mask(logits []float32) error {
+	if c.last < 0 {
+		return nil
+	}
+	for id := range logits {
+		if int32(id)%3 != (c.last+1)%3 {
+			logits[id] = float32(math.Inf(-1))
+		}
+	}
+	return nil
+}
+
+func (c *residues) Accept(tok int32) error {
+	if c.last >= 0 && tok%3 != (c.last+1)%3 {
+		return fmt.Errorf("token %d after %d", tok, c.last)
+	}
+	c.last = tok
+	return nil
+}
+
+// TestConstraintChoosesAmongAllowed: with a constraint, each token is the one chosen from the
+// masked logits by hand (greedy), drafts change nothing (greedy and drawn), and every token
+// is one the constraint allows.
+func TestConstraintChoosesAmongAllowed(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)), Options{Threads: 2})
+	base := matrixPrompt(testVocab)[:16]
+	prompt := slices.Concat(base, base[:10], base)
+	ctx := context.Background()
+
+	s := newTestSession(t, m, 0)
+	var want []int32
+	c := &residues{last: -1}
+	logits, err := s.Eval(ctx, prompt)
+	for range 24 {
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Mask(logits)
+		tok := int32(kernels.Argmax(logits))
+		c.Accept(tok)
+		want = append(want, tok)
+		logits, err = s.Eval(ctx, []int32{tok})
+	}
+	for _, sp := range []*Sampling{nil, {Temperature: 0.9, TopK: 20, Seed: 3}} {
+		var plain []int32
+		for _, draft := range []int{0, 4} {
+			got := generateWith(t, m, 0, prompt, GenerateOptions{MaxTokens: 24, Sampling: sp, Draft: draft, Constraint: &residues{last: -1}})
+			for i := 1; i < len(got.tokens); i++ {
+				if got.tokens[i]%3 != (got.tokens[i-1]+1)%3 {
+					t.Fatalf("sampling %v, draft %d: token %d after %d", sp, draft, got.tokens[i], got.tokens[i-1])
+				}
+			}
+			if sp == nil && !slices.Equal(got.tokens, want) {
+				t.Fatalf("greedy, draft %d: %v, want %v", draft, got.tokens, want)
+			}
+			if draft == 0 {
+				plain = got.tokens
+			} else if !slices.Equal(got.tokens, plain) {
+				t.Fatalf("sampling %v: with drafts %v, without %v", sp, got.tokens, plain)
+			}
+		}
+	}
+	// An error from the constraint ends the generation with it.
+	s = newTestSession(t, m, 0)
+	boom := errors.New("boom")
+	if _, err := s.Generate(ctx, prompt, GenerateOptions{MaxTokens: 4, Constraint: failing{boom}}); !errors.Is(err, boom) {
+		t.Fatalf("a failing constraint: %v", err)
+	}
+}
+
+type failing struct{ err error }
+
+func (f failing) Mask([]float32) error { return f.err }
+func (f failing) Accept(int32) error   { return nil }

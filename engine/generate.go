@@ -38,6 +38,21 @@ type GenerateOptions struct {
 	// Before is what the session holds before prompt (a kept prefix): drafts are looked up
 	// in it too.
 	Before []int32
+
+	// Constraint, when set, limits the tokens that may be chosen (structured output, say):
+	// see Constraint.
+	Constraint Constraint
+}
+
+// A Constraint limits the tokens Generate may choose, for an answer that must follow a
+// grammar. Before each choice, Mask sets the logits of the tokens that cannot come next to
+// −Inf; the choice, greedy or drawn, is then made among the rest exactly as without a
+// constraint, and Accept is told the token chosen. A constraint that depends only on the
+// tokens it accepted keeps the answer a function of the prompt and the options: the same on
+// every machine. An error from either ends the generation with it.
+type Constraint interface {
+	Mask(logits []float32) error
+	Accept(tok int32) error
 }
 
 // Generation is what Generate produced and how long it took.
@@ -124,9 +139,19 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 	}()
 	var one [1]int32
 	for {
+		if opts.Constraint != nil {
+			if err := opts.Constraint.Mask(logits); err != nil {
+				return g, err
+			}
+		}
 		tok := int32(kernels.Argmax(logits))
 		if smp != nil {
 			if tok, err = smp.next(logits); err != nil {
+				return g, err
+			}
+		}
+		if opts.Constraint != nil {
+			if err := opts.Constraint.Accept(tok); err != nil {
 				return g, err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/structured"
 	"github.com/trochilus-llm/trochilus/tokenizer"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -26,7 +27,8 @@ type Chat struct {
 	tmpl    *chat.Template // nil when the file has no chat template
 	special chat.SpecialTokens
 	eos     int32
-	held    []int32 // the tokens at the session's positions 0 .. Pos()-1
+	held    []int32                // the tokens at the session's positions 0 .. Pos()-1
+	vocab   *structured.Vocabulary // the tokens' bytes for structured answers, made when first needed
 }
 
 // ErrNoTemplate is returned by Reply when the model file carries no chat template.
@@ -95,6 +97,10 @@ type Options struct {
 	// IgnoreEOS goes on past the end-of-sequence token (for benchmarks; the token's own text is
 	// never shown).
 	IgnoreEOS bool
+	// Format, when set, makes the answer a document of that format (a JSON object, or one a
+	// JSON Schema describes: structured.Format), by masking the tokens that cannot continue
+	// it; the answer ends when the document is complete. Not with IgnoreEOS.
+	Format *structured.Format
 	// OnText, when set, receives the answer as it grows, in pieces of whole, valid UTF-8
 	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
 	OnText func(string)
@@ -201,6 +207,13 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	if !opts.IgnoreEOS {
 		stop = []int32{c.eos}
 	}
+	var constraint engine.Constraint
+	if opts.Format != nil {
+		if opts.IgnoreEOS {
+			return r, errors.New("a structured answer ends with the document: it cannot ignore the end-of-sequence token")
+		}
+		constraint = opts.Format.Start(c.vocabulary())
+	}
 	var onLogits func(int32, []float32) error
 	var starts []int // with Logprobs: each token's first byte in the text as shown
 	shown := 0
@@ -221,12 +234,13 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 		}
 	}
 	g, err := c.s.Generate(ctx, ids[keep:], engine.GenerateOptions{
-		MaxTokens: maxTokens,
-		Stop:      stop,
-		Sampling:  opts.Sampling,
-		Draft:     opts.Draft,
-		Before:    ids[:keep],
-		OnLogits:  onLogits,
+		MaxTokens:  maxTokens,
+		Stop:       stop,
+		Sampling:   opts.Sampling,
+		Draft:      opts.Draft,
+		Before:     ids[:keep],
+		OnLogits:   onLogits,
+		Constraint: constraint,
 		OnToken: func(id int32) error {
 			if opts.Logprobs && (id != c.eos || opts.IgnoreEOS) {
 				starts = append(starts, shown) // where this token's text begins in the answer
@@ -268,6 +282,24 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	r.Used = c.s.Pos()
 	r.Rate, r.PPRate = g.DecodeRate(), g.PromptRate()
 	return r, err
+}
+
+// vocabulary returns the tokens' bytes as structured answers need them: text tokens (Normal
+// and UserDefined) with their bytes, every other token never chosen, the end-of-sequence
+// token ending the answer. It has a token for every logit (rows past the tokenizer's tokens
+// are never text).
+func (c *Chat) vocabulary() *structured.Vocabulary {
+	if c.vocab == nil {
+		tokens := make([][]byte, c.m.Config().Vocab)
+		for id := range tokens {
+			switch c.tok.Type(int32(id)) {
+			case tokenizer.Normal, tokenizer.UserDefined:
+				tokens[id] = c.tok.AppendDecode(nil, []int32{int32(id)})
+			}
+		}
+		c.vocab = structured.NewVocabulary(tokens, []int32{c.eos})
+	}
+	return c.vocab
 }
 
 // commonPrefix returns the length of the longest common prefix of a and b.

@@ -80,7 +80,7 @@ const hi = `"messages":[{"role":"user","content":"hi"}],"max_tokens":4`
 func TestNothingIgnored(t *testing.T) {
 	f := newFixture(t)
 	for field, value := range map[string]string{
-		"response_format": `{"type":"json_object"}`, "logit_bias": `{"50256":-100}`, "functions": `[{"name":"f"}]`,
+		"logit_bias": `{"50256":-100}`, "functions": `[{"name":"f"}]`,
 		"function_call": `"auto"`, "tool_choice": `"auto"`, "tools": `[{"type":"function"}]`,
 		"parallel_tool_calls": `true`, "n": `2`,
 		"presence_penalty": `0.5`, "frequency_penalty": `-1`, "modalities": `["text","audio"]`, "audio": `{}`,
@@ -89,9 +89,7 @@ func TestNothingIgnored(t *testing.T) {
 		resp, body := f.post(t, "/v1/chat/completions", fmt.Sprintf(`{%s,%q:%s}`, hi, field, value))
 		wantError(t, field, resp, body, 400, field, "unsupported_parameter", field+":")
 	}
-	resp, body := f.post(t, "/v1/chat/completions", `{`+hi+`,"response_format":{"type":"json_schema","json_schema":{}}}`)
-	wantError(t, "json_schema", resp, body, 400, "response_format", "unsupported_parameter", "structured output")
-	resp, body = f.post(t, "/v1/completions", `{"prompt":"a","best_of":3}`)
+	resp, body := f.post(t, "/v1/completions", `{"prompt":"a","best_of":3}`)
 	wantError(t, "best_of", resp, body, 400, "best_of", "unsupported_parameter", "best_of")
 	resp, body = f.post(t, "/v1/chat/completions", `{`+hi+`,"min_p":0.1}`)
 	wantError(t, "min_p", resp, body, 400, "min_p", "", "Unrecognized request argument supplied: min_p")

@@ -197,7 +197,6 @@ var ollamaNoOpOptions = map[string]bool{"num_ctx": true, "num_batch": true, "num
 
 // ollamaRefused are the request fields of /api/chat and /api/generate that serve cannot honour.
 var ollamaRefused = map[string]refusal{
-	"format":   {"structured output is not supported yet: want \"\"", isOneOf(`""`)},
 	"tools":    {"tools are not supported yet", isOneOf("[]")},
 	"images":   {"images are not supported: this is a text model", isOneOf("[]")},
 	"think":    {"separated thinking output is not supported yet: want false", isOneOf("false")},
@@ -216,6 +215,7 @@ type ollamaRequest struct {
 	Model   string                     `json:"model"`
 	Stream  *bool                      `json:"stream"`
 	Options map[string]json.RawMessage `json:"options"`
+	Format  json.RawMessage            `json:"format"` // "", "json" or a JSON Schema (parseOllamaFormat)
 }
 
 // options reads the request's options into the answer's, with Ollama's defaults for what they
@@ -248,6 +248,9 @@ func (q *ollamaRequest) options() (assistant.Options, error) {
 	if e, ok := err.(*apiError); ok && e.param != "" {
 		e.param = "options." + strings.Replace(e.param, "max_tokens", "num_predict", 1)
 		e.msg = strings.Replace(e.msg, "max_tokens", "num_predict", 1)
+	}
+	if err == nil {
+		a.Format, err = parseOllamaFormat(q.Format)
 	}
 	return a, err
 }

@@ -33,6 +33,9 @@ type options struct {
 	// as unsigned (two's complement: -1 is 2^64-1), and the response reports it back as the
 	// int64 sent. Drawn seeds are below 2^53 (engine.NewSeed), the same number either way.
 	Seed *int64 `json:"seed"`
+	// ResponseFormat asks for plain text, a JSON object or a document of a JSON Schema
+	// (parseResponseFormat).
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type streamOptions struct {
@@ -84,7 +87,8 @@ func (o *options) check() (assistant.Options, error) {
 		return a, err
 	}
 	a.Stop = stops
-	return a, nil
+	a.Format, err = parseResponseFormat(o.ResponseFormat)
+	return a, err
 }
 
 // parseStop reads stop: a string or a list of strings.

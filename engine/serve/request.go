@@ -19,10 +19,8 @@ type refusal struct {
 }
 
 // refused are the fields of both endpoints serve cannot honour: anything but the value that
-// asks for nothing is a 400 naming the field. Structured output and tools will come with
-// constrained decoding.
+// asks for nothing is a 400 naming the field. Tools will come with the tool-call parsers.
 var refused = map[string]refusal{
-	"response_format":     {"structured output (json_object, json_schema) is not supported yet; only {\"type\":\"text\"}", isTextFormat},
 	"tools":               {"tools are not supported yet", isOneOf("[]")},
 	"tool_choice":         {"tools are not supported yet; only \"none\"", isOneOf(`"none"`)},
 	"parallel_tool_calls": {"tools are not supported yet", isOneOf("false")},
@@ -79,15 +77,6 @@ func isNumber(x float64) func(json.RawMessage) bool {
 		var v *float64
 		return json.Unmarshal(raw, &v) == nil && (v == nil || *v == x)
 	}
-}
-
-// isTextFormat reports whether a response_format is null or {"type":"text"}: plain text,
-// what every answer is.
-func isTextFormat(raw json.RawMessage) bool {
-	var f *struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(raw, &f) == nil && (f == nil || f.Type == "text")
 }
 
 // decodeRequest reads a JSON request body of the OpenAI API into v, a pointer to a struct

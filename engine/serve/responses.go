@@ -25,24 +25,12 @@ var refusedResponses = map[string]refusal{
 	"tool_choice":          {"tools are not supported yet; only \"none\" or \"auto\"", isOneOf(`"none"`, `"auto"`)},
 	"parallel_tool_calls":  {"tools are not supported yet", isOneOf("false", "true")},
 	"max_tool_calls":       {"tools are not supported yet", isOneOf()},
-	"text":                 {"structured output is not supported yet; only {\"format\":{\"type\":\"text\"}}", isTextConfig},
 	"reasoning":            {"reasoning settings are not supported", isOneOf("{}")},
 	"include":              {"extra output (include) is not supported", isOneOf("[]")},
 	"truncation":           {"truncation is not supported: want \"disabled\"", isOneOf(`"disabled"`)},
 	"background":           {"background responses are not supported", isOneOf("false")},
 	"top_logprobs":         {"log probabilities are not supported", isNumber(0)},
 	"prompt":               {"prompt templates are not supported", isOneOf()},
-}
-
-// isTextConfig reports whether a Responses "text" setting asks for plain text.
-func isTextConfig(raw json.RawMessage) bool {
-	var c *struct {
-		Format *struct {
-			Type string `json:"type"`
-		} `json:"format"`
-		Verbosity *string `json:"verbosity"`
-	}
-	return json.Unmarshal(raw, &c) == nil && (c == nil || (c.Format == nil || c.Format.Type == "text") && c.Verbosity == nil)
 }
 
 type responsesRequest struct {
@@ -56,6 +44,7 @@ type responsesRequest struct {
 	Seed            *int64          `json:"seed"`  // likewise
 	Stream          bool            `json:"stream"`
 	Metadata        map[string]any  `json:"metadata"`
+	Text            json.RawMessage `json:"text"` // the output's format (parseTextFormat)
 }
 
 // parseResponsesInput reads the input: a text (one user message) or a list of messages, each
@@ -122,6 +111,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			e.param, e.msg = "max_output_tokens", strings.Replace(e.msg, "max_tokens", "max_output_tokens", 1)
 		}
 	}
+	if err == nil {
+		opts.Format, err = parseTextFormat(req.Text)
+	}
+	// The response repeats the format asked for.
+	var textFormat any = map[string]any{"format": map[string]string{"type": "text"}}
+	if !isNull(req.Text) {
+		textFormat = req.Text
+	}
 	if !s.begin(w, r, &opts, err, writeError) {
 		return
 	}
@@ -137,7 +134,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			"model": s.name, "output": out, "error": nil, "incomplete_details": nil,
 			"instructions": req.Instructions, "max_output_tokens": req.MaxOutputTokens,
 			"temperature": req.Temperature, "top_p": req.TopP, "parallel_tool_calls": false,
-			"tool_choice": "none", "tools": []any{}, "text": map[string]any{"format": map[string]string{"type": "text"}},
+			"tool_choice": "none", "tools": []any{}, "text": textFormat,
 			"truncation": "disabled", "store": false, "metadata": cmpMetadata(req.Metadata), "usage": nil}
 		if opts.Sampling != nil {
 			resp["seed"] = int64(opts.Sampling.Seed)

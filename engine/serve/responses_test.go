@@ -123,7 +123,9 @@ func TestResponsesRefusals(t *testing.T) {
 	for _, c := range []struct{ body, param, want string }{
 		{`{"input":"Hi","previous_response_id":"resp_1"}`, "previous_response_id", "previous responses are not kept"},
 		{`{"input":"Hi","tools":[{"type":"web_search"}]}`, "tools", "tools are not supported"},
-		{`{"input":"Hi","text":{"format":{"type":"json_schema"}}}`, "text", "structured output"},
+		{`{"input":"Hi","text":{"format":{"type":"json_schema"}}}`, "text.format", "json_schema needs a schema"},
+		{`{"input":"Hi","text":{"format":{"type":"yaml"}}}`, "text.format", `type "yaml"`},
+		{`{"input":"Hi","text":{"verbosity":"low"}}`, "text", "verbosity is not supported"},
 		{`{"input":"Hi","reasoning":{"effort":"high"}}`, "reasoning", "reasoning settings"},
 		{`{"input":[{"type":"function_call_output","call_id":"c","output":"4"}]}`, "input", "function_call_output"},
 		{`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, "input", "input_image"},

@@ -25,8 +25,9 @@ var allowed = map[string][]string{
 	"app/trochilus-app": {"assets", "engine/library", "ui"},
 	"ui":                {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "internal/units", "kernels", "tokenizer/chat", "ui/conversation"},
 	"ui/conversation":   {"tokenizer/chat"},
-	"engine/serve":      {"engine", "engine/assistant", "gguf", "tokenizer/chat"},
-	"engine/assistant":  {"engine", "tokenizer", "tokenizer/chat"},
+	"engine/serve":      {"engine", "engine/assistant", "engine/structured", "gguf", "tokenizer/chat"},
+	"engine/assistant":  {"engine", "engine/structured", "tokenizer", "tokenizer/chat"},
+	"engine/structured": {},
 	"engine":            {"engine/machine", "experts", "gguf", "gguf/quant", "internal/osmem", "internal/units", "kernels"},
 	"engine/library":    {"engine", "engine/hub", "engine/machine", "gguf"},
 	"engine/hub":        {"engine", "gguf"},
@@ -80,7 +81,7 @@ var row = map[string]int{
 	"engine/assistant": 4, "engine/hub": 4,
 	"engine": 3, "internal/modelgen": 3,
 	"experts": 2, "engine/machine": 2, "tokenizer": 2, "tokenizer/chat": 2, "tokenizer/hfconv": 2,
-	"kernels": 1, "gguf/quant": 1, "gpu": 1, "tokenizer/jinja": 1, "engine/download": 1,
+	"kernels": 1, "gguf/quant": 1, "gpu": 1, "tokenizer/jinja": 1, "engine/download": 1, "engine/structured": 1,
 	"gguf": 0, "assets": 0, "internal/directio": 0, "internal/osmem": 0, "internal/units": 0,
 }
 
@@ -107,6 +108,7 @@ var testOnly = map[string][]string{
 	"internal/directio":              {}, // no project package
 	"internal/osmem":                 {}, // no project package
 	"internal/units":                 {}, // no project package
+	"engine/structured":              {}, // no project package
 	"tools/oracle":                   {"gguf", "gguf/quant", "internal/modelgen", "internal/oracle"},
 }
 

@@ -1,0 +1,64 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/structured"
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// TestStructuredReplies asks a random-weight model for JSON, greedy and drawn: every answer
+// that ends is a JSON document of the format, and one that does not is a prefix of one (it
+// ran out of tokens); the same request gives the same bytes again.
+func TestStructuredReplies(t *testing.T) {
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	c := open(t, path)
+	schema := `{"type":"object","properties":{"name":{"type":"string","maxLength":8},"n":{"type":"integer"},"ok":{"type":"boolean"}},"required":["name","n","ok"],"additionalProperties":false}`
+	formats := map[string]*structured.Format{"json_object": structured.JSONObject()}
+	var err error
+	if formats["schema"], err = structured.CompileSchema([]byte(schema)); err != nil {
+		t.Fatal(err)
+	}
+	turns := []chat.Message{{Role: "user", Content: "Answer in JSON."}}
+	ended := 0
+	for name, f := range formats {
+		for _, sp := range []*engine.Sampling{nil, {Temperature: 1, Seed: 1}, {Temperature: 1, Seed: 2}, {Temperature: 0.7, TopP: 0.9, Seed: 3}} {
+			opts := Options{MaxTokens: 200, Format: f, Sampling: sp}
+			r, err := c.Reply(context.Background(), turns, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := c.Reply(context.Background(), turns, opts)
+			if err != nil || again.Text != r.Text {
+				t.Fatalf("%s, sampling %v: %q, then %q (%v)", name, sp, r.Text, again.Text, err)
+			}
+			if !strings.HasPrefix(r.Text, "{") {
+				t.Fatalf("%s, sampling %v: the answer %q does not open an object", name, sp, r.Text)
+			}
+			if !r.Ended {
+				continue
+			}
+			ended++
+			var v map[string]any
+			if err := json.Unmarshal([]byte(r.Text), &v); err != nil {
+				t.Fatalf("%s, sampling %v: ended with %q, not a JSON object: %v", name, sp, r.Text, err)
+			}
+			if name == "schema" {
+				if _, ok := v["name"].(string); !ok || len(v) != 3 || v["n"] != float64(int64(v["n"].(float64))) {
+					t.Fatalf("schema answer %q", r.Text)
+				}
+			}
+		}
+	}
+	// The schema bounds the one string, so its answers end; the free object's may run on.
+	if ended < 4 {
+		t.Errorf("%d answers ended, want at least the schema's 4", ended)
+	}
+}

@@ -1,0 +1,732 @@
+// Package structured makes a model's answer a JSON document: any JSON object, or one that a
+// JSON Schema describes. Before each token is chosen, the tokens whose bytes cannot continue
+// the document are masked (their logits set to −Inf), so the choice — greedy or drawn — is made
+// among the rest exactly as without a format. The mask depends only on the text chosen so far,
+// never on timing or threads, so a structured answer is as reproducible as any other.
+//
+// The documents generated are a subset of those the format allows: properties in the schema's
+// order (the optional ones may be left out), no properties beyond the schema's, canonical text
+// for enum and const values, no whitespace before or after the document and, between its
+// tokens, whitespace bounded (none, one space, or a newline and up to 20 spaces or tabs) so
+// that a model cannot loop on blanks. Every generated document
+// is valid; not every valid document can be generated. Schema keywords that would constrain
+// what this package cannot enforce are refused by name, never ignored.
+package structured
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// A Format is what an answer must be. It is immutable and may serve many answers at once.
+type Format struct {
+	root *node
+}
+
+// kind is a node's sort of value.
+type kind uint8
+
+const (
+	kindAny     kind = iota // any JSON value
+	kindObject              // an object: listed properties, or free keys with values of one node
+	kindArray               // an array of items of one node
+	kindString              // a string, with bounds on its length in characters
+	kindNumber              // any JSON number
+	kindInteger             // a number without fraction or exponent
+	kindLiteral             // one of a set of JSON texts: true/false/null, enum, const
+	kindAnyOf               // one of several nodes, told apart by their first byte
+)
+
+// A node is one schema, compiled.
+type node struct {
+	kind kind
+
+	// kindObject: props in the schema's order, or (props nil) free keys whose values are
+	// values; keySets[i] are the keys that may come when props[:i] are settled.
+	props   []prop
+	values  *node
+	keySets []keySet
+
+	// kindArray.
+	items              *node
+	minItems, maxItems int // maxItems −1: no bound
+
+	// kindString: length bounds in characters (maxLen −1: no bound).
+	minLen, maxLen int
+
+	// kindLiteral: canonical JSON texts, sorted, distinct.
+	literals [][]byte
+
+	// kindAnyOf: alternatives whose first bytes differ.
+	alts []*node
+
+	// first is the set of bytes a value may start with (a bit a byte), for choosing among
+	// alternatives.
+	first [4]uint64
+
+	// ref, while compiling: the $ref this node stands for (resolved into *node when done).
+	ref string
+}
+
+// A prop is an object's property: its key as JSON text ("name" with its quotes), its node and
+// whether it must appear.
+type prop struct {
+	key      []byte
+	value    *node
+	required bool
+}
+
+// A keySet is the keys that may come next in an object, sorted, each with the index of its
+// property; end reports whether the object may close instead (no required property is left).
+type keySet struct {
+	keys  [][]byte
+	index []int
+	end   bool
+}
+
+// JSONObject returns the format of OpenAI's json_object mode: any JSON object.
+func JSONObject() *Format {
+	return &Format{root: anyObject}
+}
+
+// maxDepth bounds the nesting of objects and arrays in an answer (a model left to recurse
+// would otherwise grow the matcher's stack without bound).
+const maxDepth = 64
+
+// annotations are the keywords that describe without constraining; they are skipped.
+var annotations = map[string]bool{
+	"title": true, "description": true, "default": true, "examples": true, "$schema": true,
+	"$id": true, "$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"$defs": true, "definitions": true, "strict": true,
+}
+
+// CompileSchema compiles a JSON Schema (the subset structured output uses: type, properties,
+// required, additionalProperties, items, minItems, maxItems, enum, const, anyOf, oneOf, a
+// one-element allOf, nullable, minLength, maxLength, $ref into $defs or definitions) into a
+// format. An error names the keyword and where in the schema it is.
+func CompileSchema(schema []byte) (*Format, error) {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber()
+	doc, err := decodeOrdered(dec, 0)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("schema: text after the schema")
+	}
+	c := &compiler{doc: doc, refs: map[string]*node{}}
+	root, err := c.compile(doc, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range c.pending {
+		target, ok := c.refs[n.ref]
+		if !ok || target.ref != "" {
+			return nil, fmt.Errorf("schema: $ref %q: a reference to a reference is not supported", n.ref)
+		}
+		*n = *target
+	}
+	if err := c.check(root, map[*node]bool{}); err != nil {
+		return nil, err
+	}
+	return &Format{root: root}, nil
+}
+
+// compiler holds the schema document (for $ref) and the references met.
+type compiler struct {
+	doc     any
+	refs    map[string]*node // compiled targets by $ref text
+	pending []*node          // nodes that stand for a $ref, resolved at the end
+}
+
+// at returns where a keyword is, for errors: a JSON pointer, "/" for the root.
+func at(path string) string {
+	if path == "" {
+		return "/"
+	}
+	return path
+}
+
+func (c *compiler) compile(v any, path string) (*node, error) {
+	switch s := v.(type) {
+	case bool:
+		if s {
+			return &node{kind: kindAny}, nil
+		}
+		return nil, fmt.Errorf("schema at %s: false allows no value", at(path))
+	case map[string]any:
+		return c.compileObject(s, path)
+	}
+	return nil, fmt.Errorf("schema at %s: want an object or a boolean", at(path))
+}
+
+func (c *compiler) compileObject(s map[string]any, path string) (*node, error) {
+	for k := range s {
+		if !annotations[k] && !known[k] {
+			if why, refused := refused[k]; refused {
+				return nil, fmt.Errorf("schema at %s: keyword %q is not supported (%s)", at(path), k, why)
+			}
+		}
+	}
+	if ref, ok := s["$ref"]; ok {
+		r, ok := ref.(string)
+		if !ok {
+			return nil, fmt.Errorf("schema at %s: $ref: want a string", at(path))
+		}
+		return c.reference(r, path)
+	}
+	if all, ok := s["allOf"]; ok {
+		list, ok := all.([]any)
+		if !ok || len(list) != 1 {
+			return nil, fmt.Errorf("schema at %s: allOf: only a list of one schema is supported", at(path))
+		}
+		return c.compile(list[0], path+"/allOf/0")
+	}
+	if v, ok := s["const"]; ok {
+		return literals([]any{v}, path+"/const")
+	}
+	if v, ok := s["enum"]; ok {
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 {
+			return nil, fmt.Errorf("schema at %s/enum: want a non-empty list", at(path))
+		}
+		return literals(list, path+"/enum")
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		v, ok := s[k]
+		if !ok {
+			continue
+		}
+		// oneOf is anyOf here: alternatives must start differently, so at most one matches.
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 {
+			return nil, fmt.Errorf("schema at %s/%s: want a non-empty list", at(path), k)
+		}
+		var alts []*node
+		for i, a := range list {
+			n, err := c.compile(a, fmt.Sprintf("%s/%s/%d", path, k, i))
+			if err != nil {
+				return nil, err
+			}
+			alts = append(alts, n)
+		}
+		return anyOf(alts, path+"/"+k)
+	}
+
+	var types []string
+	switch t := s["type"].(type) {
+	case nil:
+		if _, ok := s["type"]; ok {
+			return nil, fmt.Errorf("schema at %s/type: want a string or a list of strings", at(path))
+		}
+	case string:
+		types = []string{t}
+	case []any:
+		for _, e := range t {
+			name, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("schema at %s/type: want a string or a list of strings", at(path))
+			}
+			types = append(types, name)
+		}
+	default:
+		return nil, fmt.Errorf("schema at %s/type: want a string or a list of strings", at(path))
+	}
+	if n, _ := s["nullable"].(bool); n && len(types) > 0 && !slices.Contains(types, "null") {
+		types = append(types, "null")
+	}
+	if len(types) == 0 {
+		// No type: the keywords present say which; none means any value.
+		switch {
+		case s["properties"] != nil || s["additionalProperties"] != nil || s["required"] != nil:
+			types = []string{"object"}
+		case s["items"] != nil:
+			types = []string{"array"}
+		case s["minLength"] != nil || s["maxLength"] != nil:
+			types = []string{"string"}
+		default:
+			return &node{kind: kindAny}, nil
+		}
+	}
+	if slices.Contains(types, "number") {
+		types = slices.DeleteFunc(types, func(t string) bool { return t == "integer" })
+	}
+	var alts []*node
+	for _, t := range types {
+		n, err := c.typed(t, s, path)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, n)
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return anyOf(alts, path+"/type")
+}
+
+// known are the keywords compile reads.
+var known = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
+	"minItems": true, "maxItems": true, "enum": true, "const": true, "anyOf": true, "oneOf": true,
+	"allOf": true, "nullable": true, "minLength": true, "maxLength": true, "$ref": true,
+}
+
+// refused are the keywords that constrain values in ways this package does not enforce, with
+// what to do instead. Unknown keywords are annotations (JSON Schema ignores them).
+var refused = map[string]string{
+	"pattern":               "a regular expression over a string; use enum, or describe the form in the prompt",
+	"format":                "string formats are not enforced; describe the form in the prompt",
+	"minimum":               "numeric bounds are not enforced",
+	"maximum":               "numeric bounds are not enforced",
+	"exclusiveMinimum":      "numeric bounds are not enforced",
+	"exclusiveMaximum":      "numeric bounds are not enforced",
+	"multipleOf":            "numeric bounds are not enforced",
+	"not":                   "negation is not enforced",
+	"if":                    "conditional schemas are not enforced",
+	"then":                  "conditional schemas are not enforced",
+	"else":                  "conditional schemas are not enforced",
+	"patternProperties":     "keys by pattern are not enforced",
+	"propertyNames":         "key schemas are not enforced",
+	"dependentRequired":     "dependencies between properties are not enforced",
+	"dependentSchemas":      "dependencies between properties are not enforced",
+	"dependencies":          "dependencies between properties are not enforced",
+	"minProperties":         "property counts are not enforced",
+	"maxProperties":         "property counts are not enforced",
+	"uniqueItems":           "unique items are not enforced",
+	"contains":              "contains is not enforced",
+	"minContains":           "contains is not enforced",
+	"maxContains":           "contains is not enforced",
+	"prefixItems":           "tuples are not supported yet",
+	"unevaluatedItems":      "unevaluated items are not enforced",
+	"unevaluatedProperties": "unevaluated properties are not enforced",
+	"contentEncoding":       "string contents are not enforced",
+	"contentMediaType":      "string contents are not enforced",
+	"$dynamicRef":           "dynamic references are not supported",
+}
+
+// typed compiles s as one type.
+func (c *compiler) typed(t string, s map[string]any, path string) (*node, error) {
+	switch t {
+	case "null":
+		return literals([]any{nil}, path)
+	case "boolean":
+		return literals([]any{false, true}, path)
+	case "number":
+		return &node{kind: kindNumber}, nil
+	case "integer":
+		return &node{kind: kindInteger}, nil
+	case "string":
+		n := &node{kind: kindString, maxLen: -1}
+		var err error
+		if n.minLen, err = count(s, "minLength", 0, path); err != nil {
+			return nil, err
+		}
+		if n.maxLen, err = count(s, "maxLength", -1, path); err != nil {
+			return nil, err
+		}
+		if n.maxLen >= 0 && n.maxLen < n.minLen {
+			return nil, fmt.Errorf("schema at %s: maxLength %d is below minLength %d", at(path), n.maxLen, n.minLen)
+		}
+		return n, nil
+	case "array":
+		n := &node{kind: kindArray, maxItems: -1}
+		var err error
+		if n.minItems, err = count(s, "minItems", 0, path); err != nil {
+			return nil, err
+		}
+		if n.maxItems, err = count(s, "maxItems", -1, path); err != nil {
+			return nil, err
+		}
+		if n.maxItems >= 0 && n.maxItems < n.minItems {
+			return nil, fmt.Errorf("schema at %s: maxItems %d is below minItems %d", at(path), n.maxItems, n.minItems)
+		}
+		n.items = &node{kind: kindAny}
+		if it, ok := s["items"]; ok {
+			if n.items, err = c.compile(it, path+"/items"); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	case "object":
+		return c.object(s, path)
+	}
+	return nil, fmt.Errorf("schema at %s/type: unknown type %q", at(path), t)
+}
+
+// count reads a non-negative integer keyword, or returns def when it is absent.
+func count(s map[string]any, key string, def int, path string) (int, error) {
+	v, ok := s[key]
+	if !ok {
+		return def, nil
+	}
+	n, ok := v.(json.Number)
+	if ok {
+		if i, err := n.Int64(); err == nil && i >= 0 && i <= 1<<20 {
+			return int(i), nil
+		}
+	}
+	return 0, fmt.Errorf("schema at %s/%s: want an integer from 0 to %d", at(path), key, 1<<20)
+}
+
+// object compiles an object schema: its listed properties in order, or, with none listed,
+// free keys whose values follow additionalProperties (any value when it is absent or true).
+func (c *compiler) object(s map[string]any, path string) (*node, error) {
+	n := &node{kind: kindObject}
+	required := map[string]bool{}
+	if r, ok := s["required"]; ok {
+		list, ok := r.([]any)
+		if !ok {
+			return nil, fmt.Errorf("schema at %s/required: want a list of names", at(path))
+		}
+		for _, e := range list {
+			name, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("schema at %s/required: want a list of names", at(path))
+			}
+			required[name] = true
+		}
+	}
+	props, _ := s["properties"].(map[string]any)
+	if _, ok := s["properties"]; ok && props == nil {
+		return nil, fmt.Errorf("schema at %s/properties: want an object", at(path))
+	}
+	// The properties in the order the schema writes them: the order a model is asked for.
+	names, _ := props[orderKey].([]string)
+	if len(names) == 0 {
+		if len(required) > 0 {
+			return nil, fmt.Errorf("schema at %s/required: names a property that properties does not list", at(path))
+		}
+		if ap, ok := s["additionalProperties"]; ok {
+			if b, isBool := ap.(bool); isBool && !b {
+				// No property at all: only {}.
+				n.keySets = []keySet{{end: true}}
+				return n, nil
+			}
+		}
+		n.values = &node{kind: kindAny}
+		if ap, ok := s["additionalProperties"]; ok {
+			var err error
+			if n.values, err = c.compile(ap, path+"/additionalProperties"); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	}
+	for _, name := range names {
+		v, err := c.compile(props[name], path+"/properties/"+escapePointer(name))
+		if err != nil {
+			return nil, err
+		}
+		n.props = append(n.props, prop{key: canonical(name), value: v, required: required[name]})
+		delete(required, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(required)) {
+		return nil, fmt.Errorf("schema at %s/required: %q is not among the properties", at(path), name)
+	}
+	// keySets[i]: the properties from i up to the first required one may come next.
+	for i := 0; i <= len(n.props); i++ {
+		var ks keySet
+		ks.end = true
+		for j := i; j < len(n.props); j++ {
+			ks.keys = append(ks.keys, n.props[j].key)
+			ks.index = append(ks.index, j)
+			if n.props[j].required {
+				ks.end = false
+				break
+			}
+		}
+		sortKeys(&ks)
+		n.keySets = append(n.keySets, ks)
+	}
+	return n, nil
+}
+
+// sortKeys sorts a key set's keys, keeping each with its property's index.
+func sortKeys(ks *keySet) {
+	order := make([]int, len(ks.keys))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return bytes.Compare(ks.keys[order[a]], ks.keys[order[b]]) < 0 })
+	keys, index := make([][]byte, len(order)), make([]int, len(order))
+	for i, o := range order {
+		keys[i], index[i] = ks.keys[o], ks.index[o]
+	}
+	ks.keys, ks.index = keys, index
+}
+
+// orderKey is where decodeOrdered stores each object's keys in the order of the text (a Go map
+// forgets it): a key no decoded JSON text can hold (it is not valid UTF-8; the decoder turns
+// invalid bytes into U+FFFD), so it never collides with a keyword or a property.
+const orderKey = "\xff order"
+
+// decodeOrdered decodes the next JSON value from dec as encoding/json would into an any
+// (numbers as json.Number), with each object's key order under orderKey. A key given twice is
+// an error: which one a schema means would be a guess.
+func decodeOrdered(dec *json.Decoder, depth int) (any, error) {
+	if depth > 256 {
+		return nil, fmt.Errorf("nested more than 256 deep")
+	}
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t {
+	case json.Delim('{'):
+		m := map[string]any{}
+		var order []string
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k := kt.(string)
+			if _, dup := m[k]; dup {
+				return nil, fmt.Errorf("key %q appears twice in an object", k)
+			}
+			if m[k], err = decodeOrdered(dec, depth+1); err != nil {
+				return nil, err
+			}
+			order = append(order, k)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		m[orderKey] = order
+		return m, nil
+	case json.Delim('['):
+		list := []any{}
+		for dec.More() {
+			v, err := decodeOrdered(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		return list, nil
+	}
+	return t, nil
+}
+
+// escapePointer escapes a name for a JSON pointer.
+func escapePointer(name string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
+}
+
+// canonical returns v's JSON text as it is generated: compact, UTF-8 as is (no HTML escapes).
+func canonical(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("structured: encoding a decoded JSON value: %v", err)) // cannot happen
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// literals returns a node matching exactly the canonical texts of values.
+func literals(values []any, path string) (*node, error) {
+	n := &node{kind: kindLiteral}
+	for _, v := range values {
+		n.literals = append(n.literals, canonical(stripOrder(v)))
+	}
+	slices.SortFunc(n.literals, bytes.Compare)
+	n.literals = slices.CompactFunc(n.literals, bytes.Equal)
+	return n, nil
+}
+
+// stripOrder removes the order keys decodeOrdered added, for re-encoding a value.
+func stripOrder(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if k != orderKey {
+				out[k] = stripOrder(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stripOrder(e)
+		}
+		return out
+	}
+	return v
+}
+
+// anyOf returns a node matching any of alts, which must start with different bytes (so that
+// the first byte of a value decides which one it is); literal sets are merged.
+func anyOf(alts []*node, path string) (*node, error) {
+	var flat []*node
+	for _, a := range alts {
+		if a.kind == kindAnyOf {
+			flat = append(flat, a.alts...)
+		} else {
+			flat = append(flat, a)
+		}
+	}
+	// Merge literal sets, and literals into a wider node that covers them when it starts the
+	// same way would be ambiguous: refuse those below.
+	var lit *node
+	var rest []*node
+	for _, a := range flat {
+		if a.kind == kindLiteral {
+			if lit == nil {
+				lit = &node{kind: kindLiteral}
+			}
+			lit.literals = append(lit.literals, a.literals...)
+			continue
+		}
+		rest = append(rest, a)
+	}
+	if lit != nil {
+		slices.SortFunc(lit.literals, bytes.Compare)
+		lit.literals = slices.CompactFunc(lit.literals, bytes.Equal)
+		rest = append(rest, lit)
+	}
+	if len(rest) == 1 {
+		return rest[0], nil
+	}
+	return &node{kind: kindAnyOf, alts: rest}, nil
+}
+
+// reference returns the node a $ref names: "#", "#/$defs/name" or "#/definitions/name".
+func (c *compiler) reference(ref, path string) (*node, error) {
+	if n, ok := c.refs[ref]; ok {
+		return n, nil
+	}
+	var target any
+	switch {
+	case ref == "#":
+		target = c.doc
+	case strings.HasPrefix(ref, "#/"):
+		target = c.doc
+		for _, part := range strings.Split(ref[2:], "/") {
+			part = strings.NewReplacer("~1", "/", "~0", "~").Replace(part)
+			m, ok := target.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("schema at %s: $ref %q names nothing", at(path), ref)
+			}
+			if target, ok = m[part]; !ok {
+				return nil, fmt.Errorf("schema at %s: $ref %q names nothing", at(path), ref)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("schema at %s: $ref %q: only references within the schema (#...) are supported", at(path), ref)
+	}
+	// A placeholder first, so that a recursive schema refers to itself.
+	n := &node{ref: ref}
+	c.refs[ref] = n
+	compiled, err := c.compile(target, strings.TrimPrefix(ref, "#"))
+	if err != nil {
+		return nil, err
+	}
+	if compiled.ref != "" {
+		c.pending = append(c.pending, n)
+		n.ref = compiled.ref
+		return n, nil
+	}
+	*n = *compiled
+	return n, nil
+}
+
+// check refuses alternatives that start alike, once every node is compiled (references
+// resolved).
+func (c *compiler) check(n *node, seen map[*node]bool) error {
+	if seen[n] {
+		return nil
+	}
+	seen[n] = true
+	first := firstBytes(n, map[*node]bool{})
+	for b := range 256 {
+		if first[b] {
+			n.first[b>>6] |= 1 << (b & 63)
+		}
+	}
+	if n.kind == kindAnyOf {
+		var starts [256]int
+		for i, a := range n.alts {
+			first := firstBytes(a, map[*node]bool{})
+			for b := range 256 {
+				if first[b] {
+					if starts[b] != 0 {
+						return fmt.Errorf("schema: anyOf: alternatives %d and %d can both start with %q; alternatives must differ in type (two objects or two arrays are not supported yet)",
+							starts[b]-1, i, rune(b))
+					}
+					starts[b] = i + 1
+				}
+			}
+		}
+	}
+	for _, child := range children(n) {
+		if err := c.check(child, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// children returns the nodes below n.
+func children(n *node) []*node {
+	var out []*node
+	for _, p := range n.props {
+		out = append(out, p.value)
+	}
+	for _, m := range []*node{n.values, n.items} {
+		if m != nil {
+			out = append(out, m)
+		}
+	}
+	return append(out, n.alts...)
+}
+
+// firstBytes returns the bytes a value of n may start with.
+func firstBytes(n *node, seen map[*node]bool) (set [256]bool) {
+	number := func() {
+		set['-'] = true
+		for d := '0'; d <= '9'; d++ {
+			set[d] = true
+		}
+	}
+	switch n.kind {
+	case kindAny:
+		set['{'], set['['], set['"'], set['t'], set['f'], set['n'] = true, true, true, true, true, true
+		number()
+	case kindObject:
+		set['{'] = true
+	case kindArray:
+		set['['] = true
+	case kindString:
+		set['"'] = true
+	case kindNumber, kindInteger:
+		number()
+	case kindLiteral:
+		for _, l := range n.literals {
+			set[l[0]] = true
+		}
+	case kindAnyOf:
+		if seen[n] {
+			return set
+		}
+		seen[n] = true
+		for _, a := range n.alts {
+			s := firstBytes(a, seen)
+			for b := range 256 {
+				set[b] = set[b] || s[b]
+			}
+		}
+	}
+	return set
+}
