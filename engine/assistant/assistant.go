@@ -7,6 +7,7 @@ package assistant
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,10 +30,15 @@ type Chat struct {
 	eos     int32
 	held    []int32                // the tokens at the session's positions 0 .. Pos()-1
 	vocab   *structured.Vocabulary // the tokens' bytes for structured answers, made when first needed
+	tools   ToolSyntax             // how the template writes tool calls; zero when it cannot
 }
 
 // ErrNoTemplate is returned by Reply when the model file carries no chat template.
 var ErrNoTemplate = errors.New("the file has no chat template (tokenizer.chat_template): it cannot chat")
+
+// ErrNoTools is returned by Reply when tools are given and the model's template does not
+// render them, or writes calls in a syntax this package cannot read (ToolSyntax).
+var ErrNoTools = errors.New("the model's chat template does not render tools in a call syntax Trochilus reads (Hermes/Qwen <tool_call>)")
 
 // New makes a Chat over session s of model m, reading the tokenizer and chat template from
 // the model's file. A file without a chat template still completes raw text (Complete).
@@ -53,6 +59,10 @@ func New(m *engine.Model, s *engine.Session) (*Chat, error) {
 	}
 	c.special = chat.SpecialTokens{BOS: tokenText(tok, tok.BOS()), EOS: tokenText(tok, eos),
 		UNK: tokenText(tok, tok.UNK()), PAD: tokenText(tok, tok.PAD())}
+	if c.tmpl != nil {
+		src, _ := m.File().Str("tokenizer.chat_template")
+		c.tools, _ = toolSyntax(c.tmpl, src, c.special)
+	}
 	return c, nil
 }
 
@@ -101,6 +111,10 @@ type Options struct {
 	// JSON Schema describes: structured.Format), by masking the tokens that cannot continue
 	// it; the answer ends when the document is complete. Not with IgnoreEOS.
 	Format *structured.Format
+	// Tools, when set, are the tools the template shows the model: a JSON list of OpenAI
+	// function tools ({"type": "function", "function": {"name", "description",
+	// "parameters"}}), passed to the template as apply_chat_template's tools. Reply only.
+	Tools json.RawMessage
 	// OnText, when set, receives the answer as it grows, in pieces of whole, valid UTF-8
 	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
 	OnText func(string)
@@ -146,16 +160,28 @@ func (r *Reply) Finished() bool { return r.Ended || r.Stopped }
 // Render returns the conversation as the model's chat template writes it, asking for the
 // assistant's turn.
 func (c *Chat) Render(turns []chat.Message) (string, error) {
+	return c.render(turns, nil)
+}
+
+// render renders turns with tools (nil: none given, as the template's tools is None).
+func (c *Chat) render(turns []chat.Message, tools json.RawMessage) (string, error) {
 	if c.tmpl == nil {
 		return "", ErrNoTemplate
 	}
-	return c.tmpl.Render(turns, chat.Options{AddGenerationPrompt: true, SpecialTokens: c.special})
+	opts := chat.Options{AddGenerationPrompt: true, SpecialTokens: c.special}
+	if tools != nil {
+		opts.Tools = tools
+	}
+	return c.tmpl.Render(turns, opts)
 }
 
 // Reply renders turns with the model's chat template (asking for the assistant's turn) and
 // generates the answer. On an error (a cancellation included) the Reply holds what was made.
 func (c *Chat) Reply(ctx context.Context, turns []chat.Message, opts Options) (Reply, error) {
-	text, err := c.Render(turns)
+	if opts.Tools != nil && c.tools == (ToolSyntax{}) {
+		return Reply{Context: c.s.Context()}, ErrNoTools
+	}
+	text, err := c.render(turns, opts.Tools)
 	if err != nil {
 		return Reply{Context: c.s.Context()}, err
 	}

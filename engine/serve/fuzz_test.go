@@ -42,7 +42,7 @@ func FuzzRequest(f *testing.F) {
 				t.Fatalf("accepted sampling that engine refuses or reads as all tokens: %+v: %v", *opts.Sampling, e)
 			}
 		}
-		if turns, err := parseMessages(req.Messages); err == nil {
+		if turns, err := parseMessages(req.Messages, true); err == nil {
 			for _, m := range turns {
 				if _, ok := roles[m.Role]; !ok || m.Role == "developer" {
 					t.Fatalf("a message of role %q was accepted", m.Role)

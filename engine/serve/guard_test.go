@@ -81,8 +81,7 @@ func TestNothingIgnored(t *testing.T) {
 	f := newFixture(t)
 	for field, value := range map[string]string{
 		"logit_bias": `{"50256":-100}`, "functions": `[{"name":"f"}]`,
-		"function_call": `"auto"`, "tool_choice": `"auto"`, "tools": `[{"type":"function"}]`,
-		"parallel_tool_calls": `true`, "n": `2`,
+		"function_call": `"auto"`, "n": `2`,
 		"presence_penalty": `0.5`, "frequency_penalty": `-1`, "modalities": `["text","audio"]`, "audio": `{}`,
 		"prediction": `{"type":"content"}`, "reasoning_effort": `"low"`,
 	} {

@@ -306,7 +306,7 @@ func parseOllamaMessages(raw []map[string]json.RawMessage) ([]chat.Message, erro
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	return parseMessages(raw)
+	return parseMessages(raw, false)
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {

@@ -238,7 +238,7 @@ func TestOllamaRefusals(t *testing.T) {
 		{"/api/chat", `{` + msgs + `,"tools":[{"type":"function"}]}`, 400, "tools: tools are not supported yet"},
 		{"/api/chat", `{` + msgs + `,"think":true}`, 400, "think: separated thinking"},
 		{"/api/chat", `{"messages":[{"role":"user","content":"Hi","images":["aGk="]}]}`, 400, "messages[0].images: images are not supported"},
-		{"/api/chat", `{"messages":[{"role":"tool","content":"42"}]}`, 400, "tool results are not supported"},
+		{"/api/chat", `{"messages":[{"role":"tool","content":"42"}]}`, 400, "tool results need a model whose template renders tools"},
 		{"/api/chat", `{"messages":"Hi"}`, 400, "messages: want a list"},
 		{"/api/chat", `[1]`, 400, "want a JSON object"},
 		{"/api/generate", `{"prompt":"Hi","context":[1,2,3]}`, 400, "context: the context of an earlier answer"},

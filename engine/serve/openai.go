@@ -121,7 +121,7 @@ var toolFields = map[string]bool{"tool_calls": true, "function_call": true, "too
 // parseMessages reads the messages of a chat request: a role, content as a string or a list of
 // text parts, and any other field (name, ...) passed to the template; a null field asks for
 // nothing and is left out.
-func parseMessages(raw []map[string]json.RawMessage) ([]chat.Message, error) {
+func parseMessages(raw []map[string]json.RawMessage, tools bool) ([]chat.Message, error) {
 	if len(raw) == 0 {
 		return nil, badParam("messages", "messages: want at least one")
 	}
@@ -135,12 +135,18 @@ func parseMessages(raw []map[string]json.RawMessage) ([]chat.Message, error) {
 		switch r, ok := roles[role]; {
 		case ok:
 			m.Role = r
+		case role == "tool" && tools:
+			m.Role = "tool"
 		case role == "tool" || role == "function":
-			return nil, badParam("messages", "messages[%d].role %q: tool results are not supported yet (no tools)", i, role)
+			return nil, badParam("messages", "messages[%d].role %q: tool results need a model whose template renders tools: %v", i, role, assistant.ErrNoTools)
 		default:
-			return nil, badParam("messages", "messages[%d].role %q: want system, developer, user or assistant", i, role)
+			return nil, badParam("messages", "messages[%d].role %q: want system, developer, user, assistant or tool", i, role)
 		}
+		calls := m.Role == "assistant" && tools && !isOneOf()(fields["tool_calls"]) && len(fields["tool_calls"]) > 0
 		content, err := parseContent(fields["content"])
+		if err != nil && calls && (isOneOf()(fields["content"]) || len(bytes.TrimSpace(fields["content"])) == 0) {
+			content, err = "", nil // the content beside tool calls may be null
+		}
 		if err != nil {
 			return nil, badParam("messages", "messages[%d].content: %v", i, err)
 		}
@@ -150,8 +156,19 @@ func parseMessages(raw []map[string]json.RawMessage) ([]chat.Message, error) {
 			if k == "role" || k == "content" || isOneOf()(v) {
 				continue
 			}
-			if toolFields[k] {
-				return nil, badParam("messages", "messages[%d].%s: tool calls are not supported yet", i, k)
+			if toolFields[k] && !(tools && (k == "tool_calls" && m.Role == "assistant" || k == "tool_call_id" && m.Role == "tool")) {
+				return nil, badParam("messages", "messages[%d].%s: tool calls need a model whose template renders tools, in an assistant message (tool_call_id in a tool message)", i, k)
+			}
+			if k == "tool_calls" {
+				tc, err := templateToolCalls(v)
+				if err != nil {
+					return nil, badParam("messages", "messages[%d].tool_calls: %v", i, err)
+				}
+				if m.Extra == nil {
+					m.Extra = map[string]any{}
+				}
+				m.Extra[k] = tc
+				continue
 			}
 			var x any
 			if err := json.Unmarshal(v, &x); err != nil {
@@ -237,6 +254,25 @@ type completion struct {
 	// choice and delta shape a choice of the whole response and of a streamed chunk.
 	choice func(reply *assistant.Reply, finish *string) map[string]any
 	delta  func(text string, first bool, finish *string) map[string]any
+	// tools, on chat completions, are the request's tools: a streamed answer holds back its
+	// text from where a call may begin, and ends with the calls read.
+	tools *toolPlan
+}
+
+// nullIfEmpty is JSON null for "", as OpenAI writes a message's content beside tool calls.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// isTextFormat reports whether a response_format asks for plain text.
+func isTextFormat(raw json.RawMessage) bool {
+	var f struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &f) == nil && f.Type == "text"
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -245,6 +281,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		Messages    []map[string]json.RawMessage `json:"messages"`
 		Logprobs    *bool                        `json:"logprobs"`
 		TopLogprobs *int                         `json:"top_logprobs"`
+		// Tools (tools.go).
+		Tools             json.RawMessage `json:"tools"`
+		ToolChoice        json.RawMessage `json:"tool_choice"`
+		ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	}
 	if err := decodeRequest(w, r, &req, nil); err != nil {
 		writeError(w, err)
@@ -263,7 +303,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badParam("top_logprobs", "top_logprobs: needs \"logprobs\": true"))
 		return
 	}
-	turns, err := parseMessages(req.Messages)
+	syntax, canCall := s.chat.ToolSyntax()
+	plan, err := parseTools(req.Tools, req.ToolChoice, req.ParallelToolCalls, syntax, canCall)
+	if err == nil && plan.forced != nil && !isNull(req.ResponseFormat) && !isTextFormat(req.ResponseFormat) {
+		err = badParam("response_format", "response_format: a forced tool call (tool_choice) is the answer's format already")
+	}
+	var turns []chat.Message
+	if err == nil {
+		turns, err = parseMessages(req.Messages, canCall)
+	}
 	if err == nil {
 		err = s.promptBound("messages", contentBytes(turns))
 	}
@@ -273,8 +321,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	s.complete(w, r, &req.options, completion{
 		object: "chat.completion", chunkObject: "chat.completion.chunk", idPrefix: "chatcmpl-",
+		tools: &plan,
 		answer: func(r *http.Request, opts assistant.Options) (assistant.Reply, error) {
 			opts.Logprobs, opts.TopLogprobs = withLogprobs, top
+			opts.Tools = plan.tools
+			if plan.forced != nil {
+				opts.Format = plan.forced
+			}
 			return s.chat.Reply(r.Context(), turns, opts)
 		},
 		choice: func(reply *assistant.Reply, finish *string) map[string]any {
@@ -282,8 +335,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			if withLogprobs {
 				lp = map[string]any{"content": chatLogprobs(reply.Logprobs), "refusal": nil}
 			}
-			return map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": reply.Text},
-				"finish_reason": finish, "logprobs": lp}
+			msg := map[string]any{"role": "assistant", "content": reply.Text}
+			if text, calls := plan.calls(reply); len(calls) > 0 {
+				msg["content"], msg["tool_calls"] = nullIfEmpty(text), calls
+				*finish = "tool_calls"
+			}
+			return map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": lp}
 		},
 		delta: func(text string, first bool, finish *string) map[string]any {
 			d := map[string]any{}
@@ -482,6 +539,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		ev.send(chunk)
 	}
 	opts.OnText = func(text string) { send(text, nil) }
+	var hold *holdBack
+	if c.tools != nil && c.tools.read {
+		hold = &holdBack{marker: strings.TrimRight(c.tools.syntax.Open, "\n"), out: opts.OnText}
+		opts.OnText = hold.write
+	}
 	reply, err := c.answer(r, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
@@ -495,6 +557,21 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		return
 	}
 	finish := finishReason(&reply)
+	if hold != nil {
+		if _, calls := c.tools.calls(&reply); len(calls) > 0 {
+			d := map[string]any{"tool_calls": calls}
+			if first {
+				d["role"], d["content"] = "assistant", nil
+			}
+			chunk := head(c.chunkObject)
+			chunk["choices"] = []any{map[string]any{"index": 0, "delta": d, "finish_reason": nil, "logprobs": nil}}
+			first = false
+			ev.send(chunk)
+			finish = "tool_calls"
+		} else if rest := hold.rest(); rest != "" {
+			send(rest, nil)
+		}
+	}
 	send("", &finish)
 	if o.StreamOptions != nil && o.StreamOptions.IncludeUsage {
 		chunk := head(c.chunkObject)

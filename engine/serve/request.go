@@ -19,30 +19,30 @@ type refusal struct {
 }
 
 // refused are the fields of both endpoints serve cannot honour: anything but the value that
-// asks for nothing is a 400 naming the field. Tools will come with the tool-call parsers.
+// asks for nothing is a 400 naming the field.
 var refused = map[string]refusal{
-	"tools":               {"tools are not supported yet", isOneOf("[]")},
-	"tool_choice":         {"tools are not supported yet; only \"none\"", isOneOf(`"none"`)},
-	"parallel_tool_calls": {"tools are not supported yet", isOneOf("false")},
-	"functions":           {"functions (tools) are not supported yet", isOneOf("[]")},
-	"function_call":       {"functions (tools) are not supported yet; only \"none\"", isOneOf(`"none"`)},
-	"logit_bias":          {"logit_bias is not supported", isOneOf("{}")},
-	"n":                   {"one choice per request: want n 1", isNumber(1)},
-	"presence_penalty":    {"presence and frequency penalties are not supported", isNumber(0)},
-	"frequency_penalty":   {"presence and frequency penalties are not supported", isNumber(0)},
-	"modalities":          {"only text is supported: want [\"text\"]", isOneOf(`["text"]`)},
-	"audio":               {"audio output is not supported", isOneOf()},
-	"prediction":          {"predicted outputs are not supported", isOneOf()},
-	"web_search_options":  {"web search is not supported", isOneOf()},
-	"reasoning_effort":    {"reasoning effort is not supported", isOneOf()},
-	"verbosity":           {"verbosity is not supported", isOneOf()},
+	"functions":          {"functions (tools) are not supported yet", isOneOf("[]")},
+	"function_call":      {"functions (tools) are not supported yet; only \"none\"", isOneOf(`"none"`)},
+	"logit_bias":         {"logit_bias is not supported", isOneOf("{}")},
+	"n":                  {"one choice per request: want n 1", isNumber(1)},
+	"presence_penalty":   {"presence and frequency penalties are not supported", isNumber(0)},
+	"frequency_penalty":  {"presence and frequency penalties are not supported", isNumber(0)},
+	"modalities":         {"only text is supported: want [\"text\"]", isOneOf(`["text"]`)},
+	"audio":              {"audio output is not supported", isOneOf()},
+	"prediction":         {"predicted outputs are not supported", isOneOf()},
+	"web_search_options": {"web search is not supported", isOneOf()},
+	"reasoning_effort":   {"reasoning effort is not supported", isOneOf()},
+	"verbosity":          {"verbosity is not supported", isOneOf()},
 }
 
 // refusedText are the fields of /v1/completions alone that serve cannot honour.
 var refusedText = map[string]refusal{
-	"echo":    {"echo is not supported", isOneOf("false")},
-	"suffix":  {"suffix (insertion) is not supported", isOneOf(`""`)},
-	"best_of": {"one choice per request: want best_of 1", isNumber(1)},
+	"tools":               {"tools are for /v1/chat/completions", isOneOf("[]")},
+	"tool_choice":         {"tools are for /v1/chat/completions; only \"none\"", isOneOf(`"none"`)},
+	"parallel_tool_calls": {"tools are for /v1/chat/completions", isOneOf("false", "true")},
+	"echo":                {"echo is not supported", isOneOf("false")},
+	"suffix":              {"suffix (insertion) is not supported", isOneOf(`""`)},
+	"best_of":             {"one choice per request: want best_of 1", isNumber(1)},
 }
 
 // accepted are fields that are harmless no-ops for one local model, accepted so that clients

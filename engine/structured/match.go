@@ -32,8 +32,11 @@ const (
 
 // Phases, by the frame's node kind.
 const (
-	// The document.
-	docStart uint8 = iota // before the value
+	// The document: its opening text, the value, its closing text (lits[0] and lits[1] of
+	// the document's frame, often empty).
+	docOpen  uint8 = iota // reading the opening text
+	docStart              // before the value
+	docClose              // reading the closing text
 	docDone               // after it: only the end of the answer
 )
 
@@ -95,7 +98,11 @@ const (
 
 // start returns a matcher at the start of a document of f.
 func (f *Format) start() matcher {
-	return matcher{frames: []frame{{n: f.root, role: roleDoc, phase: docStart}}}
+	doc := frame{n: f.root, role: roleDoc, phase: docStart, lits: [][]byte{f.open, f.close}}
+	if len(f.open) > 0 {
+		doc.phase = docOpen
+	}
+	return matcher{frames: []frame{doc}}
 }
 
 // copyFrom makes m a copy of src, reusing m's storage.
@@ -129,7 +136,7 @@ func (m *matcher) canEnd() bool {
 	case 1:
 		return m.frames[0].phase == docDone
 	case 2:
-		return accepting(&m.frames[1])
+		return len(m.frames[0].lits[1]) == 0 && accepting(&m.frames[1])
 	}
 	return false
 }
@@ -187,11 +194,25 @@ func (m *matcher) step(i int, b byte) result {
 		return stepLiteral(f, b)
 	}
 	if f.role == roleDoc {
-		if f.phase != docStart {
-			return reject
+		switch f.phase {
+		case docOpen, docClose:
+			text := f.lits[0]
+			if f.phase == docClose {
+				text = f.lits[1]
+			}
+			if b != text[f.count] {
+				return reject
+			}
+			if f.count++; int(f.count) == len(text) {
+				f.phase++ // docStart after the opening, docDone after the closing
+				f.count = 0
+			}
+			return consumed
+		case docStart:
+			// No whitespace before the value: the answer opens with it, as people expect.
+			return m.startValue(f.n, b)
 		}
-		// No whitespace before the value: the answer opens with it, as people expect.
-		return m.startValue(f.n, b)
+		return reject
 	}
 	switch f.n.kind {
 	case kindObject:
@@ -329,7 +350,10 @@ func anyValue(b byte) *node {
 func (m *matcher) childDone(parent *frame, done *frame) {
 	switch {
 	case parent.role == roleDoc:
-		parent.phase = docDone
+		parent.phase, parent.count = docDone, 0
+		if len(parent.lits[1]) > 0 {
+			parent.phase = docClose
+		}
 	case parent.n.kind == kindObject:
 		if parent.phase == objKey {
 			if done.lits != nil {
@@ -339,6 +363,10 @@ func (m *matcher) childDone(parent *frame, done *frame) {
 			}
 			parent.phase = objColon
 			return
+		}
+		if parent.n.cases != nil && parent.count == 1 {
+			// The first property's value names the case: the rest follows that case's node.
+			parent.n = parent.n.cases[done.a]
 		}
 		parent.phase = objNext
 	case parent.n.kind == kindArray:

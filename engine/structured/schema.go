@@ -24,9 +24,11 @@ import (
 	"strings"
 )
 
-// A Format is what an answer must be. It is immutable and may serve many answers at once.
+// A Format is what an answer must be: a value of root, between the texts open and close. It
+// is immutable and may serve many answers at once.
 type Format struct {
-	root *node
+	root        *node
+	open, close []byte
 }
 
 // kind is a node's sort of value.
@@ -65,6 +67,10 @@ type node struct {
 
 	// kindAnyOf: alternatives whose first bytes differ.
 	alts []*node
+
+	// cases, for an object whose first property is a literal (a tool call's name): the node
+	// the object follows once that value is read, by the literal's index in props[0].value.
+	cases []*node
 
 	// first is the set of bytes a value may start with (a bit a byte), for choosing among
 	// alternatives.
@@ -430,7 +436,14 @@ func (c *compiler) object(s map[string]any, path string) (*node, error) {
 	for _, name := range slices.Sorted(maps.Keys(required)) {
 		return nil, fmt.Errorf("schema at %s/required: %q is not among the properties", at(path), name)
 	}
-	// keySets[i]: the properties from i up to the first required one may come next.
+	setKeySets(n)
+	return n, nil
+}
+
+// setKeySets sets the key sets of an object of listed properties: keySets[i] are the properties
+// from i up to the first required one.
+func setKeySets(n *node) {
+	n.keySets = nil
 	for i := 0; i <= len(n.props); i++ {
 		var ks keySet
 		ks.end = true
@@ -445,7 +458,6 @@ func (c *compiler) object(s map[string]any, path string) (*node, error) {
 		sortKeys(&ks)
 		n.keySets = append(n.keySets, ks)
 	}
-	return n, nil
 }
 
 // sortKeys sorts a key set's keys, keeping each with its property's index.
@@ -684,6 +696,7 @@ func children(n *node) []*node {
 	for _, p := range n.props {
 		out = append(out, p.value)
 	}
+	out = append(out, n.cases...)
 	for _, m := range []*node{n.values, n.items} {
 		if m != nil {
 			out = append(out, m)

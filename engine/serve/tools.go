@@ -1,0 +1,237 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/engine/structured"
+)
+
+// Tools. The model's own chat template shows it the tools (as apply_chat_template(tools=…)
+// does), and its answer is read for the calls it writes in the template's syntax
+// (assistant.ToolSyntax). tool_choice "auto" (the default with tools) lets the model choose
+// between text and calls; "required" and a named function make the answer one call, by
+// constrained decoding: the name one of the tools', the arguments that tool's schema; "none"
+// shows the tools and reads no call (whatever the model writes stays text).
+
+// toolPlan is what a request's tools, tool_choice and parallel_tool_calls ask for.
+type toolPlan struct {
+	tools  json.RawMessage    // the tools for the template; nil without tools
+	read   bool               // read calls from the answer
+	forced *structured.Format // one call, constrained; nil when the model chooses
+	one    bool               // at most one call (parallel_tool_calls false)
+	syntax assistant.ToolSyntax
+}
+
+// functionName is what OpenAI allows a function's name to be.
+var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// parseTools reads tools, tool_choice and parallel_tool_calls for a model whose template
+// writes calls in syntax (ok false: it cannot).
+func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assistant.ToolSyntax, ok bool) (toolPlan, error) {
+	var p toolPlan
+	var list []struct {
+		Type     string          `json:"type"`
+		Function json.RawMessage `json:"function"`
+	}
+	if !isNull(rawTools) {
+		if err := json.Unmarshal(rawTools, &list); err != nil {
+			return p, badParam("tools", "tools: want a list of {\"type\": \"function\", \"function\": {…}}")
+		}
+	}
+	var defs []structured.Tool
+	for i, t := range list {
+		if t.Type != "function" {
+			return p, badParam("tools", "tools[%d].type %q: only \"function\" tools are supported", i, t.Type)
+		}
+		var fn struct {
+			Name        string          `json:"name"`
+			Description *string         `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      *bool           `json:"strict"`
+		}
+		if err := decodeNested(t.Function, &fn, "tools["+strconv.Itoa(i)+"].function"); err != nil {
+			return p, err
+		}
+		if !functionName.MatchString(fn.Name) {
+			return p, badParam("tools", "tools[%d].function.name %q: want 1 to 64 letters, digits, _ or -", i, fn.Name)
+		}
+		if !isNull(fn.Parameters) && !isObject(fn.Parameters) {
+			return p, badParam("tools", "tools[%d].function.parameters: want a JSON Schema object", i)
+		}
+		defs = append(defs, structured.Tool{Name: fn.Name, Parameters: fn.Parameters})
+	}
+	choice := "auto"
+	var named string
+	if !isNull(rawChoice) {
+		if json.Unmarshal(rawChoice, &choice) != nil {
+			var c struct {
+				Type     string `json:"type"`
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			}
+			if json.Unmarshal(rawChoice, &c) != nil || c.Type != "function" || c.Function.Name == "" {
+				return p, badParam("tool_choice", "tool_choice: want \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}")
+			}
+			choice, named = "function", c.Function.Name
+		}
+	}
+	switch choice {
+	case "none", "auto", "required", "function":
+	default:
+		return p, badParam("tool_choice", "tool_choice %q: want \"none\", \"auto\", \"required\" or a function", choice)
+	}
+	if len(defs) == 0 {
+		if choice == "required" || choice == "function" {
+			return p, badParam("tool_choice", "tool_choice %q: there are no tools", choice)
+		}
+		return p, nil
+	}
+	if !ok {
+		e := badParam("tools", "tools: %v", assistant.ErrNoTools)
+		e.code = "unsupported_parameter"
+		return p, e
+	}
+	p.tools, p.syntax = rawTools, syntax
+	p.read = choice != "none"
+	p.one = parallel != nil && !*parallel
+	if choice == "required" || choice == "function" {
+		chosen := defs
+		if named != "" {
+			chosen = nil
+			for _, d := range defs {
+				if d.Name == named {
+					chosen = append(chosen, d)
+				}
+			}
+			if len(chosen) == 0 {
+				return p, badParam("tool_choice", "tool_choice names %q, which is not among the tools", named)
+			}
+		}
+		f, err := structured.ToolCall(chosen, syntax.Open, syntax.Close)
+		if err != nil {
+			e := badParam("tools", "tools: %v", err)
+			e.code = "unsupported_parameter"
+			return p, e
+		}
+		p.forced = f
+	}
+	return p, nil
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// calls reads the calls of an answer: its text before them and OpenAI's tool_calls, or the
+// whole text and none.
+func (p *toolPlan) calls(reply *assistant.Reply) (string, []map[string]any) {
+	if !p.read {
+		return reply.Text, nil
+	}
+	text, calls := assistant.ParseToolCalls(reply.Text, p.syntax)
+	if p.one && len(calls) > 1 {
+		calls = calls[:1]
+	}
+	var out []map[string]any
+	for i, c := range calls {
+		var args bytes.Buffer
+		json.Compact(&args, c.Arguments)
+		out = append(out, map[string]any{"index": i, "id": newID("call_"), "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": args.String()}})
+	}
+	return text, out
+}
+
+// A holdBack passes an answer's text on as it streams, except from where a tool call begins
+// (and the blanks before it): that part is kept until the answer is read whole.
+type holdBack struct {
+	marker string
+	out    func(string)
+	buf    string // not passed on yet
+	hit    bool   // the marker was seen: everything from it is kept
+}
+
+func (h *holdBack) write(s string) {
+	h.buf += s
+	if h.hit {
+		return
+	}
+	cut := len(h.buf)
+	if i := strings.Index(h.buf, h.marker); i >= 0 {
+		h.hit, cut = true, i
+	} else {
+		// What may be the start of the marker stays back.
+		for k := min(len(h.marker)-1, len(h.buf)); k > 0; k-- {
+			if strings.HasSuffix(h.buf, h.marker[:k]) {
+				cut = len(h.buf) - k
+				break
+			}
+		}
+	}
+	cut = len(strings.TrimRight(h.buf[:cut], " \n"))
+	if cut > 0 {
+		h.out(h.buf[:cut])
+		h.buf = h.buf[cut:]
+	}
+}
+
+// rest returns what was kept.
+func (h *holdBack) rest() string {
+	r := h.buf
+	h.buf = ""
+	return r
+}
+
+// templateToolCalls rewrites an assistant message's OpenAI tool_calls for the template: each
+// call's arguments, which OpenAI sends as a string of JSON, become that JSON object (what
+// transformers' templates expect, and what the model wrote), keys in their order.
+func templateToolCalls(raw json.RawMessage) (json.RawMessage, error) {
+	var in []struct {
+		ID       *string `json:"id"`
+		Type     *string `json:"type"`
+		Function *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("want a list of {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}")
+	}
+	type function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	type call struct {
+		ID       *string  `json:"id,omitempty"`
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	out := make([]call, len(in))
+	for i, c := range in {
+		if c.Function == nil || c.Function.Name == "" || c.Type != nil && *c.Type != "function" {
+			return nil, fmt.Errorf("call %d: want a function with a name", i)
+		}
+		args := c.Function.Arguments
+		var s string
+		if json.Unmarshal(args, &s) == nil {
+			if !isObject(json.RawMessage(s)) {
+				return nil, fmt.Errorf("call %d: arguments %q: want a JSON object", i, s)
+			}
+			args = json.RawMessage(s)
+		} else if !isObject(args) {
+			return nil, fmt.Errorf("call %d: arguments: want a JSON object or a string of one", i)
+		}
+		out[i] = call{ID: c.ID, Type: "function", Function: function{Name: c.Function.Name, Arguments: args}}
+	}
+	b, err := json.Marshal(out)
+	return json.RawMessage(b), err
+}

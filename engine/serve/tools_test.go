@@ -1,0 +1,204 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
+)
+
+// newQwen3Fixture is a server on a tiny Qwen3-MoE model with Qwen3's tokenizer and chat
+// template, whose tools are written in <tool_call> blocks.
+func newQwen3Fixture(t *testing.T) *fixture {
+	cfg := modelgen.TinyQwen3(modelgen.Uniform(gguf.TypeQ8_0))
+	tok, err := modelgen.FindQwen3Tokenizer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tokenizer = tok
+	path := modelgentest.TestModel(t, cfg)
+	// Qwen3's tool prompt alone is about 230 tokens.
+	open := func() *assistant.Chat {
+		c, err := assistant.New(enginetest.Open(t, path, engine.Options{}, 1024))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	s := New(open(), "qwen3-tiny")
+	s.Log = t.Logf
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return &fixture{srv: srv, want: open()}
+}
+
+const weatherTool = `[{"type":"function","function":{"name":"get_weather","description":"The weather in a city.",
+	"parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":12},"unit":{"enum":["C","F"]}},
+	"required":["city","unit"],"additionalProperties":false}}},
+	{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{"zone":{"type":"string","maxLength":5}},"required":["zone"]}}}]`
+
+type toolCallJSON struct {
+	Index    int
+	ID       string
+	Type     string
+	Function struct{ Name, Arguments string }
+}
+
+// TestForcedToolCalls: tool_choice "required" and a named function make the answer one call
+// of a tool the request gives, its arguments that tool's schema; streamed, the same call comes
+// as one tool_calls delta; the call sent back as the assistant's turn, with the tool's result,
+// renders (its arguments the object the model wrote).
+func TestForcedToolCalls(t *testing.T) {
+	f := newQwen3Fixture(t)
+	msgs := `"messages":[{"role":"user","content":"Weather in Paris?"}],"max_tokens":400,"temperature":0`
+	for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"get_time"}}`} {
+		resp, body := f.post(t, "/v1/chat/completions", `{`+msgs+`,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
+		var got struct {
+			Choices []struct {
+				Message struct {
+					Content   *string
+					ToolCalls []toolCallJSON `json:"tool_calls"`
+				}
+				FinishReason string `json:"finish_reason"`
+			}
+			Usage usage
+		}
+		if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("tool_choice %s: %d %s", choice, resp.StatusCode, body)
+		}
+		c := got.Choices[0]
+		if c.FinishReason != "tool_calls" || c.Message.Content != nil || len(c.Message.ToolCalls) != 1 {
+			t.Fatalf("tool_choice %s: %s", choice, body)
+		}
+		call := c.Message.ToolCalls[0]
+		var args map[string]any
+		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil || call.Type != "function" ||
+			!strings.HasPrefix(call.ID, "call_") {
+			t.Fatalf("tool_choice %s: call %+v: %v", choice, call, err)
+		}
+		switch call.Function.Name {
+		case "get_weather":
+			if _, ok := args["city"].(string); !ok || len(args) != 2 || args["unit"] != "C" && args["unit"] != "F" {
+				t.Fatalf("get_weather's arguments %s", call.Function.Arguments)
+			}
+		case "get_time":
+			if _, ok := args["zone"].(string); !ok || len(args) != 1 {
+				t.Fatalf("get_time's arguments %s", call.Function.Arguments)
+			}
+		default:
+			t.Fatalf("called %q", call.Function.Name)
+		}
+		if choice != `"required"` && call.Function.Name != "get_time" {
+			t.Fatalf("tool_choice %s called %s", choice, call.Function.Name)
+		}
+
+		// Streamed: the same call, as one delta, then the finish.
+		resp, body = f.post(t, "/v1/chat/completions", `{`+msgs+`,"stream":true,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
+		data, done := readEvents(t, strings.NewReader(string(body)))
+		var streamed []toolCallJSON
+		var content strings.Builder
+		finish := ""
+		for _, d := range data {
+			var chunk struct {
+				Choices []struct {
+					Delta struct {
+						Content   *string
+						ToolCalls []toolCallJSON `json:"tool_calls"`
+					}
+					FinishReason *string `json:"finish_reason"`
+				}
+			}
+			if err := json.Unmarshal([]byte(d), &chunk); err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range chunk.Choices {
+				streamed = append(streamed, ch.Delta.ToolCalls...)
+				if ch.Delta.Content != nil {
+					content.WriteString(*ch.Delta.Content)
+				}
+				if ch.FinishReason != nil {
+					finish = *ch.FinishReason
+				}
+			}
+		}
+		if !done || finish != "tool_calls" || content.Len() != 0 || len(streamed) != 1 ||
+			streamed[0].Function != call.Function {
+			t.Fatalf("streamed %+v (content %q, finish %q), want %+v", streamed, content.String(), finish, call)
+		}
+
+		// The round trip: the call and its result sent back render as the template writes
+		// them, arguments as a string or as the object alike.
+		prompt := func(args string) int {
+			body := `{"max_tokens":1,"tools":` + weatherTool + `,"messages":[{"role":"user","content":"Weather in Paris?"},
+				{"role":"assistant","content":null,"tool_calls":[{"id":"` + call.ID + `","type":"function","function":{"name":"` +
+				call.Function.Name + `","arguments":` + args + `}}]},{"role":"tool","tool_call_id":"` + call.ID + `","content":"sunny"}]}`
+			resp, b := f.post(t, "/v1/chat/completions", body)
+			var r struct{ Usage usage }
+			if json.Unmarshal(b, &r) != nil || resp.StatusCode != 200 {
+				t.Fatalf("round trip: %d %s", resp.StatusCode, b)
+			}
+			return r.Usage.PromptTokens
+		}
+		quoted, _ := json.Marshal(call.Function.Arguments)
+		if a, b := prompt(string(quoted)), prompt(call.Function.Arguments); a != b || a <= got.Usage.PromptTokens {
+			t.Fatalf("round trip prompts: %d tokens with arguments as a string, %d as an object (the first request's %d)", a, b, got.Usage.PromptTokens)
+		}
+	}
+}
+
+// TestToolErrors: tools a request cannot have are a 400 naming the field.
+func TestToolErrors(t *testing.T) {
+	f := newFixture(t) // OLMoE's template does not render tools
+	resp, body := f.post(t, "/v1/chat/completions", `{`+hi+`,"tools":`+weatherTool+`}`)
+	wantError(t, "tools on OLMoE", resp, body, http.StatusBadRequest, "tools", "unsupported_parameter", "does not render tools")
+	q := newQwen3Fixture(t)
+	for _, c := range []struct{ extra, param, code, says string }{
+		{`"tools":[{"type":"function"}]`, "tools[0].function", "", "tools[0].function: want an object"},
+		{`"tools":[{"type":"code_interpreter"}]`, "tools", "", `only "function" tools are supported`},
+		{`"tools":[{"type":"function","function":{"name":"a b"}}]`, "tools", "", `name "a b": want 1 to 64 letters`},
+		{`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string","pattern":"x"}}}],"tool_choice":"required"`, "tools", "unsupported_parameter", `keyword "pattern"`},
+		{`"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]`, "tools", "", "parameters: want a JSON Schema object"},
+		{`"tool_choice":"required"`, "tool_choice", "", "there are no tools"},
+		{`"tools":` + weatherTool + `,"tool_choice":{"type":"function","function":{"name":"nope"}}`, "tool_choice", "", `"nope", which is not among the tools`},
+		{`"tools":` + weatherTool + `,"tool_choice":"sometimes"`, "tool_choice", "", `tool_choice "sometimes"`},
+		{`"tools":` + weatherTool + `,"tool_choice":"required","response_format":{"type":"json_object"}`, "response_format", "", "forced tool call"},
+	} {
+		resp, body := q.post(t, "/v1/chat/completions", `{`+hi+`,`+c.extra+`}`)
+		wantError(t, c.extra, resp, body, http.StatusBadRequest, c.param, c.code, c.says)
+	}
+	resp, body = q.post(t, "/v1/chat/completions", `{"tools":`+weatherTool+`,"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`)
+	wantError(t, "list arguments", resp, body, http.StatusBadRequest, "messages", "", `arguments "[1]": want a JSON object`)
+}
+
+// TestHoldBack: a streamed answer passes on its text but for what may begin a call, and the
+// blanks before it; what it kept comes whole at the end.
+func TestHoldBack(t *testing.T) {
+	for _, c := range []struct {
+		pieces      []string
+		shown, kept string
+	}{
+		{[]string{"Hello", " world"}, "Hello world", ""},
+		{[]string{"Hi <", "tool"}, "Hi", " <tool"},
+		{[]string{"Hi\n\n", "<tool_call>\n{", "}"}, "Hi", "\n\n<tool_call>\n{}"},
+		{[]string{"a <b> c", "\n"}, "a <b> c", "\n"},
+		{[]string{"<tool_call>x"}, "", "<tool_call>x"},
+		{[]string{"x <tool_cal", "l_y"}, "x <tool_call_y", ""},
+	} {
+		var shown strings.Builder
+		h := &holdBack{marker: "<tool_call>", out: func(s string) { shown.WriteString(s) }}
+		for _, p := range c.pieces {
+			h.write(p)
+		}
+		if kept := h.rest(); shown.String() != c.shown || kept != c.kept {
+			t.Errorf("%q: shown %q kept %q, want %q and %q", c.pieces, shown.String(), kept, c.shown, c.kept)
+		}
+	}
+}

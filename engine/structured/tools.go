@@ -1,0 +1,65 @@
+package structured
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// A Tool is a function a model may call: its name and the JSON Schema of its arguments (nil:
+// any object).
+type Tool struct {
+	Name       string
+	Parameters json.RawMessage
+}
+
+// ToolCall returns the format of one call of one of tools as chat templates of the Hermes
+// family (Qwen's among them) write it: open, then {"name": NAME, "arguments": ARGUMENTS}, then
+// close ("<tool_call>\n" and "\n</tool_call>"). The name is one of the tools', and the
+// arguments follow that tool's schema.
+func ToolCall(tools []Tool, open, close string) (*Format, error) {
+	if len(tools) == 0 {
+		return nil, fmt.Errorf("structured: a tool call needs at least one tool")
+	}
+	type named struct {
+		lit  []byte
+		call *node
+	}
+	var cases []named
+	for _, t := range tools {
+		args := &node{kind: kindObject, values: &node{kind: kindAny}}
+		if len(bytes.TrimSpace(t.Parameters)) > 0 && string(bytes.TrimSpace(t.Parameters)) != "null" {
+			f, err := CompileSchema(t.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
+			}
+			args = f.root
+		}
+		lit := canonical(t.Name)
+		if slices.ContainsFunc(cases, func(c named) bool { return bytes.Equal(c.lit, lit) }) {
+			return nil, fmt.Errorf("structured: two tools are named %q", t.Name)
+		}
+		call := &node{kind: kindObject, props: []prop{
+			{key: canonical("name"), value: &node{kind: kindLiteral, literals: [][]byte{lit}}, required: true},
+			{key: canonical("arguments"), value: args, required: true},
+		}}
+		setKeySets(call)
+		cases = append(cases, named{lit, call})
+	}
+	// The first property's literals in sorted order, each case at its literal's index.
+	slices.SortFunc(cases, func(a, b named) int { return bytes.Compare(a.lit, b.lit) })
+	names := &node{kind: kindLiteral}
+	root := &node{kind: kindObject}
+	for _, c := range cases {
+		names.literals = append(names.literals, c.lit)
+		root.cases = append(root.cases, c.call)
+	}
+	root.props = []prop{{key: canonical("name"), value: names, required: true}, cases[0].call.props[1]}
+	setKeySets(root)
+	c := &compiler{}
+	if err := c.check(root, map[*node]bool{}); err != nil {
+		return nil, err
+	}
+	return &Format{root: root, open: []byte(open), close: []byte(close)}, nil
+}
