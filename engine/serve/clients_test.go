@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/engine/structured"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -29,6 +31,13 @@ type clientReport struct {
 	OllamaChat, OllamaStream     string
 	OllamaEval                   int
 	OllamaSeeded, OllamaGenerate string
+
+	StructuredSchema, Structured string
+	StructuredParsed             map[string]any
+	ToolsSent, ToolFinish        string
+	ToolName, ToolArguments      string
+	ToolParsed                   map[string]any
+	ToolRoundTrip                string
 }
 
 type clientError struct {
@@ -46,9 +55,11 @@ func TestClientLibraries(t *testing.T) {
 	node := oracle.Node(t)
 	oracle.NPM(t, "openai")
 	oracle.NPM(t, "ollama")
+	oracle.NPM(t, "zod")
 	f := newFixture(t)
+	q := newQwen3Fixture(t)
 	cmd := exec.Command(node, filepath.Join(oracle.Root(t), "tools", "clients", "check.js"))
-	cmd.Env = append(os.Environ(), "TROCHILUS_URL="+f.srv.URL, "NODE_PATH="+oracle.NodeModules(t))
+	cmd.Env = append(os.Environ(), "TROCHILUS_URL="+f.srv.URL, "TROCHILUS_TOOLS_URL="+q.srv.URL, "NODE_PATH="+oracle.NodeModules(t))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -112,5 +123,49 @@ func TestClientLibraries(t *testing.T) {
 	if e := got.OllamaRefused; e.OK || e.Status != 400 || e.Message == "" {
 		t.Errorf("ollama repeat_penalty 1.1: %+v, want a 400", e)
 	}
-	t.Logf("openai@6.49.0 and ollama@0.6.4 got the engine's answers: %q", got.Chat)
+
+	// Structured output: the SDK's parse of the answer the engine gives for the schema zod wrote.
+	format, err := structured.CompileSchema([]byte(got.StructuredSchema))
+	if err != nil {
+		t.Fatalf("the schema zod wrote: %v", err)
+	}
+	person := f.reply(t, []chat.Message{{Role: "user", Content: "A person as JSON."}}, assistant.Options{MaxTokens: 60, Format: format})
+	var want map[string]any
+	if err := json.Unmarshal([]byte(person.Text), &want); err != nil || got.Structured != person.Text || !reflect.DeepEqual(got.StructuredParsed, want) {
+		t.Errorf("openai parse with zodResponseFormat: %q parsed as %v, want %q (%v)", got.Structured, got.StructuredParsed, person.Text, err)
+	}
+
+	// Tools: a forced call is the engine's, parsed by the SDK against zod's schema, and the
+	// round trip (the call and the tool's result sent back) is answered.
+	tf, err := structured.ToolCall([]structured.Tool{{Name: "get_weather", Parameters: toolParameters(t, got.ToolsSent)}}, "<tool_call>\n", "\n</tool_call>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools json.RawMessage = []byte(got.ToolsSent)
+	call := q.reply(t, []chat.Message{{Role: "user", Content: "Weather in Paris?"}}, assistant.Options{MaxTokens: 300, Format: tf, Tools: tools})
+	_, calls := assistant.ParseToolCalls(call.Text, assistant.ToolSyntax{Open: "<tool_call>\n", Close: "\n</tool_call>"})
+	if len(calls) != 1 || got.ToolName != calls[0].Name || got.ToolFinish != "tool_calls" {
+		t.Fatalf("openai tool call %q (%s), want %q", got.ToolName, got.ToolFinish, call.Text)
+	}
+	var args map[string]any
+	if err := json.Unmarshal(calls[0].Arguments, &args); err != nil || !reflect.DeepEqual(got.ToolParsed, args) ||
+		!json.Valid([]byte(got.ToolArguments)) {
+		t.Errorf("openai tool arguments %s parsed as %v, want %s", got.ToolArguments, got.ToolParsed, calls[0].Arguments)
+	}
+	if got.ToolRoundTrip == "" {
+		t.Errorf("the tool round trip answered nothing")
+	}
+	t.Logf("openai@6.49.0 and ollama@0.6.4 got the engine's answers: %q; structured %s; tool call %s(%s)", got.Chat, got.Structured, got.ToolName, got.ToolArguments)
+}
+
+// toolParameters returns the parameters schema of the one tool in a JSON list of tools.
+func toolParameters(t *testing.T, sent string) json.RawMessage {
+	t.Helper()
+	var list []struct {
+		Function struct{ Parameters json.RawMessage }
+	}
+	if err := json.Unmarshal([]byte(sent), &list); err != nil || len(list) != 1 {
+		t.Fatalf("tools sent %s: %v", sent, err)
+	}
+	return list[0].Function.Parameters
 }

@@ -280,7 +280,7 @@ func (m *matcher) startValue(n *node, b byte) result {
 		f.phase = strChars
 	case kindNumber, kindInteger:
 		switch {
-		case b == '-':
+		case b == '-' && !n.nonNegative:
 			f.phase = numSign
 		case b == '0':
 			f.phase = numZero

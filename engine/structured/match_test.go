@@ -212,6 +212,7 @@ var testSchemas = []string{
 	`{"type":["object","null"],"properties":{"x":{"type":"string","nullable":true}},"required":["x"]}`,
 	`{"type":"array","items":{"type":"number"}}`,
 	`{"enum":[0,1,12,123]}`,
+	`{"type":"object","properties":{"n":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"p":{"type":"number","minimum":0}},"required":["n","p"]}`,
 }
 
 // TestSchemaDocuments checks schemas on documents written by hand.
@@ -242,6 +243,7 @@ func TestSchemaDocuments(t *testing.T) {
 		{testSchemas[8], []string{`null`, `{"x":"s"}`, `{"x":null}`}, []string{`{}`, `{"x":1}`}},
 		{testSchemas[9], []string{`[]`, `[1,2.5]`, "[\n  1\n]"}, []string{`[1,]`, `["a"]`, `{}`}},
 		{testSchemas[10], []string{`0`, `1`, `12`, `123`}, []string{`2`, `1234`, `01`, `-1`}},
+		{testSchemas[11], []string{`{"n":-5,"p":0}`, `{"n":5,"p":1.5e3}`}, []string{`{"n":5,"p":-1}`, `{"n":1.5,"p":1}`}},
 	}
 	for _, c := range cases {
 		f := mustCompile(t, c.schema)
@@ -263,7 +265,9 @@ func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, want string }{
 		{`{"type":"string","pattern":"^a"}`, `schema at /: keyword "pattern" is not supported`},
 		{`{"type":"object","properties":{"when":{"type":"string","format":"date-time"}}}`, `schema at /properties/when: keyword "format"`},
-		{`{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}`, `keyword "minimum"`},
+		{`{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}`, `keyword "minimum" is not supported with 1`},
+		{`{"type":"number","maximum":1e300}`, `keyword "maximum" is not supported`},
+		{`{"minimum":5}`, `keyword "minimum" is not supported`},
 		{`{"anyOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `alternatives 0 and 1 can both start with '{'`},
 		{`{"type":"object","required":["a"],"properties":{"b":{}}}`, `"a" is not among the properties`},
 		{`{"$ref":"#/$defs/missing"}`, `$ref "#/$defs/missing" names nothing`},

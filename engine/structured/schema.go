@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/big"
 	"slices"
 	"sort"
 	"strings"
@@ -61,6 +62,9 @@ type node struct {
 
 	// kindString: length bounds in characters (maxLen −1: no bound).
 	minLen, maxLen int
+
+	// kindNumber, kindInteger: no minus sign (minimum 0).
+	nonNegative bool
 
 	// kindLiteral: canonical JSON texts, sorted, distinct.
 	literals [][]byte
@@ -256,6 +260,8 @@ func (c *compiler) compileObject(s map[string]any, path string) (*node, error) {
 			types = []string{"array"}
 		case s["minLength"] != nil || s["maxLength"] != nil:
 			types = []string{"string"}
+		case s["minimum"] != nil || s["maximum"] != nil:
+			types = []string{"number"}
 		default:
 			return &node{kind: kindAny}, nil
 		}
@@ -282,6 +288,7 @@ var known = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
 	"minItems": true, "maxItems": true, "enum": true, "const": true, "anyOf": true, "oneOf": true,
 	"allOf": true, "nullable": true, "minLength": true, "maxLength": true, "$ref": true,
+	"minimum": true, "maximum": true,
 }
 
 // refused are the keywords that constrain values in ways this package does not enforce, with
@@ -289,8 +296,6 @@ var known = map[string]bool{
 var refused = map[string]string{
 	"pattern":               "a regular expression over a string; use enum, or describe the form in the prompt",
 	"format":                "string formats are not enforced; describe the form in the prompt",
-	"minimum":               "numeric bounds are not enforced",
-	"maximum":               "numeric bounds are not enforced",
 	"exclusiveMinimum":      "numeric bounds are not enforced",
 	"exclusiveMaximum":      "numeric bounds are not enforced",
 	"multipleOf":            "numeric bounds are not enforced",
@@ -324,10 +329,12 @@ func (c *compiler) typed(t string, s map[string]any, path string) (*node, error)
 		return literals([]any{nil}, path)
 	case "boolean":
 		return literals([]any{false, true}, path)
-	case "number":
-		return &node{kind: kindNumber}, nil
-	case "integer":
-		return &node{kind: kindInteger}, nil
+	case "number", "integer":
+		n := &node{kind: kindNumber}
+		if t == "integer" {
+			n.kind = kindInteger
+		}
+		return n, bounds(n, s, path)
 	case "string":
 		n := &node{kind: kindString, maxLen: -1}
 		var err error
@@ -364,6 +371,34 @@ func (c *compiler) typed(t string, s map[string]any, path string) (*node, error)
 		return c.object(s, path)
 	}
 	return nil, fmt.Errorf("schema at %s/type: unknown type %q", at(path), t)
+}
+
+// bounds reads minimum and maximum for a number node. The matcher writes no integer beyond
+// ±(10^15 − 1) (maxWhole digits), so bounds at least that wide ask for nothing more (zod
+// writes ±(2^53 − 1) for every integer); a minimum of 0 is kept by writing no sign. Other
+// bounds are refused: the matcher cannot yet hold a number to a range digit by digit.
+func bounds(n *node, s map[string]any, path string) error {
+	widest := new(big.Float).SetFloat64(999999999999999)
+	for _, key := range []string{"minimum", "maximum"} {
+		v, ok := s[key]
+		if !ok {
+			continue
+		}
+		num, isNum := v.(json.Number)
+		f, _, err := big.ParseFloat(string(num), 10, 128, big.ToNearestEven)
+		if !isNum || err != nil {
+			return fmt.Errorf("schema at %s/%s: want a number", at(path), key)
+		}
+		switch {
+		case key == "minimum" && f.Sign() == 0:
+			n.nonNegative = true
+		case n.kind == kindInteger && key == "minimum" && f.Cmp(new(big.Float).Neg(widest)) <= 0:
+		case n.kind == kindInteger && key == "maximum" && f.Cmp(widest) >= 0:
+		default:
+			return fmt.Errorf("schema at %s: keyword %q is not supported with %s (numeric bounds are enforced only as minimum 0, or integers' bounds beyond ±(10^15−1))", at(path), key, num)
+		}
+	}
+	return nil
 }
 
 // count reads a non-negative integer keyword, or returns def when it is absent.

@@ -112,6 +112,13 @@ func validateObject(root any, s map[string]any, v any) error {
 		if n, ok := s["maxItems"].(float64); ok && float64(len(x)) > n {
 			return fmt.Errorf("%d items, more than %v", len(x), n)
 		}
+	case float64:
+		if n, ok := s["minimum"].(float64); ok && x < n {
+			return fmt.Errorf("%v is below the minimum %v", x, n)
+		}
+		if n, ok := s["maximum"].(float64); ok && x > n {
+			return fmt.Errorf("%v is above the maximum %v", x, n)
+		}
 	case string:
 		chars := float64(utf8.RuneCountInString(x))
 		if n, ok := s["minLength"].(float64); ok && chars < n {

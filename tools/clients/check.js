@@ -1,10 +1,14 @@
 // check.js drives `trochilus serve` with the client libraries people use, unchanged: OpenAI's
-// (npm openai) and Ollama's (npm ollama), both pinned by tools/deps.sh. It prints what each
-// call returned as one JSON object; engine/serve's TestClientLibraries compares it with what
-// the engine computes. Usage: TROCHILUS_URL=http://127.0.0.1:PORT node tools/clients/check.js
+// (npm openai, with its zod helpers for structured output and tools) and Ollama's (npm ollama),
+// pinned by tools/deps.sh. It prints what each call returned as one JSON object; engine/serve's
+// TestClientLibraries compares it with what the engine computes. Usage:
+// TROCHILUS_URL=http://127.0.0.1:PORT TROCHILUS_TOOLS_URL=http://… node tools/clients/check.js
+// (the second server's model writes tool calls: its template renders tools).
 'use strict';
 const { OpenAI } = require('openai');
 const { Ollama } = require('ollama');
+const { zodResponseFormat, zodFunction } = require('openai/helpers/zod');
+const { z } = require('zod');
 
 const base = process.env.TROCHILUS_URL;
 const messages = [{ role: 'user', content: 'Name three colours.' }];
@@ -44,6 +48,33 @@ async function main() {
   }
   out.responsesStream = rs;
   out.chatRefused = await caught(() => openai.chat.completions.create({ model: 'tiny', messages, n: 2 }));
+
+  // Structured output as the SDK's zod helper asks for it; the schema it sent is reported, so
+  // that the test computes the same answer.
+  const Person = z.object({ name: z.string().max(6), age: z.number().int(), member: z.boolean() });
+  const format = zodResponseFormat(Person, 'person');
+  const parsed = await openai.chat.completions.parse({ model: 'tiny', messages: [{ role: 'user', content: 'A person as JSON.' }],
+    max_tokens: 60, temperature: 0, response_format: format });
+  out.structuredSchema = JSON.stringify(format.json_schema.schema);
+  out.structured = parsed.choices[0].message.content;
+  out.structuredParsed = parsed.choices[0].message.parsed;
+
+  if (process.env.TROCHILUS_TOOLS_URL) {
+    const tools = new OpenAI({ baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1', apiKey: 'unused', maxRetries: 0 });
+    const weather = zodFunction({ name: 'get_weather', parameters: z.object({ city: z.string().max(12), unit: z.enum(['C', 'F']) }) });
+    const ask = [{ role: 'user', content: 'Weather in Paris?' }];
+    const call = await tools.chat.completions.parse({ model: 'qwen3', messages: ask, tools: [weather], tool_choice: 'required',
+      max_tokens: 300, temperature: 0 });
+    const msg = call.choices[0].message;
+    out.toolsSent = JSON.stringify([weather]);
+    out.toolFinish = call.choices[0].finish_reason;
+    out.toolName = msg.tool_calls[0].function.name;
+    out.toolArguments = msg.tool_calls[0].function.arguments;
+    out.toolParsed = msg.tool_calls[0].function.parsed_arguments;
+    const reply = await tools.chat.completions.create({ model: 'qwen3', max_tokens: 8, temperature: 0, tools: [weather],
+      messages: [...ask, msg, { role: 'tool', tool_call_id: msg.tool_calls[0].id, content: 'Sunny, 21 C' }] });
+    out.toolRoundTrip = reply.choices[0].message.content;
+  }
 
   const ollama = new Ollama({ host: base });
   out.tags = (await ollama.list()).models.map((m) => m.name);
