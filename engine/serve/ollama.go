@@ -259,14 +259,20 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		ollamaRequest
 		Messages []map[string]json.RawMessage `json:"messages"`
+		Tools    json.RawMessage              `json:"tools"` // as OpenAI's; the model chooses (tools.go)
 	}
 	obj, err := readObject(w, r)
 	if err == nil {
 		err = decodeFields(obj, &req, fieldRules{refused: []map[string]refusal{ollamaRefused}, accepted: ollamaAccepted})
 	}
+	syntax, canCall := s.chat.ToolSyntax()
+	var plan toolPlan
+	if err == nil {
+		plan, err = parseTools(req.Tools, nil, nil, syntax, canCall)
+	}
 	var turns []chat.Message
 	if err == nil {
-		turns, err = parseOllamaMessages(req.Messages)
+		turns, err = parseOllamaMessages(req.Messages, canCall)
 	}
 	if err == nil {
 		err = s.promptBound("messages", contentBytes(turns))
@@ -281,24 +287,25 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.ollamaAnswer(w, r, &req.ollamaRequest, func(opts assistant.Options) (assistant.Reply, error) {
+		opts.Tools = plan.tools
 		return s.chat.Reply(r.Context(), turns, opts)
 	}, func(text string) map[string]any {
-		return map[string]any{"message": map[string]string{"role": "assistant", "content": text}}
-	})
+		return map[string]any{"message": map[string]any{"role": "assistant", "content": text}}
+	}, &plan)
 }
 
 // parseOllamaMessages reads /api/chat's messages: OpenAI's shape, images and tool calls
 // refused. None at all is allowed: Ollama then only loads the model.
-func parseOllamaMessages(raw []map[string]json.RawMessage) ([]chat.Message, error) {
+func parseOllamaMessages(raw []map[string]json.RawMessage, tools bool) ([]chat.Message, error) {
 	for i, m := range raw {
 		if v, ok := m["images"]; ok && !isOneOf("[]")(v) {
 			return nil, badParam("messages", "messages[%d].images: images are not supported: this is a text model", i)
 		}
 		delete(m, "images")
-		if v, ok := m["tool_name"]; ok && !isOneOf(`""`)(v) {
-			return nil, badParam("messages", "messages[%d].tool_name: tool results are not supported yet (no tools)", i)
+		if v, ok := m["tool_name"]; ok && !isOneOf(`""`)(v) && !tools {
+			return nil, badParam("messages", "messages[%d].tool_name: tool results need a model whose template renders tools", i)
 		}
-		delete(m, "tool_name")
+		delete(m, "tool_name") // the call a result answers: the templates go by order
 		if v, ok := m["thinking"]; ok && isOneOf(`""`)(v) {
 			delete(m, "thinking")
 		}
@@ -306,7 +313,7 @@ func parseOllamaMessages(raw []map[string]json.RawMessage) ([]chat.Message, erro
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	return parseMessages(raw, false)
+	return parseMessages(raw, tools)
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
@@ -349,7 +356,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.ollamaAnswer(w, r, &req.ollamaRequest, answer, func(text string) map[string]any {
 		return map[string]any{"response": text}
-	})
+	}, nil)
 }
 
 // stamp is the time of an answer as Ollama writes it.
@@ -359,7 +366,7 @@ func (s *Server) stamp() string { return s.now().UTC().Format(time.RFC3339Nano) 
 // "stream": false, else one line of JSON per piece of text and a last one with "done": true
 // and the timings (nanoseconds), as Ollama streams (application/x-ndjson).
 func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaRequest,
-	answer func(assistant.Options) (assistant.Reply, error), piece func(text string) map[string]any) {
+	answer func(assistant.Options) (assistant.Reply, error), piece func(text string) map[string]any, tools *toolPlan) {
 	opts, err := q.options()
 	if !s.begin(w, r, &opts, err, writeOllamaError) {
 		return
@@ -391,11 +398,23 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 			writeOllamaError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, last(&reply, reply.Text))
+		m := last(&reply, reply.Text)
+		if tools != nil {
+			if text, calls := tools.ollamaCalls(&reply); len(calls) > 0 {
+				m = last(&reply, text)
+				m["message"].(map[string]any)["tool_calls"] = calls
+			}
+		}
+		writeJSON(w, http.StatusOK, m)
 		return
 	}
 	nd := newLines(w)
 	opts.OnText = func(text string) { nd.send(line(text)) }
+	var hold *holdBack
+	if tools != nil && tools.read {
+		hold = &holdBack{marker: strings.TrimRight(tools.syntax.Open, "\n"), out: opts.OnText}
+		opts.OnText = hold.write
+	}
 	reply, err := answer(opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
@@ -406,6 +425,15 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		}
 		nd.send(map[string]string{"error": asAPIError(err).msg}) // the status line is gone
 		return
+	}
+	if hold != nil {
+		if _, calls := tools.ollamaCalls(&reply); len(calls) > 0 {
+			m := line("")
+			m["message"].(map[string]any)["tool_calls"] = calls
+			nd.send(m)
+		} else if rest := hold.rest(); rest != "" {
+			nd.send(line(rest))
+		}
 	}
 	nd.send(last(&reply, ""))
 }

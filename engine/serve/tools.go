@@ -131,9 +131,8 @@ func isObject(raw json.RawMessage) bool {
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
 
-// calls reads the calls of an answer: its text before them and OpenAI's tool_calls, or the
-// whole text and none.
-func (p *toolPlan) calls(reply *assistant.Reply) (string, []map[string]any) {
+// parse reads the calls of an answer: its text and the calls, or the whole text and none.
+func (p *toolPlan) parse(reply *assistant.Reply) (string, []assistant.ToolCall) {
 	if !p.read {
 		return reply.Text, nil
 	}
@@ -141,6 +140,23 @@ func (p *toolPlan) calls(reply *assistant.Reply) (string, []map[string]any) {
 	if p.one && len(calls) > 1 {
 		calls = calls[:1]
 	}
+	return text, calls
+}
+
+// ollamaCalls is parse with the calls in Ollama's shape: {"function": {"name", "arguments"}},
+// the arguments an object.
+func (p *toolPlan) ollamaCalls(reply *assistant.Reply) (string, []map[string]any) {
+	text, calls := p.parse(reply)
+	var out []map[string]any
+	for _, c := range calls {
+		out = append(out, map[string]any{"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+	}
+	return text, out
+}
+
+// calls is parse with the calls in OpenAI's shape: an id, the arguments a string of JSON.
+func (p *toolPlan) calls(reply *assistant.Reply) (string, []map[string]any) {
+	text, calls := p.parse(reply)
 	var out []map[string]any
 	for i, c := range calls {
 		var args bytes.Buffer

@@ -202,3 +202,29 @@ func TestHoldBack(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaToolRoundTrip: Ollama's shape of a call sent back (arguments an object, no id) and
+// the tool's result render as OpenAI's do: after the OpenAI request, the same conversation in
+// Ollama's shape reuses the whole prompt but its last token (the prompt cache keeps the common
+// prefix), so the two renderings are the same.
+func TestOllamaToolRoundTrip(t *testing.T) {
+	f := newQwen3Fixture(t)
+	openai := `{"max_tokens":1,"tools":` + weatherTool + `,"messages":[{"role":"user","content":"Weather in Paris?"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\", \"unit\": \"C\"}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"sunny"}]}`
+	resp, body := f.post(t, "/v1/chat/completions", openai)
+	var o struct{ Usage usage }
+	if json.Unmarshal(body, &o) != nil || resp.StatusCode != 200 {
+		t.Fatalf("openai round trip: %d %s", resp.StatusCode, body)
+	}
+	ollama := `{"stream":false,"options":{"num_predict":1},"tools":` + weatherTool + `,"messages":[{"role":"user","content":"Weather in Paris?"},
+		{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris","unit":"C"}}}]},
+		{"role":"tool","tool_name":"get_weather","content":"sunny"}]}`
+	resp, body = f.post(t, "/api/chat", ollama)
+	var l struct {
+		PromptEvalCount int `json:"prompt_eval_count"`
+	}
+	if json.Unmarshal(body, &l) != nil || resp.StatusCode != 200 || l.PromptEvalCount != 1 {
+		t.Fatalf("ollama round trip after openai's (%d prompt tokens): %d %s; want 1 token evaluated", o.Usage.PromptTokens, resp.StatusCode, body)
+	}
+}
