@@ -111,6 +111,10 @@ type Options struct {
 	// JSON Schema describes: structured.Format), by masking the tokens that cannot continue
 	// it; the answer ends when the document is complete. Not with IgnoreEOS.
 	Format *structured.Format
+	// Trigger, with Format, leaves the answer free until it writes Trigger; the format's
+	// document begins there, and the answer is free again after it (a tool call where the
+	// model chooses to write one: structured.Format.StartAfter).
+	Trigger string
 	// Tools, when set, are the tools the template shows the model: a JSON list of OpenAI
 	// function tools ({"type": "function", "function": {"name", "description",
 	// "parameters"}}), passed to the template as apply_chat_template's tools. Reply only.
@@ -235,10 +239,14 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	}
 	var constraint engine.Constraint
 	if opts.Format != nil {
-		if opts.IgnoreEOS {
+		if opts.IgnoreEOS && opts.Trigger == "" {
 			return r, errors.New("a structured answer ends with the document: it cannot ignore the end-of-sequence token")
 		}
-		constraint = opts.Format.Start(c.vocabulary())
+		if opts.Trigger != "" {
+			constraint = opts.Format.StartAfter(c.vocabulary(), opts.Trigger)
+		} else {
+			constraint = opts.Format.Start(c.vocabulary())
+		}
 	}
 	var onLogits func(int32, []float32) error
 	var starts []int // with Logprobs: each token's first byte in the text as shown

@@ -287,7 +287,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.ollamaAnswer(w, r, &req.ollamaRequest, func(opts assistant.Options) (assistant.Reply, error) {
-		opts.Tools = plan.tools
+		plan.apply(&opts)
 		return s.chat.Reply(r.Context(), turns, opts)
 	}, func(text string) map[string]any {
 		return map[string]any{"message": map[string]any{"role": "assistant", "content": text}}

@@ -324,10 +324,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		tools: &plan,
 		answer: func(r *http.Request, opts assistant.Options) (assistant.Reply, error) {
 			opts.Logprobs, opts.TopLogprobs = withLogprobs, top
-			opts.Tools = plan.tools
-			if plan.forced != nil {
-				opts.Format = plan.forced
-			}
+			plan.apply(&opts)
 			return s.chat.Reply(r.Context(), turns, opts)
 		},
 		choice: func(reply *assistant.Reply, finish *string) map[string]any {

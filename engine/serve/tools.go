@@ -15,16 +15,21 @@ import (
 // Tools. The model's own chat template shows it the tools (as apply_chat_template(tools=…)
 // does), and its answer is read for the calls it writes in the template's syntax
 // (assistant.ToolSyntax). tool_choice "auto" (the default with tools) lets the model choose
-// between text and calls; "required" and a named function make the answer one call, by
-// constrained decoding: the name one of the tools', the arguments that tool's schema; "none"
-// shows the tools and reads no call (whatever the model writes stays text).
+// between text and calls, and a call it begins is held to the tools (by constrained decoding
+// from the syntax's opening on: a name of the tools', that tool's arguments); "required" and a
+// named function make the answer one call the same way; "none" shows the tools and reads no
+// call (whatever the model writes stays text).
 
 // toolPlan is what a request's tools, tool_choice and parallel_tool_calls ask for.
 type toolPlan struct {
 	tools  json.RawMessage    // the tools for the template; nil without tools
 	read   bool               // read calls from the answer
 	forced *structured.Format // one call, constrained; nil when the model chooses
-	one    bool               // at most one call (parallel_tool_calls false)
+	// lazy, when the model chooses, constrains the calls it writes (from the syntax's opening
+	// on); nil when a tool's parameters use keywords the matcher cannot enforce: such calls
+	// are read as written.
+	lazy   *structured.Format
+	one    bool // at most one call (parallel_tool_calls false)
 	syntax assistant.ToolSyntax
 }
 
@@ -101,6 +106,9 @@ func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assi
 	p.tools, p.syntax = rawTools, syntax
 	p.read = choice != "none"
 	p.one = parallel != nil && !*parallel
+	if choice == "auto" {
+		p.lazy, _ = structured.ToolCall(defs, syntax.Open, syntax.Close)
+	}
 	if choice == "required" || choice == "function" {
 		chosen := defs
 		if named != "" {
@@ -250,4 +258,16 @@ func templateToolCalls(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	b, err := json.Marshal(out)
 	return json.RawMessage(b), err
+}
+
+// apply sets an answer's options for the plan: the tools for the template and the format of
+// the calls (a response_format, when the request has one, wins over the lazy one).
+func (p *toolPlan) apply(opts *assistant.Options) {
+	opts.Tools = p.tools
+	switch {
+	case p.forced != nil:
+		opts.Format = p.forced
+	case p.lazy != nil && opts.Format == nil:
+		opts.Format, opts.Trigger = p.lazy, strings.TrimRight(p.syntax.Open, "\n")
+	}
 }

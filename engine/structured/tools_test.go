@@ -2,7 +2,9 @@ package structured
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,5 +88,52 @@ func TestToolCallDocuments(t *testing.T) {
 	if _, err := ToolCall([]Tool{{Name: "a", Parameters: json.RawMessage(`{"type":"string","pattern":"x"}`)}}, "", ""); err == nil ||
 		!strings.Contains(err.Error(), `tool "a": parameters: schema at /: keyword "pattern"`) {
 		t.Errorf("a refused keyword in parameters: %v", err)
+	}
+}
+
+// TestStartAfter: the text is free until the trigger, a call from it, free again after the
+// call; end tokens only outside a call.
+func TestStartAfter(t *testing.T) {
+	f, err := ToolCall(weatherTools, "<tool_call>\n", "\n</tool_call>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := [][]byte{[]byte("Hi "), []byte("<tool_call>"), []byte("\n"), []byte(`{"name": "ping", "arguments": {}}`), []byte("\n</tool_call>"),
+		[]byte("x"), []byte("<tool_"), []byte("call>"), []byte("<end>"), []byte(`{"name": "nope"`)}
+	v := NewVocabulary(tokens, []int32{8})
+	allowed := func(c *Constraint) []int32 {
+		logits := make([]float32, len(tokens))
+		if err := c.Mask(logits); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int32
+		for id, l := range logits {
+			if !math.IsInf(float64(l), -1) {
+				ids = append(ids, int32(id))
+			}
+		}
+		return ids
+	}
+	c := f.StartAfter(v, "<tool_call>")
+	all := []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	steps := []struct {
+		tok  int32
+		want []int32 // allowed after it
+	}{
+		{0, all},           // free text
+		{1, []int32{2}},    // the trigger: the call's newline next
+		{2, []int32{3}},    // the call
+		{3, []int32{2, 4}}, // its close ("\n" begins it too)
+		{4, all},           // free again
+		{6, all},           // half a trigger, free
+		{7, []int32{2}},    // its other half: a call
+	}
+	for i, s := range steps {
+		if err := c.Accept(s.tok); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := allowed(c); !slices.Equal(got, s.want) {
+			t.Fatalf("step %d (after %q): allowed %v, want %v", i, tokens[s.tok], got, s.want)
+		}
 	}
 }

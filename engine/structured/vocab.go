@@ -85,6 +85,13 @@ type Constraint struct {
 	m      matcher   // the document so far
 	states []matcher // the mask's states after each byte of the token being tried
 	ended  bool
+
+	// With a trigger (StartAfter), the answer is free text until it writes the trigger, then a
+	// document of f from the trigger on, then free again.
+	f       *Format
+	trigger []byte
+	free    bool
+	tail    []byte // the free text's last bytes, where a trigger may be beginning
 }
 
 // ErrNoToken is returned by Mask when no token of the vocabulary can continue the document.
@@ -95,8 +102,17 @@ func (f *Format) Start(v *Vocabulary) *Constraint {
 	return &Constraint{v: v, m: f.start()}
 }
 
+// StartAfter returns a constraint that leaves the answer free until its text holds trigger,
+// and then makes the text from the trigger on a document of f (whose opening text begins
+// with the trigger), after which the answer is free again: a tool call where the model
+// chooses to write one. A token that ends in the middle of the trigger, or writes past it what
+// the document cannot hold, leaves the text free.
+func (f *Format) StartAfter(v *Vocabulary, trigger string) *Constraint {
+	return &Constraint{v: v, f: f, trigger: []byte(trigger), free: true}
+}
+
 // Complete reports whether the text so far is a whole document: the answer may end here.
-func (c *Constraint) Complete() bool { return c.m.canEnd() }
+func (c *Constraint) Complete() bool { return c.free || c.m.canEnd() }
 
 // Mask sets to −Inf the logits of the tokens that cannot come next: a text token whose bytes
 // cannot continue the document, an end token before the document is complete, a token that is
@@ -105,6 +121,9 @@ func (c *Constraint) Mask(logits []float32) error {
 	v := c.v
 	if len(logits) != v.size {
 		return fmt.Errorf("structured: %d logits for a vocabulary of %d tokens", len(logits), v.size)
+	}
+	if c.free {
+		return nil
 	}
 	inf := float32(math.Inf(-1))
 	for _, id := range v.never {
@@ -181,6 +200,12 @@ func (c *Constraint) Accept(id int32) error {
 		c.ended = true
 		return nil
 	}
+	if c.free {
+		if id >= 0 && int(id) < v.size && v.at[id] >= 0 {
+			c.freeText(v.text[v.at[id]])
+		}
+		return nil
+	}
 	if id < 0 || int(id) >= v.size || v.at[id] < 0 {
 		return fmt.Errorf("structured: token %d is not text", id)
 	}
@@ -189,5 +214,30 @@ func (c *Constraint) Accept(id int32) error {
 			return fmt.Errorf("structured: token %d cannot continue the document", id)
 		}
 	}
+	if c.trigger != nil && c.m.frames[0].phase == docDone {
+		c.free, c.tail = true, c.tail[:0] // the document is whole: free text again
+	}
 	return nil
+}
+
+// freeText reads free text: when it completes the trigger, the document begins there.
+func (c *Constraint) freeText(t []byte) {
+	c.tail = append(c.tail, t...)
+	if i := bytes.Index(c.tail, c.trigger); i >= 0 {
+		m := c.f.start()
+		fits := true
+		for _, b := range c.tail[i:] {
+			if fits = m.feed(b); !fits {
+				break
+			}
+		}
+		if fits {
+			c.m, c.free = m, false
+		}
+		c.tail = c.tail[:0]
+		return
+	}
+	if keep := len(c.trigger) - 1; len(c.tail) > keep {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-keep:]...)
+	}
 }
