@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 const testContext = 320
 
 // open loads the tiny model with a chat of testContext positions.
-func open(t *testing.T, path string) *Chat {
+func open(t testing.TB, path string) *Chat {
 	t.Helper()
 	c, err := New(enginetest.Open(t, path, engine.Options{}, testContext))
 	if err != nil {

@@ -62,3 +62,46 @@ func TestStructuredReplies(t *testing.T) {
 		t.Errorf("%d answers ended, want at least the schema's 4", ended)
 	}
 }
+
+// BenchmarkStructuredMask is one mask over a real vocabulary (OLMoE's 50,304 tokens, Qwen3's
+// 151,936) in the states a JSON answer spends its tokens in: inside a string, where a key may
+// begin, after a colon, inside a number.
+func BenchmarkStructuredMask(b *testing.B) {
+	qwen := modelgen.TinyQwen3(modelgen.Uniform(gguf.TypeQ8_0))
+	tok, err := modelgen.FindQwen3Tokenizer("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	qwen.Tokenizer = tok
+	for _, m := range []struct {
+		name string
+		path string
+	}{
+		{"olmoe", modelgentest.TinyModel(b, modelgen.Uniform(gguf.TypeQ8_0))},
+		{"qwen3", modelgentest.TestModel(b, qwen)},
+	} {
+		c := open(b, m.path)
+		v := c.vocabulary()
+		logits := make([]float32, c.m.Config().Vocab)
+		for _, state := range []struct{ name, text string }{
+			{"string", `{"name": "Ada Lov`}, {"key", `{"name": "Ada", `}, {"value", `{"name":`}, {"number", `{"n": 12`},
+		} {
+			b.Run(m.name+"/"+state.name, func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					con := structured.JSONObject().Start(v)
+					ids := c.tok.Encode(state.text, false)
+					for _, id := range ids {
+						if err := con.Accept(id); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					if err := con.Mask(logits); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
