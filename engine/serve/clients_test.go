@@ -38,6 +38,14 @@ type clientReport struct {
 	ToolName, ToolArguments      string
 	ToolParsed                   map[string]any
 	ToolRoundTrip                string
+
+	LangchainInvoke, LangchainStream string
+	LangchainStructured, AIObject    map[string]any
+	AIText, AIStream                 string
+	LangchainToolCalls               []struct {
+		Name string
+		Args map[string]any
+	}
 }
 
 type clientError struct {
@@ -55,7 +63,9 @@ func TestClientLibraries(t *testing.T) {
 	node := oracle.Node(t)
 	oracle.NPM(t, "openai")
 	oracle.NPM(t, "ollama")
-	oracle.NPM(t, "zod")
+	for _, pkg := range []string{"zod", "@langchain/openai", "ai", "@ai-sdk/openai"} {
+		oracle.NPM(t, pkg)
+	}
 	f := newFixture(t)
 	q := newQwen3Fixture(t)
 	cmd := exec.Command(node, filepath.Join(oracle.Root(t), "tools", "clients", "check.js"))
@@ -96,6 +106,10 @@ func TestClientLibraries(t *testing.T) {
 		{"ollama chat seed 42", got.OllamaSeeded, ollamaSeeded.Text},
 		{"ollama generate", got.OllamaGenerate, generated.Text},
 		{"ollama show family", got.ShowFamily, "olmoe"},
+		{"langchain invoke", got.LangchainInvoke, greedy.Text},
+		{"langchain stream", got.LangchainStream, greedy.Text},
+		{"ai sdk generateText", got.AIText, greedy.Text},
+		{"ai sdk streamText", got.AIStream, greedy.Text},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
@@ -134,6 +148,9 @@ func TestClientLibraries(t *testing.T) {
 	if err := json.Unmarshal([]byte(person.Text), &want); err != nil || got.Structured != person.Text || !reflect.DeepEqual(got.StructuredParsed, want) {
 		t.Errorf("openai parse with zodResponseFormat: %q parsed as %v, want %q (%v)", got.Structured, got.StructuredParsed, person.Text, err)
 	}
+	if !reflect.DeepEqual(got.LangchainStructured, want) || !reflect.DeepEqual(got.AIObject, want) {
+		t.Errorf("langchain withStructuredOutput %v, ai sdk generateObject %v; want %v", got.LangchainStructured, got.AIObject, want)
+	}
 
 	// Tools: a forced call is the engine's, parsed by the SDK against zod's schema, and the
 	// round trip (the call and the tool's result sent back) is answered.
@@ -155,7 +172,10 @@ func TestClientLibraries(t *testing.T) {
 	if got.ToolRoundTrip == "" {
 		t.Errorf("the tool round trip answered nothing")
 	}
-	t.Logf("openai@6.49.0 and ollama@0.6.4 got the engine's answers: %q; structured %s; tool call %s(%s)", got.Chat, got.Structured, got.ToolName, got.ToolArguments)
+	if lc := got.LangchainToolCalls; len(lc) != 1 || lc[0].Name != "get_weather" || !slices.Contains([]any{"C", "F"}, lc[0].Args["unit"]) {
+		t.Errorf("langchain bindTools: %+v, want one get_weather call", lc)
+	}
+	t.Logf("openai@6.49.0, @langchain/openai@1.5.8, ai@6.0.326 and ollama@0.6.4 got the engine's answers: %q; structured %s; tool call %s(%s)", got.Chat, got.Structured, got.ToolName, got.ToolArguments)
 }
 
 // toolParameters returns the parameters schema of the one tool in a JSON list of tools.

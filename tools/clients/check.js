@@ -1,6 +1,7 @@
 // check.js drives `trochilus serve` with the client libraries people use, unchanged: OpenAI's
-// (npm openai, with its zod helpers for structured output and tools) and Ollama's (npm ollama),
-// pinned by tools/deps.sh. It prints what each call returned as one JSON object; engine/serve's
+// (npm openai, with its zod helpers for structured output and tools), LangChain's
+// (@langchain/openai), the Vercel AI SDK's default OpenAI provider (which speaks /v1/responses)
+// and Ollama's (npm ollama), pinned by tools/deps.sh. It prints what each call returned as one JSON object; engine/serve's
 // TestClientLibraries compares it with what the engine computes. Usage:
 // TROCHILUS_URL=http://127.0.0.1:PORT TROCHILUS_TOOLS_URL=http://… node tools/clients/check.js
 // (the second server's model writes tool calls: its template renders tools).
@@ -9,6 +10,9 @@ const { OpenAI } = require('openai');
 const { Ollama } = require('ollama');
 const { zodResponseFormat, zodFunction } = require('openai/helpers/zod');
 const { z } = require('zod');
+const { ChatOpenAI } = require('@langchain/openai');
+const { createOpenAI } = require('@ai-sdk/openai');
+const { generateText, streamText, generateObject } = require('ai');
 
 const base = process.env.TROCHILUS_URL;
 const messages = [{ role: 'user', content: 'Name three colours.' }];
@@ -59,6 +63,24 @@ async function main() {
   out.structured = parsed.choices[0].message.content;
   out.structuredParsed = parsed.choices[0].message.parsed;
 
+  // LangChain: invoke, stream, withStructuredOutput (a json_schema response_format).
+  const lc = new ChatOpenAI({ model: 'tiny', apiKey: 'unused', temperature: 0, maxTokens: 12, maxRetries: 0, configuration: { baseURL: base + '/v1' } });
+  out.langchainInvoke = (await lc.invoke(messages)).content;
+  let ls = '';
+  for await (const chunk of await lc.stream(messages)) ls += chunk.content;
+  out.langchainStream = ls;
+  const lcLong = new ChatOpenAI({ model: 'tiny', apiKey: 'unused', temperature: 0, maxTokens: 60, maxRetries: 0, configuration: { baseURL: base + '/v1' } });
+  out.langchainStructured = await lcLong.withStructuredOutput(Person, { name: 'person' }).invoke([{ role: 'user', content: 'A person as JSON.' }]);
+
+  // The AI SDK's default provider: /v1/responses, text.format json_schema for generateObject.
+  const provider = createOpenAI({ baseURL: base + '/v1', apiKey: 'unused' });
+  out.aiText = (await generateText({ model: provider('tiny'), messages, maxOutputTokens: 12, temperature: 0 })).text;
+  let at = '';
+  for await (const piece of streamText({ model: provider('tiny'), messages, maxOutputTokens: 12, temperature: 0 }).textStream) at += piece;
+  out.aiStream = at;
+  out.aiObject = (await generateObject({ model: provider('tiny'), schema: Person, messages: [{ role: 'user', content: 'A person as JSON.' }],
+    maxOutputTokens: 60, temperature: 0 })).object;
+
   if (process.env.TROCHILUS_TOOLS_URL) {
     const tools = new OpenAI({ baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1', apiKey: 'unused', maxRetries: 0 });
     const weather = zodFunction({ name: 'get_weather', parameters: z.object({ city: z.string().max(12), unit: z.enum(['C', 'F']) }) });
@@ -74,6 +96,12 @@ async function main() {
     const reply = await tools.chat.completions.create({ model: 'qwen3', max_tokens: 8, temperature: 0, tools: [weather],
       messages: [...ask, msg, { role: 'tool', tool_call_id: msg.tool_calls[0].id, content: 'Sunny, 21 C' }] });
     out.toolRoundTrip = reply.choices[0].message.content;
+    // LangChain's bindTools, the call forced.
+    const lcTools = new ChatOpenAI({ model: 'qwen3', apiKey: 'unused', temperature: 0, maxTokens: 300, maxRetries: 0,
+      configuration: { baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1' } });
+    const lcWeather = { name: 'get_weather', description: 'The weather in a city.', schema: z.object({ city: z.string().max(12), unit: z.enum(['C', 'F']) }) };
+    const m = await lcTools.bindTools([lcWeather], { tool_choice: 'required' }).invoke(ask);
+    out.langchainToolCalls = m.tool_calls.map((c) => ({ name: c.name, args: c.args }));
   }
 
   const ollama = new Ollama({ host: base });
