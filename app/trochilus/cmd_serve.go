@@ -77,9 +77,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv.Log = func(format string, args ...any) {
 		fmt.Fprintf(stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 	}
-	chatNote := "/v1/chat/completions and /v1/completions"
-	if !c.CanChat() {
-		chatNote = "/v1/completions (the file has no chat template)"
+	chatNote := "OpenAI's /v1/chat/completions, /v1/completions, /v1/responses and Ollama's /api/chat, /api/generate"
+	switch _, tools := c.ToolSyntax(); {
+	case !c.CanChat():
+		chatNote = "/v1/completions and Ollama's /api/generate with raw prompts (the file has no chat template)"
+	case tools:
+		chatNote += " (with tools)"
 	}
 	fmt.Fprintf(stderr, "serving %s at http://%s: %s, /v1/models, /health\n", id, ln.Addr(), chatNote)
 	if *apiKey != "" {
