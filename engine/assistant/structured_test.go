@@ -11,6 +11,8 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
+	"github.com/trochilus-llm/trochilus/kernels"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
@@ -104,4 +106,52 @@ func BenchmarkStructuredMask(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestStructuredSameEverywhere: a structured answer, greedy and drawn, and a forced tool call
+// are the same bytes on every kernel tier this CPU has and at 1 and 3 threads (the mask reads
+// only the text; the logits are the same bits everywhere).
+func TestStructuredSameEverywhere(t *testing.T) {
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ4_K))
+	schema, err := structured.CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string","maxLength":8},"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3}},"required":["name","tags"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, err := structured.ToolCall([]structured.Tool{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`)}}, "<call>", "</call>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := []chat.Message{{Role: "user", Content: "JSON, please."}}
+	cases := []Options{
+		{MaxTokens: 80, Format: schema},
+		{MaxTokens: 80, Format: schema, Sampling: &engine.Sampling{Temperature: 1, Seed: 11}},
+		{MaxTokens: 40, Format: structured.JSONObject(), Sampling: &engine.Sampling{Temperature: 0.8, TopK: 50, Seed: 12}},
+		{MaxTokens: 80, Format: call},
+	}
+	var want []string
+	for _, tier := range kernels.Tiers() {
+		for _, threads := range []int{1, 3} {
+			c, err := New(enginetest.Open(t, path, engine.Options{Tier: tier, Threads: threads}, 512))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, opts := range cases {
+				r, err := c.Reply(context.Background(), turns, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want == nil || len(want) <= i {
+					want = append(want, r.Text)
+					continue
+				}
+				if r.Text != want[i] {
+					t.Fatalf("tier %s, %d threads, case %d: %q, want %q", tier.Name, threads, i, r.Text, want[i])
+				}
+			}
+		}
+	}
+	if !strings.HasPrefix(want[3], `<call>{"name":`) {
+		t.Errorf("the forced call %q", want[3])
+	}
+	t.Logf("%d tiers × 2 thread counts agree: %q", len(kernels.Tiers()), want[0])
 }

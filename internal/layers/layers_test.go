@@ -91,7 +91,7 @@ var testOnly = map[string][]string{
 	"app/trochilus":                  {"internal/modelgen/modelgentest", "kernels"},
 	"ui":                             {"gguf", "internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest"},
 	"engine/serve":                   {"internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest", "internal/oracle"},
-	"engine/assistant":               {"gguf", "internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest"},
+	"engine/assistant":               {"gguf", "internal/modelgen", "internal/modelgen/modelgentest", "internal/modelgen/modelgentest/enginetest", "kernels"},
 	"engine":                         {"internal/modelgen", "internal/modelgen/modelgentest", "internal/oracle"},
 	"engine/library":                 {"internal/modelgen", "internal/modelgen/modelgentest", "internal/units"},
 	"gpu":                            {"kernels"},
