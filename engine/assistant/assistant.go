@@ -104,6 +104,11 @@ type Options struct {
 	// and TopLogprobs for that many most likely alternatives at each position as well.
 	Logprobs    bool
 	TopLogprobs int
+	// OnLogprob, with Logprobs, receives each token's log probability as it is chosen, with
+	// the offset in the answer's text where the token's text begins (before OnText shows it).
+	// The tokens an answer's Logprobs keeps are those received with an offset below the
+	// length of its text, in order.
+	OnLogprob func(lp TokenLogprob, at int)
 	// IgnoreEOS goes on past the end-of-sequence token (for benchmarks; the token's own text is
 	// never shown).
 	IgnoreEOS bool
@@ -264,6 +269,9 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 				t.Top = append(t.Top, TokenLogprob{ID: tp.ID, Bytes: c.tok.AppendDecode(nil, []int32{tp.ID}), Logprob: tp.Logprob})
 			}
 			r.Logprobs = append(r.Logprobs, t)
+			if opts.OnLogprob != nil {
+				opts.OnLogprob(t, shown)
+			}
 			return nil
 		}
 	}

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/engine/assistant"
@@ -75,5 +77,89 @@ func TestLogprobs(t *testing.T) {
 			t.Fatalf("token %d: %v at %d, want %v at %d", i, c.Logprobs.TokenLogprobs[i], c.Logprobs.TextOffset[i], lp.Logprob, at)
 		}
 		at += len(lp.Bytes)
+	}
+}
+
+// TestStreamedLogprobs: a streamed answer's chunks carry the log probabilities of the tokens
+// their text holds; together they are the whole answer's, in order, with and without a stop
+// text, on chat completions and completions (whose text offsets are the answer's).
+func TestStreamedLogprobs(t *testing.T) {
+	f := newFixture(t)
+	whole := func(path, body string) []byte {
+		resp, b := f.post(t, path, body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", path, body, resp.StatusCode, b)
+		}
+		return b
+	}
+	chatBody := `"max_tokens":16,"logprobs":true,"top_logprobs":2,"messages":[{"role":"user","content":"Name three colours."}]`
+	var plain struct {
+		Choices []struct {
+			Message  struct{ Content string }
+			Logprobs struct{ Content []json.RawMessage }
+		}
+	}
+	json.Unmarshal(whole("/v1/chat/completions", `{`+chatBody+`}`), &plain)
+	text := plain.Choices[0].Message.Content
+	stop := text[len(text)/2:][:2]
+	for _, extra := range []string{``, `,"stop":` + mustJSON(stop)} {
+		json.Unmarshal(whole("/v1/chat/completions", `{`+chatBody+extra+`}`), &plain)
+		data, _ := readEvents(t, strings.NewReader(string(whole("/v1/chat/completions", `{`+chatBody+extra+`,"stream":true}`))))
+		var streamed []json.RawMessage
+		var content strings.Builder
+		for _, d := range data {
+			var chunk struct {
+				Choices []struct {
+					Delta    struct{ Content string }
+					Logprobs *struct{ Content []json.RawMessage }
+				}
+			}
+			json.Unmarshal([]byte(d), &chunk)
+			for _, c := range chunk.Choices {
+				content.WriteString(c.Delta.Content)
+				if c.Logprobs != nil {
+					streamed = append(streamed, c.Logprobs.Content...)
+				}
+			}
+		}
+		want := plain.Choices[0].Logprobs.Content
+		if content.String() != plain.Choices[0].Message.Content || len(streamed) != len(want) || len(want) == 0 {
+			t.Fatalf("chat%s: streamed %q with %d logprobs, whole %q with %d", extra, content.String(), len(streamed), plain.Choices[0].Message.Content, len(want))
+		}
+		for i := range want {
+			if string(streamed[i]) != string(want[i]) {
+				t.Fatalf("chat%s: token %d streamed %s, whole %s", extra, i, streamed[i], want[i])
+			}
+		}
+	}
+
+	type textLP struct {
+		Tokens        []string
+		TokenLogprobs []float32 `json:"token_logprobs"`
+		TextOffset    []int     `json:"text_offset"`
+	}
+	var comp struct {
+		Choices []struct{ Logprobs textLP }
+	}
+	compBody := `"prompt":"Once upon a time","max_tokens":10,"logprobs":2`
+	json.Unmarshal(whole("/v1/completions", `{`+compBody+`}`), &comp)
+	data, _ := readEvents(t, strings.NewReader(string(whole("/v1/completions", `{`+compBody+`,"stream":true}`))))
+	var got textLP
+	for _, d := range data {
+		var chunk struct {
+			Choices []struct{ Logprobs *textLP }
+		}
+		json.Unmarshal([]byte(d), &chunk)
+		for _, c := range chunk.Choices {
+			if c.Logprobs != nil {
+				got.Tokens = append(got.Tokens, c.Logprobs.Tokens...)
+				got.TokenLogprobs = append(got.TokenLogprobs, c.Logprobs.TokenLogprobs...)
+				got.TextOffset = append(got.TextOffset, c.Logprobs.TextOffset...)
+			}
+		}
+	}
+	w := comp.Choices[0].Logprobs
+	if !slices.Equal(got.Tokens, w.Tokens) || !slices.Equal(got.TokenLogprobs, w.TokenLogprobs) || !slices.Equal(got.TextOffset, w.TextOffset) || len(w.Tokens) == 0 {
+		t.Fatalf("completions streamed %+v, whole %+v", got, w)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -251,9 +252,11 @@ func finishReason(r *assistant.Reply) string {
 type completion struct {
 	object, chunkObject, idPrefix string
 	answer                        func(r *http.Request, opts assistant.Options) (assistant.Reply, error)
-	// choice and delta shape a choice of the whole response and of a streamed chunk.
-	choice func(reply *assistant.Reply, finish *string) map[string]any
-	delta  func(text string, first bool, finish *string) map[string]any
+	// choice and delta shape a choice of the whole response and of a streamed chunk (with
+	// the log probabilities of the tokens its text holds, when logprobs).
+	choice   func(reply *assistant.Reply, finish *string) map[string]any
+	delta    func(text string, first bool, finish *string, lps streamedLogprobs) map[string]any
+	logprobs bool
 	// tools, on chat completions, are the request's tools: a streamed answer holds back its
 	// text from where a call may begin, and ends with the calls read.
 	tools *toolPlan
@@ -339,7 +342,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 			return map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": lp}
 		},
-		delta: func(text string, first bool, finish *string) map[string]any {
+		logprobs: withLogprobs,
+		delta: func(text string, first bool, finish *string, lps streamedLogprobs) map[string]any {
 			d := map[string]any{}
 			if first {
 				d["role"] = "assistant"
@@ -347,7 +351,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			if text != "" || first {
 				d["content"] = text
 			}
-			return map[string]any{"index": 0, "delta": d, "finish_reason": finish, "logprobs": nil}
+			var lp any
+			if len(lps.list) > 0 {
+				lp = map[string]any{"content": chatLogprobs(lps.list), "refusal": nil}
+			}
+			return map[string]any{"index": 0, "delta": d, "finish_reason": finish, "logprobs": lp}
 		},
 	})
 }
@@ -397,28 +405,35 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		choice: func(reply *assistant.Reply, finish *string) map[string]any {
 			var lp any
 			if withLogprobs {
-				lp = textLogprobs(reply.Logprobs, top > 0)
+				lp = textLogprobs(reply.Logprobs, top > 0, nil)
 			}
 			return map[string]any{"index": 0, "text": reply.Text, "finish_reason": finish, "logprobs": lp}
 		},
-		delta: func(text string, first bool, finish *string) map[string]any {
-			return map[string]any{"index": 0, "text": text, "finish_reason": finish, "logprobs": nil}
+		logprobs: withLogprobs,
+		delta: func(text string, first bool, finish *string, lps streamedLogprobs) map[string]any {
+			var lp any
+			if len(lps.list) > 0 {
+				lp = textLogprobs(lps.list, top > 0, lps.at)
+			}
+			return map[string]any{"index": 0, "text": text, "finish_reason": finish, "logprobs": lp}
 		},
 	})
 }
 
-// checkLogprobs refuses a number of alternatives out of [0, most] and log probabilities with
-// streaming, which serve does not yet split by token.
+// checkLogprobs refuses a number of alternatives out of [0, most].
 func checkLogprobs(o *options, param string, with bool, top, most int) error {
-	switch {
-	case top < 0 || top > most:
+	if top < 0 || top > most {
 		return badParam(param, "%s %d: want 0 to %d", param, top, most)
-	case with && o.Stream:
-		e := badParam("logprobs", "logprobs: log probabilities of a streamed answer are not supported yet; ask without \"stream\"")
-		e.code = "unsupported_parameter"
-		return e
 	}
 	return nil
+}
+
+// streamedLogprobs are the log probabilities of the tokens a streamed chunk's text holds (the
+// text of each begins in the chunk or before it), with where each token's text begins in the
+// answer.
+type streamedLogprobs struct {
+	list []assistant.TokenLogprob
+	at   []int
 }
 
 // jsonLogprob is a log probability as JSON can carry it: OpenAI's floor of -9999 for a token
@@ -455,13 +470,17 @@ func chatLogprobs(lps []assistant.TokenLogprob) []any {
 
 // textLogprobs writes them as completions do: parallel lists of tokens, log probabilities,
 // alternatives (a map of token text to log probability; null without) and text offsets.
-func textLogprobs(lps []assistant.TokenLogprob, withTop bool) map[string]any {
+// Each token's text offset is at[i], or (at nil) the bytes of the tokens before it.
+func textLogprobs(lps []assistant.TokenLogprob, withTop bool, at []int) map[string]any {
 	tokens, values, offsets := make([]string, len(lps)), make([]float32, len(lps)), make([]int, len(lps))
 	var tops []any
-	at := 0
+	next := 0
 	for i, t := range lps {
-		tokens[i], values[i], offsets[i] = string(t.Bytes), jsonLogprob(t.Logprob), at
-		at += len(t.Bytes)
+		tokens[i], values[i], offsets[i] = string(t.Bytes), jsonLogprob(t.Logprob), next
+		if at != nil {
+			offsets[i] = at[i]
+		}
+		next += len(t.Bytes)
 		if withTop {
 			m := map[string]float32{}
 			for _, a := range t.Top {
@@ -529,9 +548,25 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 
 	ev := newEvents(w)
 	first := true
+	// The log probabilities received and not sent yet; a chunk carries those of the tokens
+	// whose text begins in what has been sent, so that the chunks' lists together are the
+	// whole answer's.
+	var pending streamedLogprobs
+	shown, sent := 0, 0
+	if c.logprobs {
+		opts.OnLogprob = func(lp assistant.TokenLogprob, at int) {
+			pending.list, pending.at = append(pending.list, lp), append(pending.at, at)
+		}
+	}
 	send := func(text string, finish *string) {
+		shown += len(text)
+		n := 0
+		for n < len(pending.at) && pending.at[n] < shown {
+			n++
+		}
 		chunk := head(c.chunkObject)
-		chunk["choices"] = []any{c.delta(text, first, finish)}
+		chunk["choices"] = []any{c.delta(text, first, finish, streamedLogprobs{pending.list[:n], pending.at[:n]})}
+		pending.list, pending.at, sent = pending.list[n:], pending.at[n:], sent+n
 		first = false
 		ev.send(chunk)
 	}
@@ -568,6 +603,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		} else if rest := hold.rest(); rest != "" {
 			send(rest, nil)
 		}
+	}
+	if c.logprobs {
+		// The last chunk carries what the answer keeps of the rest (none past a stop text).
+		keep := min(max(len(reply.Logprobs)-sent, 0), len(pending.list))
+		pending.list, pending.at = pending.list[:keep], pending.at[:keep]
+		shown = math.MaxInt
 	}
 	send("", &finish)
 	if o.StreamOptions != nil && o.StreamOptions.IncludeUsage {

@@ -220,7 +220,6 @@ func TestRefusals(t *testing.T) {
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":1,"top_k":-2}`, 400, "top_k"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"presence_penalty":0.5}`, 400, "penalties"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":2}`, 400, "one choice"},
-		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"stream":true}`, 400, "logprobs"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21}`, 400, "top_logprobs 21"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, 400, "needs"},
 		{"/v1/completions", `{"prompt":"hi","logprobs":6}`, 400, "logprobs 6"},
