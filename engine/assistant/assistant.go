@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -124,6 +125,10 @@ type Options struct {
 	// function tools ({"type": "function", "function": {"name", "description",
 	// "parameters"}}), passed to the template as apply_chat_template's tools. Reply only.
 	Tools json.RawMessage
+	// LogitBias adds to tokens' logits before each choice (OpenAI's logit_bias): the sum
+	// rounded once to float32, −Inf for a bias of −100 or less (the token is never chosen).
+	// The log probabilities are those of the biased logits.
+	LogitBias map[int32]float32
 	// OnText, when set, receives the answer as it grows, in pieces of whole, valid UTF-8
 	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
 	OnText func(string)
@@ -253,6 +258,14 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 			constraint = opts.Format.Start(c.vocabulary())
 		}
 	}
+	if len(opts.LogitBias) > 0 {
+		for id := range opts.LogitBias {
+			if id < 0 || int(id) >= c.m.Config().Vocab {
+				return r, fmt.Errorf("logit bias for token %d: the vocabulary has %d tokens", id, c.m.Config().Vocab)
+			}
+		}
+		constraint = biased{bias: opts.LogitBias, then: constraint}
+	}
 	var onLogits func(int32, []float32) error
 	var starts []int // with Logprobs: each token's first byte in the text as shown
 	shown := 0
@@ -324,6 +337,33 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	r.Used = c.s.Pos()
 	r.Rate, r.PPRate = g.DecodeRate(), g.PromptRate()
 	return r, err
+}
+
+// biased adds a logit bias before another constraint (or none) masks.
+type biased struct {
+	bias map[int32]float32
+	then engine.Constraint
+}
+
+func (b biased) Mask(logits []float32) error {
+	for id, v := range b.bias {
+		if v <= -100 {
+			logits[id] = float32(math.Inf(-1))
+		} else {
+			logits[id] += v
+		}
+	}
+	if b.then != nil {
+		return b.then.Mask(logits)
+	}
+	return nil
+}
+
+func (b biased) Accept(tok int32) error {
+	if b.then != nil {
+		return b.then.Accept(tok)
+	}
+	return nil
 }
 
 // vocabulary returns the tokens' bytes as structured answers need them: text tokens (Normal

@@ -80,7 +80,7 @@ const hi = `"messages":[{"role":"user","content":"hi"}],"max_tokens":4`
 func TestNothingIgnored(t *testing.T) {
 	f := newFixture(t)
 	for field, value := range map[string]string{
-		"logit_bias": `{"50256":-100}`, "functions": `[{"name":"f"}]`,
+		"functions":     `[{"name":"f"}]`,
 		"function_call": `"auto"`, "n": `2`,
 		"presence_penalty": `0.5`, "frequency_penalty": `-1`, "modalities": `["text","audio"]`, "audio": `{}`,
 		"prediction": `{"type":"content"}`, "reasoning_effort": `"low"`,

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -161,5 +162,38 @@ func TestStreamedLogprobs(t *testing.T) {
 	w := comp.Choices[0].Logprobs
 	if !slices.Equal(got.Tokens, w.Tokens) || !slices.Equal(got.TokenLogprobs, w.TokenLogprobs) || !slices.Equal(got.TextOffset, w.TextOffset) || len(w.Tokens) == 0 {
 		t.Fatalf("completions streamed %+v, whole %+v", got, w)
+	}
+}
+
+// TestLogitBias: a bias moves the answer as the engine's own option does; -100 bans a token;
+// bad keys, values and ids are a 400 naming logit_bias.
+func TestLogitBias(t *testing.T) {
+	f := newFixture(t)
+	turns := []chat.Message{{Role: "user", Content: "hi"}}
+	plain := f.reply(t, turns, assistant.Options{MaxTokens: 4, Logprobs: true})
+	ids := []int32{plain.Logprobs[0].ID}
+	for _, bias := range []map[int32]float32{{ids[0]: -100}, {ids[0]: -100, 7: 100}, {123: 2.5, ids[0]: -3.25}} {
+		want := f.reply(t, turns, assistant.Options{MaxTokens: 4, LogitBias: bias})
+		var parts []string
+		for id, v := range bias {
+			parts = append(parts, fmt.Sprintf("%q:%g", fmt.Sprint(id), v))
+		}
+		resp, body := f.post(t, "/v1/chat/completions", `{`+hi+`,"logit_bias":{`+strings.Join(parts, ",")+`}}`)
+		var got chatResponse
+		if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 || got.Choices[0].Message.Content != want.Text {
+			t.Fatalf("logit_bias %v: %d %s, want %q", bias, resp.StatusCode, body, want.Text)
+		}
+		if b, ok := bias[ids[0]]; ok && b == -100 && want.Text == plain.Text {
+			t.Fatalf("logit_bias %v: the answer %q did not change", bias, want.Text)
+		}
+	}
+	for _, c := range []struct{ bias, says string }{
+		{`{"x":1}`, `key "x": want a token id`},
+		{`{"5":101}`, `101: want -100 to 100`},
+		{`{"999999":1}`, `token 999999: the vocabulary has 50304 tokens`},
+		{`{"5":"a"}`, `logit_bias`},
+	} {
+		resp, body := f.post(t, "/v1/chat/completions", `{`+hi+`,"logit_bias":`+c.bias+`}`)
+		wantError(t, c.bias, resp, body, 400, "logit_bias", "", c.says)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,8 @@ type options struct {
 	// ResponseFormat asks for plain text, a JSON object or a document of a JSON Schema
 	// (parseResponseFormat).
 	ResponseFormat json.RawMessage `json:"response_format"`
+	// LogitBias maps token ids (as strings) to a bias from -100 to 100 added to their logits.
+	LogitBias map[string]float64 `json:"logit_bias"`
 }
 
 type streamOptions struct {
@@ -88,8 +91,23 @@ func (o *options) check() (assistant.Options, error) {
 		return a, err
 	}
 	a.Stop = stops
-	a.Format, err = parseResponseFormat(o.ResponseFormat)
-	return a, err
+	if a.Format, err = parseResponseFormat(o.ResponseFormat); err != nil {
+		return a, err
+	}
+	for k, v := range o.LogitBias {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || id < 0 {
+			return a, badParam("logit_bias", "logit_bias: key %q: want a token id", k)
+		}
+		if !(v >= -100 && v <= 100) {
+			return a, badParam("logit_bias", "logit_bias[%q] %g: want -100 to 100", k, v)
+		}
+		if a.LogitBias == nil {
+			a.LogitBias = map[int32]float32{}
+		}
+		a.LogitBias[int32(id)] = float32(v)
+	}
+	return a, nil
 }
 
 // parseStop reads stop: a string or a list of strings.
@@ -517,6 +535,14 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, opts *assistant.O
 // complete answers one request of either endpoint, whole or streamed.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c completion) {
 	opts, err := o.check()
+	if vocab := s.chat.Model().Config().Vocab; err == nil {
+		for id := range opts.LogitBias {
+			if int(id) >= vocab {
+				err = badParam("logit_bias", "logit_bias: token %d: the vocabulary has %d tokens", id, vocab)
+				break
+			}
+		}
+	}
 	if !s.begin(w, r, &opts, err, writeError) {
 		return
 	}

@@ -23,7 +23,6 @@ type refusal struct {
 var refused = map[string]refusal{
 	"functions":          {"functions (tools) are not supported yet", isOneOf("[]")},
 	"function_call":      {"functions (tools) are not supported yet; only \"none\"", isOneOf(`"none"`)},
-	"logit_bias":         {"logit_bias is not supported", isOneOf("{}")},
 	"n":                  {"one choice per request: want n 1", isNumber(1)},
 	"presence_penalty":   {"presence and frequency penalties are not supported", isNumber(0)},
 	"frequency_penalty":  {"presence and frequency penalties are not supported", isNumber(0)},
