@@ -123,6 +123,10 @@ type runner interface {
 	// logits of the last token into logits (vocab floats) or, when all is set, of every token
 	// (len(tokens)·vocab floats). The KV cache of earlier positions must be in place.
 	forward(ctx context.Context, tokens []int32, pos int, logits []float32, all bool) error
+	// stepRows runs one pass whose row t is tokens[t] at position pos[t] of the session of
+	// rows[t] (this runner's own among them, or not), with this runner's buffers, and writes
+	// every row's logits (len(tokens)·vocab floats): Model.Step.
+	stepRows(ctx context.Context, tokens []int32, rows []runner, pos []int, logits []float32) error
 }
 
 // An architecture reads its configuration from a file's metadata and builds its network from

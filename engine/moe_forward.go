@@ -68,6 +68,12 @@ type moeRunner struct {
 	// as the engine did before MatMulMany: the baseline BenchmarkDecode measures against.
 	splitProducts bool
 
+	// rowKV and rowPos, set for a pass of several sessions' next tokens (Model.Step), are
+	// each row's KV cache and position; nil for a pass of one session's consecutive tokens.
+	rowKV  []*kvCache
+	rowPos []int
+	stepKV []*kvCache // rowKV's storage, kept between steps
+
 	// The step in flight, for the pool; the funcs are made once.
 	step       stepKind
 	n, pos     int
@@ -182,6 +188,37 @@ func (r *moeRunner) forward(ctx context.Context, tokens []int32, pos int, logits
 		return fmt.Errorf("output: %w", err)
 	}
 	return nil
+}
+
+// step implements runner: one pass whose row t is tokens[t] at position pos[t] of rows[t]'s
+// KV cache. Every step but attention treats the rows as any pass does; attention reads and
+// writes each row's own cache, so that each row computes exactly what its session alone
+// would.
+func (r *moeRunner) stepRows(ctx context.Context, tokens []int32, rows []runner, pos []int, logits []float32) error {
+	kvs := r.stepKV[:0]
+	for t, o := range rows {
+		m, ok := o.(*moeRunner)
+		if !ok || m.w != r.w || m.kv.keys == nil {
+			return fmt.Errorf("row %d: not an open session of this model", t)
+		}
+		if pos[t] < 0 || pos[t] >= m.ctxLen || pos[t] >= r.ctxLen {
+			return fmt.Errorf("row %d: position %d outside its context of %d", t, pos[t], m.ctxLen)
+		}
+		kvs = append(kvs, m.kv)
+	}
+	r.stepKV = kvs
+	r.rowKV, r.rowPos = kvs, pos
+	defer func() { r.rowKV, r.rowPos = nil, nil }()
+	return r.forward(ctx, tokens, 0, logits, true)
+}
+
+// row returns row t's KV cache and position, and the end of the positions it may attend to
+// (its own and those before it: the causal mask, which the mutant tests widen to the pass).
+func (r *moeRunner) row(t int) (kv *kvCache, pos, end int) {
+	if r.rowKV != nil {
+		return r.rowKV[t], r.rowPos[t], r.rowPos[t] + 1
+	}
+	return r.kv, r.pos + t, r.pos + r.n
 }
 
 // attention runs the attention half of layer l: x += Wo·attend(RoPE(norm(Wq h)), ...).

@@ -72,14 +72,14 @@ func (r *moeRunner) qk(t int) error {
 		clamp(k, clip)
 		clamp(v, clip)
 	}
-	p := r.pos + t
+	kv, p, _ := r.row(t)
 	if err := r.w.mutant.rope(r.rope, q, p); err != nil {
 		return err
 	}
 	if err := r.w.mutant.rope(r.rope, k, p); err != nil {
 		return err
 	}
-	r.kv.put(r.layerIndex, p, k, v)
+	kv.put(r.layerIndex, p, k, v)
 	return nil
 }
 
@@ -164,9 +164,10 @@ func (r *moeRunner) attendItems(lo, hi int) {
 		scores := r.scores[w]
 		for i := w * items / threads; i < (w+1)*items/threads; i++ {
 			head, t := i/r.n, i%r.n
-			npos := r.w.mutant.causal(r.pos+t+1, r.pos+r.n) // its own position and those before
+			kv, p, end := r.row(t)
+			npos := r.w.mutant.causal(p+1, end) // its own position and those before
 			kvHead := r.w.mutant.kvHead(head/group, head, c.KVHeads)
-			keys, values := r.kv.head(r.layerIndex, kvHead)
+			keys, values := kv.head(r.layerIndex, kvHead)
 			q := r.q[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
 			out := r.att[t*r.qDim+head*d : t*r.qDim+(head+1)*d]
 			r.w.mutant.attend(r.tier, threads, out, q, keys, values, npos, d, r.scale, scores)

@@ -38,6 +38,12 @@ type Session struct {
 
 	logits    []float32 // of the last evaluated position, when hasLogits
 	hasLogits bool
+
+	// Model.Step's buffers when this session leads a step: kept so that a step allocates
+	// nothing once they have grown.
+	stepLogits []float32
+	stepRows   []runner
+	stepPos    []int
 }
 
 // ErrSessionClosed is returned by a session's evaluations after its Close.
