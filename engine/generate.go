@@ -42,6 +42,10 @@ type GenerateOptions struct {
 	// Constraint, when set, limits the tokens that may be chosen (structured output, say):
 	// see Constraint.
 	Constraint Constraint
+
+	// Batch, when set, evaluates each chosen token through it, in passes shared with other
+	// generations' tokens (several conversations served at once); the tokens are the same.
+	Batch *Batcher
 }
 
 // A Constraint limits the tokens Generate may choose, for an answer that must follow a
@@ -211,7 +215,12 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			}
 		}
 		one[0] = tok
-		if logits, err = s.Eval(ctx, one[:]); err != nil {
+		if opts.Batch != nil {
+			logits, err = opts.Batch.Eval(ctx, s, tok)
+		} else {
+			logits, err = s.Eval(ctx, one[:])
+		}
+		if err != nil {
 			return g, err
 		}
 		g.Passes++

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,5 +210,82 @@ func BenchmarkStreams(b *testing.B) {
 		slices.Sort(v.times)
 		med := v.times[len(v.times)/2]
 		b.Logf("%-8s %7.2f ms a round, %6.2f tok/s over %d streams", v.name, float64(med)/1e6, float64(len(v.sessions))/med.Seconds(), len(v.sessions))
+	}
+}
+
+// TestBatcherMatchesAlone runs four generations at once through one Batcher — greedy, sampled,
+// with drafts, with a constraint, on sessions at different positions — several times over (the
+// passes they share differ with timing), and compares each with the same generation alone:
+// the same tokens, and the same logits after.
+func TestBatcherMatchesAlone(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Q4KM()), Options{Threads: 2})
+	prompts := testPrompts(testVocab)
+	base := matrixPrompt(testVocab)[:16]
+	jobs := []struct {
+		prompt []int32
+		opts   GenerateOptions
+	}{
+		{prompts[0], GenerateOptions{MaxTokens: 20}},
+		{prompts[1], GenerateOptions{MaxTokens: 24, Sampling: &Sampling{Temperature: 0.9, TopK: 30, Seed: 5}}},
+		{slices.Concat(base, base[:10], base), GenerateOptions{MaxTokens: 24, Draft: 4}},
+		{prompts[2], GenerateOptions{MaxTokens: 16, Sampling: &Sampling{Temperature: 1.2, Seed: 9}}},
+	}
+	want := make([]generated, len(jobs))
+	for i, j := range jobs {
+		opts := j.opts
+		if i == 3 {
+			opts.Constraint = &residues{last: -1}
+		}
+		want[i] = generateWith(t, m, 0, j.prompt, opts)
+	}
+	ctx := context.Background()
+	for round := range 3 {
+		b := NewBatcher(m)
+		got := make([]generated, len(jobs))
+		errs := make([]error, len(jobs))
+		var wg sync.WaitGroup
+		for i, j := range jobs {
+			s := newTestSession(t, m, 0)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				opts := j.opts
+				opts.Batch = b
+				if i == 3 {
+					opts.Constraint = &residues{last: -1}
+				}
+				g, err := s.Generate(ctx, j.prompt, opts)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				pos := s.Pos()
+				next, err := s.Eval(ctx, g.Tokens[len(g.Tokens)-1:])
+				errs[i] = err
+				got[i] = generated{tokens: g.Tokens, pos: pos, next: slices.Clone(next)}
+			}()
+		}
+		wg.Wait()
+		passes, tokens := b.Stats()
+		t.Logf("round %d: %d tokens in %d passes", round, tokens, passes)
+		for i := range jobs {
+			if errs[i] != nil {
+				t.Fatalf("round %d job %d: %v", round, i, errs[i])
+			}
+			if !slices.Equal(got[i].tokens, want[i].tokens) || got[i].pos != want[i].pos || firstDifference(got[i].next, want[i].next) >= 0 {
+				t.Fatalf("round %d job %d: %v at %d, alone %v at %d", round, i, got[i].tokens, got[i].pos, want[i].tokens, want[i].pos)
+			}
+		}
+	}
+	// A cancelled generation ends with its context's error and leaves the others be.
+	b := NewBatcher(m)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	s := newTestSession(t, m, 0)
+	if _, err := s.Eval(ctx, prompts[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Eval(cctx, s, 1); !errors.Is(err, context.Canceled) || s.Pos() != len(prompts[0]) {
+		t.Fatalf("cancelled: %v at %d", err, s.Pos())
 	}
 }
