@@ -46,6 +46,8 @@ type Options struct {
 	// DefaultPassSize). Open the session with Plan().Context and the same pass size: a longer
 	// session, or a second one, takes memory the plan did not count.
 	Context, PassSize int
+	// Sessions is how many such sessions the plan holds room for (0: one): open no more.
+	Sessions int
 
 	// mutant, set only by this package's mutation tests, plants a deliberate bug (see
 	// mutant.go); without the trochilus_mutants build tag it is an empty struct.
@@ -257,7 +259,7 @@ func planFile(ctx context.Context, f *gguf.File, opts *Options, ram func(context
 	}
 	plan, err := planLoad(ctx, PlanRequest{Config: cfg, Footprint: footprint(f.Size(), &layout, &cfg),
 		Context: opts.Context, PassSize: opts.PassSize, Threads: opts.Threads,
-		ExpertBudget: opts.ExpertBudget, Weights: opts.Weights}, ram)
+		ExpertBudget: opts.ExpertBudget, Weights: opts.Weights, Sessions: opts.Sessions}, ram)
 	return cfg, layout, plan, err
 }
 

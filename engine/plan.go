@@ -41,6 +41,10 @@ type PlanRequest struct {
 
 	ExpertBudget int64   // as Options.ExpertBudget
 	Weights      Weights // as Options.Weights
+
+	// Sessions is how many sessions of Context positions the plan holds room for (0: one):
+	// a server answering several conversations at once has one each.
+	Sessions int
 }
 
 // Placement is where a plan puts a model's weights.
@@ -87,6 +91,7 @@ type Plan struct {
 	Explicit     bool // the caller named the context: it is honoured or refused, never shrunk
 	PassSize     int  // the most tokens a pass evaluates
 	Threads      int  // the pool's workers
+	Sessions     int  // the sessions planned for, each of Session() bytes
 
 	Total, Available uint64 // the machine's memory
 	Reserve          uint64 // what stays free for the system: machine.Reserve(Total)
@@ -107,7 +112,7 @@ type Plan struct {
 	why error // a refusal: the numbers (wrapping experts.ErrTooBig) or what is wrong with the request
 }
 
-// Session returns the bytes of the planned session: its KV cache and the rest.
+// Session returns the bytes of one planned session: its KV cache and the rest.
 func (p Plan) Session() uint64 { return p.KV + p.Pass }
 
 // Err returns why the plan refuses the load (nil unless Placement is Refused): a memory
@@ -128,7 +133,8 @@ func PlanMemory(req PlanRequest) (Plan, error) {
 		Forced: req.ExpertBudget != 0 || req.Weights != WeightsAuto, Weights: req.Weights,
 		ModelContext: c.Context, Explicit: req.Context != 0,
 		PassSize: cmp.Or(req.PassSize, DefaultPassSize), Threads: cmp.Or(req.Threads, kernels.DefaultThreads()),
-		Total: req.RAMTotal, Available: req.RAMAvailable, Reserve: machine.Reserve(req.RAMTotal),
+		Sessions: max(req.Sessions, 1),
+		Total:    req.RAMTotal, Available: req.RAMAvailable, Reserve: machine.Reserve(req.RAMTotal),
 		Dense: req.Footprint.Dense(), Experts: req.Footprint.Experts,
 		Units: req.Footprint.Units, UnitBytes: req.Footprint.SlotBytes, MinUnits: req.Footprint.MinSlots,
 	}
@@ -136,8 +142,8 @@ func PlanMemory(req PlanRequest) (Plan, error) {
 	switch {
 	case req.Context < 0 || req.Context > c.Context:
 		bad = fmt.Errorf("session context %d outside [1, %d] (the model's context length)", req.Context, c.Context)
-	case req.PassSize < 0 || req.Threads < 0:
-		bad = fmt.Errorf("pass size %d, %d threads: want 0 (the default) or more", req.PassSize, req.Threads)
+	case req.PassSize < 0 || req.Threads < 0 || req.Sessions < 0:
+		bad = fmt.Errorf("pass size %d, %d threads, %d sessions: want 0 (the default) or more", req.PassSize, req.Threads, req.Sessions)
 	case req.ExpertBudget < 0 && req.ExpertBudget != ExpertBudgetMin:
 		bad = fmt.Errorf("expert budget %d: want bytes, 0 (automatic) or ExpertBudgetMin", req.ExpertBudget)
 	case req.Weights < WeightsAuto || req.Weights > WeightsMapped:
@@ -172,7 +178,7 @@ func (p Plan) at(req *PlanRequest, ctx int) Plan {
 	p.Context = ctx
 	sz := newSessionSizes(&req.Config, ctx, min(p.PassSize, ctx), p.Threads)
 	kv, pass, store := sz.bytes()
-	need := experts.Need{Dense: p.Dense, Experts: p.Experts, Session: kv + pass, Store: store,
+	need := experts.Need{Dense: p.Dense, Experts: p.Experts, Session: uint64(p.Sessions) * (kv + pass), Store: store,
 		SlotBytes: p.UnitBytes, MinSlots: p.MinUnits}
 	var ep experts.Plan
 	var err error
@@ -192,7 +198,11 @@ func (p Plan) at(req *PlanRequest, ctx int) Plan {
 	switch {
 	case err != nil:
 		p.Placement, p.UnitsInRAM = Refused, 0
-		p.why = fmt.Errorf("with a session of %d positions: %w", ctx, err)
+		if p.Sessions > 1 {
+			p.why = fmt.Errorf("with %d sessions of %d positions: %w", p.Sessions, ctx, err)
+		} else {
+			p.why = fmt.Errorf("with a session of %d positions: %w", ctx, err)
+		}
 	case ep.Resident:
 		p.Placement, p.UnitsInRAM = InMemory, p.Units
 	default:
@@ -224,6 +234,9 @@ func (p Plan) Text() string {
 	b := func(n uint64) string { return units.Bytes(n) }
 	keep := fmt.Sprintf("%s available, %s kept for the system", b(p.Available), b(p.Reserve))
 	session := fmt.Sprintf("a session of %s (KV cache %s) at %s", b(p.Session()), b(p.KV), p.ContextText())
+	if p.Sessions > 1 {
+		session = fmt.Sprintf("%d sessions of %s each (KV cache %s) at %s", p.Sessions, b(p.Session()), b(p.KV), p.ContextText())
+	}
 	usable := "no RAM is usable"
 	if p.Available > p.Reserve {
 		usable = "only " + b(p.Available-p.Reserve) + " is usable"

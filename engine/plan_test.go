@@ -167,3 +167,35 @@ func TestPlanQwen3FullContext(t *testing.T) {
 		t.Logf("%s", p.Text())
 	}
 }
+
+// TestPlanSessions: a plan for several sessions holds room for each, and says so; what no
+// longer fits is refused with the numbers.
+func TestPlanSessions(t *testing.T) {
+	const gib = 1 << 30
+	c := qwen3Full()
+	l, size := qwen3Layout(&c)
+	req := PlanRequest{Config: c, Footprint: footprint(size, &l, &c), RAMTotal: 64 * gib, RAMAvailable: 60 * gib,
+		Threads: 16, Context: 8192}
+	one, err := PlanMemory(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Sessions = 4
+	four, err := PlanMemory(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if four.Session() != one.Session() || four.NeedAtLeast != one.NeedAtLeast+3*one.Session() || four.Sessions != 4 ||
+		!strings.Contains(four.Text(), "4 sessions of ") {
+		t.Fatalf("4 sessions: need %d (one session %d, need %d): %s", four.NeedAtLeast, one.Session(), one.NeedAtLeast, four.Text())
+	}
+	// 40,960 positions are 7.5 GiB of KV cache a session: 8 of them do not fit in 60 GiB.
+	req.Context, req.Sessions = 40960, 8
+	if p, err := PlanMemory(req); !errors.Is(err, experts.ErrTooBig) || p.Placement != Refused || !strings.Contains(err.Error(), "with 8 sessions of 40960 positions") {
+		t.Fatalf("8 sessions of 40960: %v %v", p.Placement, err)
+	}
+	req.Sessions = -1
+	if _, err := PlanMemory(req); err == nil || !strings.Contains(err.Error(), "-1 sessions") {
+		t.Fatalf("-1 sessions: %v", err)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/engine/serve"
 )
 
@@ -21,14 +23,15 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cl := commandLine{
 		name:     "serve",
-		synopsis: "trochilus serve -m MODEL [-addr HOST:PORT] [-api-key KEY] [-cors ORIGINS] [-name ID] [-t T] [-b B] [-c C]",
+		synopsis: "trochilus serve -m MODEL [-addr HOST:PORT] [-api-key KEY] [-cors ORIGINS] [-name ID] [-parallel N] [-t T] [-b B] [-c C]",
 		about: "Answer HTTP requests in the shape of OpenAI's API: POST /v1/chat/completions,\n" +
 			"POST /v1/completions, POST /v1/responses (\"stream\": true for server-sent events),\n" +
 			"GET /v1/models[/ID], GET /health;\n" +
 			"greedy unless a request sets a temperature (then sampled with its seed, or a fresh one the\n" +
 			"response reports). And in the shape of Ollama's: POST /api/chat, /api/generate (lines of JSON\n" +
 			"unless \"stream\": false; Ollama's sampling defaults, a seed in the options reproduces),\n" +
-			"/api/show, GET /api/tags, /api/ps, /api/version. Requests are answered one at a time.\n" +
+			"/api/show, GET /api/tags, /api/ps, /api/version. -parallel N answers N requests at once\n" +
+			"(each with its own session and KV cache, their tokens sharing forward passes: the same answers).\n" +
 			"Listens on loopback unless -addr says otherwise, which then needs -api-key. SIGINT or\n" +
 			"SIGTERM stops it.",
 	}
@@ -37,6 +40,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on, host:port (port 0: any free port)")
 	name := fs.String("name", "", "the model id clients see (default: the file name without .gguf)")
 	apiKey := fs.String("api-key", "", "the key every /v1 and /api request must send as \"Authorization: Bearer KEY\" (default: $TROCHILUS_API_KEY); required off loopback")
+	parallel := fs.Int("parallel", 1, "requests answered at once, each with a session of its own (the memory plan counts them all)")
 	cors := fs.String("cors", "", "browser origins allowed to call the server, comma-separated (\"http://localhost:3000\"; \"*\": any); none by default")
 	if err := cl.parse(fs, args); err != nil {
 		return err
@@ -44,6 +48,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *apiKey == "" {
 		*apiKey = os.Getenv("TROCHILUS_API_KEY")
 	}
+	if *parallel < 1 || *parallel > 64 {
+		return fmt.Errorf("%w: -parallel %d: want 1 to 64", errUsage, *parallel)
+	}
+	mf.sessions = *parallel
 	hosts, err := servedHosts(*addr, *apiKey)
 	if err != nil {
 		return err
@@ -68,6 +76,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		id = strings.TrimSuffix(filepath.Base(*mf.path), ".gguf")
 	}
 	srv := serve.New(c, id)
+	m := c.Model()
+	for range *parallel - 1 {
+		s, err := m.NewSession(engine.SessionOptions{Context: c.Context(), PassSize: *mf.pass})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		more, err := assistant.New(m, s)
+		if err == nil {
+			err = srv.Also(more)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	srv.APIKey, srv.Hosts, srv.Draft = *apiKey, hosts, *mf.draft
 	for _, o := range strings.Split(*cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -84,7 +107,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case tools:
 		chatNote += " (with tools)"
 	}
-	fmt.Fprintf(stderr, "serving %s at http://%s: %s, /v1/models, /health\n", id, ln.Addr(), chatNote)
+	at := "one request at a time"
+	if *parallel > 1 {
+		at = fmt.Sprintf("%d requests at once", *parallel)
+	}
+	fmt.Fprintf(stderr, "serving %s at http://%s: %s, /v1/models, /health; %s\n", id, ln.Addr(), chatNote, at)
 	if *apiKey != "" {
 		fmt.Fprintln(stderr, "every /v1 request needs the API key (Authorization: Bearer KEY)")
 	}

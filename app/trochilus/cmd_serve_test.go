@@ -4,10 +4,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -52,5 +55,58 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	}
 	if err := <-result; err != nil || !strings.Contains(errb.String(), "stopped") {
 		t.Fatalf("after SIGTERM: %v\n%s", err, errb.String())
+	}
+}
+
+// TestServeParallel: serve -parallel 3 answers three requests at once, each as it would alone,
+// plans the three sessions, and refuses a -parallel out of range.
+func TestServeParallel(t *testing.T) {
+	path := tinyModel(t)
+	questions := []string{"Hello!", "Name a colour.", "Count to three."}
+	var want []string
+	for _, q := range questions {
+		want = append(want, replies(t, path, []string{q}, 8)[0])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, errb, result := startServe(t, ctx, path, "-c", "512", "-parallel", "3")
+	got := make([]string, len(questions))
+	errs := make([]error, len(questions))
+	var wg sync.WaitGroup
+	for i, q := range questions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+				strings.NewReader(`{"max_tokens":8,"messages":[{"role":"user","content":"`+q+`"}]}`))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer resp.Body.Close()
+			var r struct {
+				Choices []struct{ Message struct{ Content string } }
+			}
+			if errs[i] = json.NewDecoder(resp.Body).Decode(&r); errs[i] == nil && len(r.Choices) == 1 {
+				got[i] = r.Choices[0].Message.Content
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range questions {
+		if errs[i] != nil || got[i] != want[i] {
+			t.Errorf("request %d: %q (%v), alone %q", i, got[i], errs[i], want[i])
+		}
+	}
+	if !strings.Contains(errb.String(), "3 sessions of ") || !strings.Contains(errb.String(), "3 requests at once") {
+		t.Errorf("serve's log does not plan or say 3 sessions:\n%s", errb.String())
+	}
+	cancel()
+	if err := <-result; err != context.Canceled {
+		t.Fatalf("serve ended with %v", err)
+	}
+	err := runServe(context.Background(), []string{"-m", path, "-parallel", "0"}, io.Discard, io.Discard)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "-parallel 0: want 1 to 64") {
+		t.Errorf("-parallel 0: %v", err)
 	}
 }

@@ -24,6 +24,9 @@ type modelFlags struct {
 	profile *string
 	experts *string
 	draft   *int
+	// sessions is how many sessions the load plans room for (0: one); set by serve's
+	// -parallel, not a flag of every command.
+	sessions int
 }
 
 // addModelFlags defines on fs the flags every command that runs a model shares: -m, -t, -b, -c,
@@ -110,7 +113,7 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 	// The loader plans the memory for the session opened here: the context -c asks for
 	// (honoured or refused with the numbers), or the default, shortened when it does not fit.
 	m, err := engine.Load(ctx, *f.path, engine.Options{Threads: *f.threads, ExpertBudget: budget,
-		Context: *f.context, PassSize: *f.pass})
+		Context: *f.context, PassSize: *f.pass, Sessions: f.sessions})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -129,6 +129,9 @@ type Options struct {
 	// rounded once to float32, −Inf for a bias of −100 or less (the token is never chosen).
 	// The log probabilities are those of the biased logits.
 	LogitBias map[int32]float32
+	// Batch, when set, evaluates the answer's tokens in passes shared with other chats'
+	// answers (engine.Batcher): several conversations served at once, the same tokens.
+	Batch *engine.Batcher
 	// OnText, when set, receives the answer as it grows, in pieces of whole, valid UTF-8
 	// text (bytes that make no character show as U+FFFD, as HF tokenizers' decode shows them).
 	OnText func(string)
@@ -296,6 +299,7 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 		Before:     ids[:keep],
 		OnLogits:   onLogits,
 		Constraint: constraint,
+		Batch:      opts.Batch,
 		OnToken: func(id int32) error {
 			if opts.Logprobs && (id != c.eos || opts.IgnoreEOS) {
 				starts = append(starts, shown) // where this token's text begins in the answer

@@ -286,9 +286,9 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 			"message": map[string]string{"role": "assistant", "content": ""}, "done": true, "done_reason": "load"})
 		return
 	}
-	s.ollamaAnswer(w, r, &req.ollamaRequest, func(opts assistant.Options) (assistant.Reply, error) {
+	s.ollamaAnswer(w, r, &req.ollamaRequest, func(c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
 		plan.apply(&opts)
-		return s.chat.Reply(r.Context(), turns, opts)
+		return c.Reply(r.Context(), turns, opts)
 	}, func(text string) map[string]any {
 		return map[string]any{"message": map[string]any{"role": "assistant", "content": text}}
 	}, &plan)
@@ -342,17 +342,17 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 			"response": "", "done": true, "done_reason": "load"})
 		return
 	}
-	answer := func(opts assistant.Options) (assistant.Reply, error) {
+	answer := func(c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
 		if req.Raw { // the client wrote the template: its control tokens are tokens
 			opts.SpecialText = true
-			return s.chat.Complete(r.Context(), req.Prompt, opts)
+			return c.Complete(r.Context(), req.Prompt, opts)
 		}
 		var turns []chat.Message
 		if req.System != "" {
 			turns = append(turns, chat.Message{Role: "system", Content: req.System})
 		}
 		turns = append(turns, chat.Message{Role: "user", Content: req.Prompt})
-		return s.chat.Reply(r.Context(), turns, opts)
+		return c.Reply(r.Context(), turns, opts)
 	}
 	s.ollamaAnswer(w, r, &req.ollamaRequest, answer, func(text string) map[string]any {
 		return map[string]any{"response": text}
@@ -366,12 +366,13 @@ func (s *Server) stamp() string { return s.now().UTC().Format(time.RFC3339Nano) 
 // "stream": false, else one line of JSON per piece of text and a last one with "done": true
 // and the timings (nanoseconds), as Ollama streams (application/x-ndjson).
 func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaRequest,
-	answer func(assistant.Options) (assistant.Reply, error), piece func(text string) map[string]any, tools *toolPlan) {
+	answer func(*assistant.Chat, assistant.Options) (assistant.Reply, error), piece func(text string) map[string]any, tools *toolPlan) {
 	opts, err := q.options()
-	if !s.begin(w, r, &opts, err, writeOllamaError) {
+	c, ok := s.begin(w, r, &opts, err, writeOllamaError)
+	if !ok {
 		return
 	}
-	defer s.release()
+	defer s.release(c)
 	model := cmp.Or(q.Model, s.ollamaName())
 	line := func(text string) map[string]any {
 		m := piece(text)
@@ -391,7 +392,7 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		return m
 	}
 	if q.Stream != nil && !*q.Stream {
-		reply, err := answer(opts)
+		reply, err := answer(c, opts)
 		err = s.why(r, err)
 		s.logReply(r, &reply, err)
 		if err != nil {
@@ -415,7 +416,7 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		hold = &holdBack{marker: strings.TrimRight(tools.syntax.Open, "\n"), out: opts.OnText}
 		opts.OnText = hold.write
 	}
-	reply, err := answer(opts)
+	reply, err := answer(c, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
 	if err != nil {

@@ -269,7 +269,7 @@ func finishReason(r *assistant.Reply) string {
 // A completion is one endpoint's way of answering: the chat or the raw text.
 type completion struct {
 	object, chunkObject, idPrefix string
-	answer                        func(r *http.Request, opts assistant.Options) (assistant.Reply, error)
+	answer                        func(r *http.Request, c *assistant.Chat, opts assistant.Options) (assistant.Reply, error)
 	// choice and delta shape a choice of the whole response and of a streamed chunk (with
 	// the log probabilities of the tokens its text holds, when logprobs).
 	choice   func(reply *assistant.Reply, finish *string) map[string]any
@@ -343,10 +343,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	s.complete(w, r, &req.options, completion{
 		object: "chat.completion", chunkObject: "chat.completion.chunk", idPrefix: "chatcmpl-",
 		tools: &plan,
-		answer: func(r *http.Request, opts assistant.Options) (assistant.Reply, error) {
+		answer: func(r *http.Request, c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
 			opts.Logprobs, opts.TopLogprobs = withLogprobs, top
 			plan.apply(&opts)
-			return s.chat.Reply(r.Context(), turns, opts)
+			return c.Reply(r.Context(), turns, opts)
 		},
 		choice: func(reply *assistant.Reply, finish *string) map[string]any {
 			var lp any
@@ -416,9 +416,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	s.complete(w, r, &req.options, completion{
 		object: "text_completion", chunkObject: "text_completion", idPrefix: "cmpl-",
-		answer: func(r *http.Request, opts assistant.Options) (assistant.Reply, error) {
+		answer: func(r *http.Request, c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
 			opts.Logprobs, opts.TopLogprobs = withLogprobs, top
-			return s.chat.Complete(r.Context(), prompt, opts)
+			return c.Complete(r.Context(), prompt, opts)
 		},
 		choice: func(reply *assistant.Reply, finish *string) map[string]any {
 			var lp any
@@ -517,19 +517,20 @@ func textLogprobs(lps []assistant.TokenLogprob, withTop bool, at []int) map[stri
 }
 
 // begin readies an answer once its options are read (err says whether they were): it adds the
-// server's drafts and waits for the chat. When the request cannot go on it answers the error
-// with fail, in the endpoint's shape, and reports false; else the caller releases the chat when
-// done.
-func (s *Server) begin(w http.ResponseWriter, r *http.Request, opts *assistant.Options, err error, fail func(http.ResponseWriter, error)) bool {
+// server's drafts and shared passes and waits for a free chat. When the request cannot go on
+// it answers the error with fail, in the endpoint's shape, and reports false; else the caller
+// releases the chat it returns when done.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, opts *assistant.Options, err error, fail func(http.ResponseWriter, error)) (*assistant.Chat, bool) {
+	var c *assistant.Chat
 	if err == nil {
-		err = s.acquire(r.Context())
+		c, err = s.acquire(r.Context())
 	}
 	if err != nil {
 		fail(w, err)
-		return false
+		return nil, false
 	}
-	opts.Draft = s.Draft
-	return true
+	opts.Draft, opts.Batch = s.Draft, s.batch
+	return c, true
 }
 
 // complete answers one request of either endpoint, whole or streamed.
@@ -543,10 +544,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 			}
 		}
 	}
-	if !s.begin(w, r, &opts, err, writeError) {
+	chat, ok := s.begin(w, r, &opts, err, writeError)
+	if !ok {
 		return
 	}
-	defer s.release()
+	defer s.release(chat)
 	id, created := newID(c.idPrefix), s.now().Unix()
 	head := func(object string) map[string]any {
 		h := map[string]any{"id": id, "object": object, "created": created, "model": s.name}
@@ -557,7 +559,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	}
 
 	if !o.Stream {
-		reply, err := c.answer(r, opts)
+		reply, err := c.answer(r, chat, opts)
 		err = s.why(r, err)
 		s.logReply(r, &reply, err)
 		if err != nil {
@@ -602,7 +604,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		hold = &holdBack{marker: strings.TrimRight(c.tools.syntax.Open, "\n"), out: opts.OnText}
 		opts.OnText = hold.write
 	}
-	reply, err := c.answer(r, opts)
+	reply, err := c.answer(r, chat, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
 	if err != nil {

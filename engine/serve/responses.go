@@ -119,10 +119,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if !isNull(req.Text) {
 		textFormat = req.Text
 	}
-	if !s.begin(w, r, &opts, err, writeError) {
+	chat, ok := s.begin(w, r, &opts, err, writeError)
+	if !ok {
 		return
 	}
-	defer s.release()
+	defer s.release(chat)
 
 	id, msgID, created := newID("resp_"), newID("msg_"), s.now().Unix()
 	response := func(status string, text *string, reply *assistant.Reply) map[string]any {
@@ -154,7 +155,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if !req.Stream {
-		reply, err := s.chat.Reply(r.Context(), turns, opts)
+		reply, err := chat.Reply(r.Context(), turns, opts)
 		err = s.why(r, err)
 		s.logReply(r, &reply, err)
 		if err != nil {
@@ -195,7 +196,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		open()
 		send("response.output_text.delta", where(map[string]any{"delta": text, "logprobs": []any{}}))
 	}
-	reply, err := s.chat.Reply(r.Context(), turns, opts)
+	reply, err := chat.Reply(r.Context(), turns, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
 	if err != nil && !opened {

@@ -43,14 +43,16 @@ const maxBody = 8 << 20
 // saying so, rather than as if their clients had gone away.
 var ErrShuttingDown = errors.New("the server is shutting down")
 
-// Server answers requests with one chat. Create it with New; set the exported fields before
-// it serves.
+// Server answers requests with its chats: one request at a time per chat, as many at once as
+// it has chats (New, Also), their tokens sharing forward passes. Create it with New; set the
+// exported fields and add chats before it serves.
 type Server struct {
-	chat *assistant.Chat
-	name string
-	turn chan struct{} // holds a token while a request uses the chat
-	mux  *http.ServeMux
-	now  func() time.Time
+	chat  *assistant.Chat      // the first chat: what the model and its template are
+	slots chan *assistant.Chat // the chats free to answer
+	batch *engine.Batcher      // with several chats: their tokens' shared passes
+	name  string
+	mux   *http.ServeMux
+	now   func() time.Time
 	// tokenBytes is the longest token text of the vocabulary in bytes: a prompt of n bytes
 	// is at least n / (4·tokenBytes) tokens (see promptBound).
 	tokenBytes int
@@ -73,8 +75,9 @@ type Server struct {
 
 // New returns a Server answering with c under the model id name.
 func New(c *assistant.Chat, name string) *Server {
-	s := &Server{chat: c, name: name, turn: make(chan struct{}, 1), mux: http.NewServeMux(), now: time.Now,
+	s := &Server{chat: c, slots: make(chan *assistant.Chat, 1), name: name, mux: http.NewServeMux(), now: time.Now,
 		tokenBytes: longestToken(c)}
+	s.slots <- c
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("POST /v1/responses", s.responses)
@@ -99,6 +102,25 @@ func New(c *assistant.Chat, name string) *Server {
 			msg: fmt.Sprintf("%s %s: no such route (there are /v1/chat/completions, /v1/completions, /v1/responses, /v1/models, /health, and Ollama's /api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version)", r.Method, r.URL.Path)})
 	})
 	return s
+}
+
+// Also adds a chat over another session of the first chat's model, so that the server answers
+// one more request at once. The requests answered together share forward passes
+// (engine.Batcher): each gets the tokens it would get alone. Call it before the server serves.
+func (s *Server) Also(c *assistant.Chat) error {
+	if c.Model() != s.chat.Model() || c.Context() != s.chat.Context() {
+		return errors.New("serve: another chat must be a session of the same model, with the same context")
+	}
+	slots := make(chan *assistant.Chat, cap(s.slots)+1)
+	for range len(s.slots) {
+		slots <- <-s.slots
+	}
+	slots <- c
+	s.slots = slots
+	if s.batch == nil {
+		s.batch = engine.NewBatcher(c.Model())
+	}
+	return nil
 }
 
 // longestToken returns the longest token text of c's vocabulary in bytes (at least 1).
@@ -216,17 +238,19 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// acquire waits for the chat, giving up when the request's client does.
-func (s *Server) acquire(ctx context.Context) error {
+// acquire waits for a free chat, giving up when the request's client does. The chat
+// released last comes first, so that a client's next request finds its conversation's KV
+// cache where it left it (while no other request took that chat meanwhile).
+func (s *Server) acquire(ctx context.Context) (*assistant.Chat, error) {
 	select {
-	case s.turn <- struct{}{}:
-		return nil
+	case c := <-s.slots:
+		return c, nil
 	case <-ctx.Done():
-		return cause(ctx)
+		return nil, cause(ctx)
 	}
 }
 
-func (s *Server) release() { <-s.turn }
+func (s *Server) release(c *assistant.Chat) { s.slots <- c }
 
 // cause is why ctx ended: ErrShuttingDown when the server stops, else ctx.Err().
 func cause(ctx context.Context) error {
@@ -236,9 +260,13 @@ func cause(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Close waits for the answer in progress, if any, and keeps the chat from every later request
-// (they wait until their clients give up): after it returns the model may be closed.
-func (s *Server) Close() { s.turn <- struct{}{} }
+// Close waits for the answers in progress, if any, and keeps the chats from every later
+// request (they wait until their clients give up): after it returns the model may be closed.
+func (s *Server) Close() {
+	for range cap(s.slots) {
+		<-s.slots
+	}
+}
 
 func (s *Server) logf(format string, args ...any) {
 	if s.Log != nil {

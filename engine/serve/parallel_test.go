@@ -1,0 +1,144 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/engine/structured"
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
+)
+
+// TestConcurrentRequests serves eight requests at once on four chats of one model (their
+// tokens sharing passes), twice over: each answer — greedy, seeded, structured, raw text,
+// streamed or not — is the one the engine gives that request alone.
+func TestConcurrentRequests(t *testing.T) {
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	m, first := enginetest.Open(t, path, engine.Options{Threads: 2}, testContext)
+	c, err := assistant.New(m, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(c, "tiny")
+	for range 3 {
+		sess, err := m.NewSession(engine.SessionOptions{Context: testContext})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sess.Close() })
+		more, err := assistant.New(m, sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Also(more); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.Also(newChat(t, path)); err == nil {
+		t.Fatal("Also took a chat of another model")
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	f := &fixture{srv: ts, want: newChat(t, path)}
+
+	type request struct {
+		path, body string
+		want       string
+	}
+	var reqs []request
+	for i := range 8 {
+		content := fmt.Sprintf("Question %d: name %d colours.", i, i+2)
+		turns := []chat.Message{{Role: "user", Content: content}}
+		msgs := `"messages":[{"role":"user","content":` + mustJSON(content) + `}]`
+		switch i % 4 {
+		case 0:
+			reqs = append(reqs, request{"/v1/chat/completions", `{` + msgs + `,"max_tokens":12}`,
+				f.reply(t, turns, assistant.Options{MaxTokens: 12}).Text})
+		case 1:
+			reqs = append(reqs, request{"/v1/chat/completions", `{` + msgs + `,"max_tokens":12,"temperature":0.9,"seed":` + fmt.Sprint(i) + `,"stream":true}`,
+				f.reply(t, turns, assistant.Options{MaxTokens: 12, Sampling: &engine.Sampling{Temperature: 0.9, TopP: 1, Seed: uint64(i)}}).Text})
+		case 2:
+			format := structuredPerson(t)
+			reqs = append(reqs, request{"/v1/chat/completions", `{` + msgs + `,"max_tokens":40,"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":` + personSchema + `}}}`,
+				f.reply(t, turns, assistant.Options{MaxTokens: 40, Format: format}).Text})
+		case 3:
+			raw, err := f.want.Complete(t.Context(), content, assistant.Options{MaxTokens: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs = append(reqs, request{"/v1/completions", `{"prompt":` + mustJSON(content) + `,"max_tokens":10}`, raw.Text})
+		}
+	}
+	for round := range 2 {
+		got := make([]string, len(reqs))
+		var wg sync.WaitGroup
+		for i, r := range reqs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, body := f.post(t, r.path, r.body)
+				if resp.StatusCode != 200 {
+					got[i] = fmt.Sprintf("status %d: %s", resp.StatusCode, body)
+					return
+				}
+				got[i] = answerText(t, r.path, string(body))
+			}()
+		}
+		wg.Wait()
+		for i, r := range reqs {
+			if got[i] != r.want {
+				t.Errorf("round %d request %d (%s): %q, alone %q", round, i, r.body, got[i], r.want)
+			}
+		}
+	}
+	passes, tokens := srv.batch.Stats()
+	t.Logf("%d tokens in %d shared passes", tokens, passes)
+}
+
+// answerText reads an answer's text from a whole or streamed response of either endpoint.
+func answerText(t *testing.T, path, body string) string {
+	t.Helper()
+	type choice struct {
+		Text    string
+		Message struct{ Content string }
+		Delta   struct{ Content string }
+	}
+	read := func(b string) string {
+		var r struct{ Choices []choice }
+		if err := json.Unmarshal([]byte(b), &r); err != nil {
+			t.Fatalf("%s: %v: %s", path, err, b)
+		}
+		var out strings.Builder
+		for _, c := range r.Choices {
+			out.WriteString(c.Text + c.Message.Content + c.Delta.Content)
+		}
+		return out.String()
+	}
+	if !strings.HasPrefix(body, "data: ") {
+		return read(body)
+	}
+	data, _ := readEvents(t, strings.NewReader(body))
+	var out strings.Builder
+	for _, d := range data {
+		out.WriteString(read(d))
+	}
+	return out.String()
+}
+
+func structuredPerson(t *testing.T) *structured.Format {
+	t.Helper()
+	f, err := structured.CompileSchema([]byte(personSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
