@@ -27,6 +27,19 @@ var blockScales = map[gguf.Type]struct {
 	gguf.TypeMXFP4:  {e8m0: 0},
 	gguf.TypeTQ1_0:  {halves: []int{52}, e8m0: -1},
 	gguf.TypeTQ2_0:  {halves: []int{64}, e8m0: -1},
+
+	// The lattice types, and the newer NVFP4 (its four UE4M3 scales random: at most 240), Q1_0
+	// and Q2_0. IQ1_M's d is the top nibbles of its four scale words: halves there give it such.
+	gguf.TypeIQ2_XXS: {halves: []int{0}, e8m0: -1},
+	gguf.TypeIQ2_XS:  {halves: []int{0}, e8m0: -1},
+	gguf.TypeIQ2_S:   {halves: []int{0}, e8m0: -1},
+	gguf.TypeIQ3_XXS: {halves: []int{0}, e8m0: -1},
+	gguf.TypeIQ3_S:   {halves: []int{0}, e8m0: -1},
+	gguf.TypeIQ1_S:   {halves: []int{0}, e8m0: -1},
+	gguf.TypeIQ1_M:   {halves: []int{48, 50, 52, 54}, e8m0: -1},
+	gguf.TypeNVFP4:   {e8m0: -1},
+	gguf.TypeQ1_0:    {halves: []int{0}, e8m0: -1},
+	gguf.TypeQ2_0:    {halves: []int{0}, e8m0: -1},
 }
 
 // randomBlocks returns n random blocks of typ with scales between about 2^-10 and 2^-5.

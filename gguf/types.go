@@ -40,6 +40,9 @@ const (
 	TypeTQ1_0   Type = 34
 	TypeTQ2_0   Type = 35
 	TypeMXFP4   Type = 39
+	TypeNVFP4   Type = 40
+	TypeQ1_0    Type = 41
+	TypeQ2_0    Type = 42
 )
 
 type typeInfo struct {
@@ -84,6 +87,9 @@ var typeTable = [...]typeInfo{
 	TypeTQ1_0:   {"TQ1_0", 256, 54},
 	TypeTQ2_0:   {"TQ2_0", 256, 66},
 	TypeMXFP4:   {"MXFP4", 32, 17},
+	TypeNVFP4:   {"NVFP4", 64, 36},
+	TypeQ1_0:    {"Q1_0", 128, 18},
+	TypeQ2_0:    {"Q2_0", 64, 18},
 }
 
 // info returns t's entry of typeTable and whether t is known.

@@ -12,7 +12,9 @@ import (
 func BenchmarkDequantize(b *testing.B) {
 	const n = 1 << 20
 	types := []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0,
-		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
+		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ2_XXS,
+		gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_S, gguf.TypeIQ1_M,
+		gguf.TypeNVFP4, gguf.TypeQ1_0, gguf.TypeQ2_0}
 	for _, typ := range types {
 		b.Run(typ.String(), func(b *testing.B) {
 			rb, _ := typ.RowBytes(n)

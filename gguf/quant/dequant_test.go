@@ -3,11 +3,16 @@ package quant
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/gguf/internal/geniq"
 )
 
 // r32 rounds to float32. With float32 operands, one float64 operation followed by r32 is the
@@ -145,8 +150,126 @@ func refElement(typ gguf.Type, b []byte, i int) float32 {
 	case gguf.TypeTQ2_0:
 		q := int(b[32*(i/128)+i%32]>>(2*(i%128/32))) & 3
 		return float32(r32(float64(q-1) * refHalf(le16(b, 64))))
+	case gguf.TypeNVFP4: // E2M1 values doubled, under half the UE4M3 scale of each 16 elements
+		q := b[4+8*(i/16)+i%8] >> (4 * (i % 16 / 8)) & 15
+		e2m1 := [16]float64{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6}
+		return float32(r32(e2m1[q] * 2 * refUE4M3(b[i/16]) / 2))
+	case gguf.TypeQ1_0: // d where the bit is set, else −d (a NaN's sign flipped, as C's unary minus)
+		d := refHalf(le16(b, 0))
+		if b[2+i/8]>>(i%8)&1 == 0 {
+			d = -d
+		}
+		return float32(d)
+	case gguf.TypeQ2_0:
+		q := int(b[2+i/4]>>(2*(i%4))) & 3
+		return float32(r32(float64(q-1) * refHalf(le16(b, 0))))
+	}
+	if v, ok := refIQ(typ, b, i); ok {
+		return v
 	}
 	panic(fmt.Sprintf("refElement: no reference for %v", typ))
+}
+
+// refUE4M3 decodes an NVFP4 scale byte by the OCP E4M3 definition ggml uses, unsigned: 4
+// exponent bits under bias 7 (bits 3-6), 3 mantissa bits, subnormal at exponent 0; 0x7f (E4M3's
+// NaN) is 0, and ggml ignores bit 7.
+func refUE4M3(e uint8) float64 {
+	exp, man := int(e>>3&15), float64(e&7)
+	switch {
+	case e == 0x7f:
+		return 0
+	case exp == 0:
+		return math.Ldexp(man, -9)
+	}
+	return math.Ldexp(1+man/8, exp-7)
+}
+
+// iqTables are the grids of gguf/iq_tables.go, as TestIQTablesMatchGGML checks them.
+var iqTables = sync.OnceValues(func() (*geniq.Tables, error) {
+	src, err := os.ReadFile(filepath.Join("..", "iq_tables.go"))
+	if err != nil {
+		return nil, err
+	}
+	return geniq.Parse(src)
+})
+
+// refSigned is grid magnitude m (byte j of an entry) times the sub-block factor dl, negated
+// where neg says. ggml's v·(neg ? −1.f : 1.f) is compiled as a negation, which flips a NaN's sign
+// too (a multiplication would return the NaN unchanged), and Go's −v is one.
+func refSigned(dl float64, m uint8, neg bool) float32 {
+	v := r32(dl * float64(m))
+	if neg {
+		v = -v
+	}
+	return float32(v)
+}
+
+// refSign7 is bit j of the 8-element sign pattern that the 7 bits s7 code: bit j of s7 for
+// j < 7, and for j = 7 the bit that makes the count of minus signs even.
+func refSign7(s7 uint32, j int) bool {
+	if j == 7 {
+		return bits.OnesCount32(s7&127)%2 == 1
+	}
+	return s7>>j&1 == 1
+}
+
+// refIQ decodes element i of block b of an IQ type, element by element from the layout.
+func refIQ(typ gguf.Type, b []byte, i int) (float32, bool) {
+	tb, err := iqTables()
+	if err != nil {
+		panic(err)
+	}
+	byteOf := func(w uint64, j int) uint8 { return uint8(w >> (8 * j)) }
+	le32 := func(at int) uint32 { return uint32(le16(b, at)) | uint32(le16(b, at+2))<<16 }
+	iq2dl := func(s int) float64 { return r32(r32(refHalf(le16(b, 0))*(0.5+float64(s))) * 0.25) }
+	nibble := func(at, k int) int { return int(b[at+k/2]>>(4*(k%2))) & 15 } // nibble k of b[at:]
+	iq1 := func(dl float64, g uint64, neg bool, delta float32) float32 {
+		dv := float64(delta)
+		if neg {
+			dv = -dv
+		}
+		return float32(r32(dl * r32(float64(int8(byteOf(g, i%8)))+dv)))
+	}
+	switch typ {
+	case gguf.TypeIQ2_XXS:
+		ib, l := i/32, i%32/8
+		aux := le32(6 + 8*ib)
+		return refSigned(iq2dl(int(aux>>28)), byteOf(tb.IQ2XXS[b[2+8*ib+l]], i%8), refSign7(aux>>(7*l), i%8)), true
+	case gguf.TypeIQ2_XS:
+		w := le16(b, 2+2*(i/8))
+		dl := iq2dl(nibble(66, i/16))
+		return refSigned(dl, byteOf(tb.IQ2XS[w&511], i%8), refSign7(uint32(w>>9), i%8)), true
+	case gguf.TypeIQ2_S:
+		g := i / 8
+		idx := int(b[2+g]) | int(b[66+g/4]>>(2*(g%4))&3)<<8
+		return refSigned(iq2dl(nibble(74, i/16)), byteOf(tb.IQ2S[idx], i%8), b[34+g]>>(i%8)&1 == 1), true
+	case gguf.TypeIQ3_XXS:
+		g := i / 8
+		aux := le32(66 + 4*(g/4))
+		dl := r32(r32(refHalf(le16(b, 0))*(0.5+float64(aux>>28))) * 0.5)
+		return refSigned(dl, byteOf(uint64(tb.IQ3XXS[b[2+i/4]]), i%4), refSign7(aux>>(7*(g%4)), i%8)), true
+	case gguf.TypeIQ3_S:
+		slot := i / 4
+		idx := int(b[2+slot]) | int(b[66+slot/8]>>(slot%8)&1)<<8
+		dl := r32(refHalf(le16(b, 0)) * float64(1+2*nibble(106, i/32)))
+		return refSigned(dl, byteOf(uint64(tb.IQ3S[idx]), i%4), b[74+i/8]>>(i%8)&1 == 1), true
+	case gguf.TypeIQ1_S:
+		g, qh := i/8, le16(b, 34+2*(i/32))
+		idx := int(b[2+g]) | int(qh>>(3*(g%4))&7)<<8
+		dl := r32(refHalf(le16(b, 0)) * float64(2*(qh>>12&7)+1))
+		return iq1(dl, tb.IQ1S[idx], qh&0x8000 != 0, tb.IQ1SDelta), true
+	case gguf.TypeIQ1_M:
+		g, u := i/8, i/16
+		var d uint16
+		for k := 0; k < 4; k++ {
+			d |= le16(b, 48+2*k) >> 12 << (4 * k)
+		}
+		sc := int(le16(b, 48+2*(u/4))>>(3*(u%4))) & 7
+		nib := nibble(32, g)
+		dl := r32(refHalf(d) * float64(2*sc+1))
+		return iq1(dl, tb.IQ1S[int(b[g])|(nib&7)<<8], nib&8 != 0, tb.IQ1MDelta), true
+	}
+	return 0, false
 }
 
 // TestDequantizeMatchesReference decodes random and structured blocks of every block type and
@@ -182,7 +305,7 @@ func TestDequantizeMatchesReference(t *testing.T) {
 				negZeros++
 			}
 		}
-		t.Logf("%-5v %5d blocks, %7d elements (%d NaN, %d -0): %d mismatches", typ, n, len(got), nans, negZeros, mismatches)
+		t.Logf("%-7v %5d blocks, %7d elements (%d NaN, %d -0): %d mismatches", typ, n, len(got), nans, negZeros, mismatches)
 	}
 }
 
@@ -241,7 +364,7 @@ func TestDequantizeErrors(t *testing.T) {
 		dst   int
 		error string
 	}{
-		{gguf.TypeIQ2_XXS, 66, 256, "not supported"},
+		{gguf.TypeQ8_K, 292, 256, "not supported"},
 		{gguf.Type(99), 4, 1, "not supported"},
 		{gguf.TypeQ8_0, 34, 31, "whole number"},
 		{gguf.TypeQ8_0, 33, 32, "take 34 bytes, got 33"},
@@ -260,14 +383,29 @@ func TestDequantizeErrors(t *testing.T) {
 	}
 	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0,
 		gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K,
-		gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4, gguf.TypeTQ1_0, gguf.TypeTQ2_0} {
+		gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4, gguf.TypeTQ1_0, gguf.TypeTQ2_0,
+		gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_S,
+		gguf.TypeIQ1_M, gguf.TypeNVFP4, gguf.TypeQ1_0, gguf.TypeQ2_0} {
 		if !Supported(typ) {
 			t.Errorf("Supported(%v) = false", typ)
 		}
 	}
-	for _, typ := range []gguf.Type{gguf.TypeQ8_1, gguf.TypeQ8_K, gguf.TypeIQ2_XXS, gguf.TypeIQ1_M, gguf.Type(4), gguf.Type(1000)} {
+	for _, typ := range []gguf.Type{gguf.TypeQ8_1, gguf.TypeQ8_K, gguf.TypeI8, gguf.TypeF64, gguf.Type(4), gguf.Type(43), gguf.Type(1000)} {
 		if Supported(typ) {
 			t.Errorf("Supported(%v) = true", typ)
+		}
+	}
+}
+
+// TestDequantizeAllocatesNothing decodes a few blocks of every block type: the decoders work in
+// place (the engine runs them per weight row).
+func TestDequantizeAllocatesNothing(t *testing.T) {
+	for _, l := range blockLayouts() {
+		src := make([]byte, 4*l.typ.BlockBytes())
+		_, _ = rand.NewChaCha8([32]byte{byte(l.typ)}).Read(src)
+		dst := make([]float32, 4*l.typ.BlockElems())
+		if a := testing.AllocsPerRun(20, func() { _ = Dequantize(l.typ, src, dst) }); a != 0 {
+			t.Errorf("%v: %v allocations a call", l.typ, a)
 		}
 	}
 }

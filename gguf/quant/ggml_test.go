@@ -1,14 +1,17 @@
 package quant
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/gguf/internal/geniq"
 )
 
 // ggml is the real ggml library (libggml-base.so), loaded by loadGGML for the platform.
@@ -124,7 +127,7 @@ func checkDequantizeAgainstGGML(t *testing.T, g *ggml, nRandom int) {
 			blocks += n
 			done += n
 		}
-		t.Logf("%-5v %7d blocks (%d random, %d structured), %9d elements (%d NaN), %d mismatches",
+		t.Logf("%-7v %7d blocks (%d random, %d structured), %9d elements (%d NaN), %d mismatches",
 			typ, blocks, nRandom, nStruct, blocks*be, nans, mismatches)
 		if mismatches != 0 {
 			t.Errorf("%v: %d elements differ from ggml", typ, mismatches)
@@ -163,6 +166,45 @@ func checkFloatTypesAgainstGGML(t *testing.T, g *ggml) {
 			t.Fatalf("F32 element %d: got %#08x, want the input bits %#08x", i, math.Float32bits(v), w)
 		}
 	}
+}
+
+// TestIQTablesMatchGGML re-derives the IQ types' grids and deltas from libggml's to_float (package
+// geniq decodes crafted blocks that read each entry out) and requires gguf/iq_tables.go to be
+// exactly the file geniq writes from them: a wrong, stale or hand-edited entry fails here.
+func TestIQTablesMatchGGML(t *testing.T) {
+	g := loadGGML(t)
+	tb, err := geniq.Extract(func(typ geniq.Type, src []byte, dst []float32) {
+		if gt := gguf.Type(typ.ID); gt.BlockBytes() != typ.Bytes || gt.BlockElems() != typ.Elems {
+			t.Fatalf("geniq's %v is %d bytes for %d elements, types.go's %v %d for %d",
+				typ, typ.Bytes, typ.Elems, gt, gt.BlockBytes(), gt.BlockElems())
+		}
+		g.toFloat(gguf.Type(typ.ID), src, dst)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := geniq.Source(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", "iq_tables.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			if i >= len(gl) || i >= len(wl) || gl[i] != wl[i] {
+				t.Fatalf("gguf/iq_tables.go differs from the tables libggml decodes to, first at line %d (run go generate ./gguf)", i+1)
+			}
+		}
+	}
+	parsed, err := geniq.Parse(got)
+	if err != nil || *parsed != *tb {
+		t.Fatalf("geniq.Parse of gguf/iq_tables.go does not give the tables back (%v)", err)
+	}
+	t.Logf("%d grid entries of 6 grids and 2 deltas re-derived from libggml: gguf/iq_tables.go matches",
+		len(tb.IQ2XXS)+len(tb.IQ2XS)+len(tb.IQ2S)+len(tb.IQ3XXS)+len(tb.IQ3S)+len(tb.IQ1S))
 }
 
 func TestDequantizeMatchesGGML(t *testing.T) {

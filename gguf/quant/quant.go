@@ -43,6 +43,18 @@ var blockDecoders = map[gguf.Type]func(b []byte, y []float32){
 	gguf.TypeMXFP4:  func(b []byte, y []float32) { gguf.DequantizeMXFP4((*[17]byte)(b), (*[32]float32)(y)) },
 	gguf.TypeTQ1_0:  func(b []byte, y []float32) { gguf.DequantizeTQ1_0((*[54]byte)(b), (*[256]float32)(y)) },
 	gguf.TypeTQ2_0:  func(b []byte, y []float32) { gguf.DequantizeTQ2_0((*[66]byte)(b), (*[256]float32)(y)) },
+
+	// The lattice types (IQ1-IQ3), then the newer NVFP4, Q1_0 and Q2_0.
+	gguf.TypeIQ2_XXS: func(b []byte, y []float32) { gguf.DequantizeIQ2_XXS((*[66]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeIQ2_XS:  func(b []byte, y []float32) { gguf.DequantizeIQ2_XS((*[74]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeIQ2_S:   func(b []byte, y []float32) { gguf.DequantizeIQ2_S((*[82]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeIQ3_XXS: func(b []byte, y []float32) { gguf.DequantizeIQ3_XXS((*[98]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeIQ3_S:   func(b []byte, y []float32) { gguf.DequantizeIQ3_S((*[110]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeIQ1_S:   func(b []byte, y []float32) { gguf.DequantizeIQ1_S((*[50]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeIQ1_M:   func(b []byte, y []float32) { gguf.DequantizeIQ1_M((*[56]byte)(b), (*[256]float32)(y)) },
+	gguf.TypeNVFP4:   func(b []byte, y []float32) { gguf.DequantizeNVFP4((*[36]byte)(b), (*[64]float32)(y)) },
+	gguf.TypeQ1_0:    func(b []byte, y []float32) { gguf.DequantizeQ1_0((*[18]byte)(b), (*[128]float32)(y)) },
+	gguf.TypeQ2_0:    func(b []byte, y []float32) { gguf.DequantizeQ2_0((*[18]byte)(b), (*[64]float32)(y)) },
 }
 
 // Supported reports whether Dequantize decodes t.
