@@ -42,7 +42,7 @@ type clientReport struct {
 	LangchainInvoke, LangchainStream string
 	LangchainStructured, AIObject    map[string]any
 	AIText, AIStream                 string
-	LangchainToolCalls               []struct {
+	LangchainToolCalls, AIToolCalls  []struct {
 		Name string
 		Args map[string]any
 	}
@@ -174,6 +174,9 @@ func TestClientLibraries(t *testing.T) {
 	}
 	if lc := got.LangchainToolCalls; len(lc) != 1 || lc[0].Name != "get_weather" || !slices.Contains([]any{"C", "F"}, lc[0].Args["unit"]) {
 		t.Errorf("langchain bindTools: %+v, want one get_weather call", lc)
+	}
+	if ai := got.AIToolCalls; len(ai) != 1 || ai[0].Name != "get_weather" || !slices.Contains([]any{"C", "F"}, ai[0].Args["unit"]) {
+		t.Errorf("ai sdk generateText with a required tool: %+v, want one get_weather call", ai)
 	}
 	t.Logf("openai@6.49.0, @langchain/openai@1.5.8, ai@6.0.326 and ollama@0.6.4 got the engine's answers: %q; structured %s; tool call %s(%s)", got.Chat, got.Structured, got.ToolName, got.ToolArguments)
 }

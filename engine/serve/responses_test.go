@@ -122,7 +122,7 @@ func TestResponsesRefusals(t *testing.T) {
 	f := newFixture(t)
 	for _, c := range []struct{ body, param, want string }{
 		{`{"input":"Hi","previous_response_id":"resp_1"}`, "previous_response_id", "previous responses are not kept"},
-		{`{"input":"Hi","tools":[{"type":"web_search"}]}`, "tools", "tools are not supported"},
+		{`{"input":"Hi","tools":[{"type":"web_search"}]}`, "tools", `only "function" tools are supported`},
 		{`{"input":"Hi","text":{"format":{"type":"json_schema"}}}`, "text.format", "json_schema needs a schema"},
 		{`{"input":"Hi","text":{"format":{"type":"yaml"}}}`, "text.format", `type "yaml"`},
 		{`{"input":"Hi","text":{"verbosity":"low"}}`, "text", "verbosity is not supported"},

@@ -228,3 +228,86 @@ func TestOllamaToolRoundTrip(t *testing.T) {
 		t.Fatalf("ollama round trip after openai's (%d prompt tokens): %d %s; want 1 token evaluated", o.Usage.PromptTokens, resp.StatusCode, body)
 	}
 }
+
+// responsesWeather is weatherTool in the Responses API's shape.
+const responsesWeather = `[{"type":"function","name":"get_weather","description":"The weather in a city.",
+	"parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":12},"unit":{"enum":["C","F"]}},
+	"required":["city","unit"],"additionalProperties":false}},
+	{"type":"function","name":"get_time","parameters":{"type":"object","properties":{"zone":{"type":"string","maxLength":5}},"required":["zone"]}}]`
+
+// TestResponsesTools: on /v1/responses a forced call is a function_call output item (whole and
+// streamed, the same call), and a conversation with function_call and function_call_output
+// items renders as the same conversation on chat completions does.
+func TestResponsesTools(t *testing.T) {
+	f := newQwen3Fixture(t)
+	body := `{"input":"Weather in Paris?","max_output_tokens":400,"temperature":0,"tools":` + responsesWeather +
+		`,"tool_choice":{"type":"function","name":"get_time"}`
+	resp, b := f.post(t, "/v1/responses", body+`}`)
+	var r struct {
+		Status string
+		Output []struct {
+			Type, ID, Name, Arguments, Status string
+			CallID                            string `json:"call_id"`
+		}
+		ToolChoice json.RawMessage `json:"tool_choice"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 || len(r.Output) != 1 || r.Status != "completed" {
+		t.Fatalf("forced call: %d %s", resp.StatusCode, b)
+	}
+	call := r.Output[0]
+	var args map[string]any
+	if call.Type != "function_call" || call.Name != "get_time" || !strings.HasPrefix(call.CallID, "call_") ||
+		!strings.HasPrefix(call.ID, "fc_") || call.Status != "completed" || json.Unmarshal([]byte(call.Arguments), &args) != nil {
+		t.Fatalf("forced call item %+v", call)
+	}
+	if _, ok := args["zone"].(string); !ok {
+		t.Fatalf("get_time's arguments %s", call.Arguments)
+	}
+	// Streamed: the item added, its arguments, the item done; the same call.
+	resp, b = f.post(t, "/v1/responses", body+`,"stream":true}`)
+	var types []string
+	var streamedArgs string
+	for _, line := range strings.Split(string(b), "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type      string
+			Arguments string
+			Item      struct{ Type, Name, Arguments string }
+		}
+		json.Unmarshal([]byte(d), &ev)
+		types = append(types, ev.Type)
+		if ev.Type == "response.function_call_arguments.done" {
+			streamedArgs = ev.Arguments
+		}
+	}
+	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.function_call_arguments.delta",
+		"response.function_call_arguments.done", "response.output_item.done", "response.completed"}
+	if resp.StatusCode != 200 || strings.Join(types, " ") != strings.Join(want, " ") || streamedArgs != call.Arguments {
+		t.Fatalf("streamed events %v (arguments %s), want %v (%s)", types, streamedArgs, want, call.Arguments)
+	}
+	// The round trip renders as on chat completions: after the chat request, the same
+	// conversation as Responses items reuses the whole prompt but its last token.
+	chatBody := `{"max_tokens":1,"tools":` + weatherTool + `,"messages":[{"role":"user","content":"Weather in Paris?"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\", \"unit\": \"C\"}"}}]},
+		{"role":"tool","tool_call_id":"call_9","content":"sunny"}]}`
+	if resp, b := f.post(t, "/v1/chat/completions", chatBody); resp.StatusCode != 200 {
+		t.Fatalf("chat round trip: %d %s", resp.StatusCode, b)
+	}
+	resp, b = f.post(t, "/v1/responses", `{"max_output_tokens":1,"tools":`+responsesWeather+`,"input":[{"role":"user","content":"Weather in Paris?"},
+		{"type":"function_call","call_id":"call_9","name":"get_weather","arguments":"{\"city\": \"Paris\", \"unit\": \"C\"}"},
+		{"type":"function_call_output","call_id":"call_9","output":"sunny"}]}`)
+	var u struct {
+		Usage struct {
+			InputTokens        int `json:"input_tokens"`
+			InputTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+		}
+	}
+	if json.Unmarshal(b, &u) != nil || resp.StatusCode != 200 || u.Usage.InputTokensDetails.CachedTokens != u.Usage.InputTokens-1 {
+		t.Fatalf("responses round trip after chat's: %d %s; want all but the last input token cached", resp.StatusCode, b)
+	}
+}

@@ -12,7 +12,7 @@ const { zodResponseFormat, zodFunction } = require('openai/helpers/zod');
 const { z } = require('zod');
 const { ChatOpenAI } = require('@langchain/openai');
 const { createOpenAI } = require('@ai-sdk/openai');
-const { generateText, streamText, generateObject } = require('ai');
+const { generateText, streamText, generateObject, tool } = require('ai');
 
 const base = process.env.TROCHILUS_URL;
 const messages = [{ role: 'user', content: 'Name three colours.' }];
@@ -102,6 +102,11 @@ async function main() {
     const lcWeather = { name: 'get_weather', description: 'The weather in a city.', schema: z.object({ city: z.string().max(12), unit: z.enum(['C', 'F']) }) };
     const m = await lcTools.bindTools([lcWeather], { tool_choice: 'required' }).invoke(ask);
     out.langchainToolCalls = m.tool_calls.map((c) => ({ name: c.name, args: c.args }));
+    // The AI SDK's default provider: a forced call over /v1/responses.
+    const qwen = createOpenAI({ baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1', apiKey: 'unused' });
+    const ai = await generateText({ model: qwen('qwen3'), messages: ask, maxOutputTokens: 300, temperature: 0, toolChoice: 'required',
+      tools: { get_weather: tool({ description: 'The weather in a city.', inputSchema: z.object({ city: z.string().max(12), unit: z.enum(['C', 'F']) }) }) } });
+    out.aiToolCalls = ai.toolCalls.map((c) => ({ name: c.toolName, args: c.input }));
   }
 
   const ollama = new Ollama({ host: base });
