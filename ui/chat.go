@@ -1,50 +1,54 @@
 package ui
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/ui/conversation"
 )
 
-// chatScreen is a conversation with the loaded model, the saved conversations beside it.
+// chatScreen is a conversation with the loaded model, the saved conversations beside it. It
+// keeps the conventions of the chat apps people know (LM Studio, Jan, Ollama, ChatGPT): Enter
+// sends and Shift+Enter starts a new line, Esc stops the answer, Ctrl+N (Cmd+N) starts a new
+// chat; answers are Markdown; regenerating keeps every version.
 type chatScreen struct {
 	u       *UI
 	store   conversation.Store
 	content fyne.CanvasObject
+	main    *fyne.Container // the conversation's column, laid out again when the input grows
 
-	conv      *conversation.Conversation
-	saved     []conversation.Summary
-	savedList *widget.List
+	conv *conversation.Conversation
+	lib  *chatLibrary
 
 	modelLabel *widget.Label
-	system     *widget.Entry
+	system     *keyEntry
 	messages   *fyne.Container
+	views      []*messageView // messages' views, in order (the answer being made last)
 	scroll     *container.Scroll
-	input      *widget.Entry
-	sendBtn    *widget.Button
-	stopBtn    *widget.Button
-	regenBtn   *widget.Button
-	editBtn    *widget.Button
-	newBtn     *widget.Button
-	status     *widget.Label
-	answers    *widget.Select // how answers are chosen: answerModes
+	follow     bool // the view is at its end and follows a growing answer
+	input      *keyEntry
+	inputRows  int
+	sendBtn    *keyButton
+	stopBtn    *keyButton
+	regenBtn   *keyButton
+	editBtn    *keyButton
+	answers    *keySelect // how answers are chosen: answerModes
+	status     *chatStatus
 
-	turnStop  context.CancelFunc // ends the answer being generated; nil when idle
-	streaming *widget.Label      // the answer being generated, as it grows
-	editing   bool               // Send replaces the last user message
+	turn    *turn // the answer being generated; nil when idle
+	editing bool  // Send replaces the last user message
+	// saveEvery spaces the saves of an answer being generated: a crash loses at most about
+	// that much of it.
+	saveEvery time.Duration
 }
 
 // The ways an answer can be chosen. Exact takes the most likely token each time (the default:
@@ -59,72 +63,57 @@ func variedSampling(seed uint64) engine.Sampling {
 	return engine.Sampling{Temperature: 0.7, TopP: 0.9, Seed: seed}
 }
 
-// streamEvery spaces the updates of a growing answer: often enough to look live, seldom
-// enough that a fast model does not flood the UI goroutine.
-const streamEvery = 50 * time.Millisecond
+// inputMaxRows is the most rows the message input grows to; past them it scrolls.
+const inputMaxRows = 6
 
 func newChatScreen(u *UI, store conversation.Store) *chatScreen {
-	s := &chatScreen{u: u, store: store, conv: conversation.New(u.opts.Now())}
-
-	s.savedList = widget.NewList(
-		func() int { return len(s.saved) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i >= 0 && i < len(s.saved) {
-				o.(*widget.Label).SetText(s.saved[i].Title)
-			}
-		})
-	s.savedList.OnSelected = func(i widget.ListItemID) {
-		if i >= 0 && i < len(s.saved) {
-			s.open(s.saved[i].ID)
-		}
-		s.savedList.UnselectAll()
-	}
-	s.newBtn = widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), s.newChat)
-	side := container.NewBorder(s.newBtn, nil, nil, nil, s.savedList)
+	k := u.keys
+	s := &chatScreen{u: u, store: store, conv: conversation.New(u.opts.Now()), follow: true, saveEvery: time.Second}
+	s.lib = newChatLibrary(s)
 
 	s.modelLabel = widget.NewLabel("")
 	s.modelLabel.Truncation = fyne.TextTruncateEllipsis
-	s.system = widget.NewEntry()
+	s.system = newKeyEntry(k, false)
 	s.system.SetPlaceHolder("System prompt (optional)")
 	top := container.NewVBox(s.modelLabel, s.system)
 
 	s.messages = container.NewVBox()
 	s.scroll = container.NewVScroll(s.messages)
+	s.scroll.OnScrolled = func(fyne.Position) { s.follow = s.atEnd() }
 
-	s.input = widget.NewMultiLineEntry()
-	s.input.SetPlaceHolder("Message (Shift+Enter sends)")
-	s.input.SetMinRowsVisible(3)
-	s.input.OnSubmitted = func(string) { s.send() }
-	s.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), s.send)
+	s.input = newKeyEntry(k, true)
+	s.input.SetPlaceHolder("Message (Enter sends, Shift+Enter starts a new line)")
+	s.input.onEnter = s.send
+	s.input.OnChanged = func(string) { s.fitInput() }
+	s.inputRows = 1
+	s.input.SetMinRowsVisible(1)
+	s.sendBtn = newKeyButton(k, "Send", theme.MailSendIcon(), s.send)
 	s.sendBtn.Importance = widget.HighImportance
-	s.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), s.stop)
-	s.regenBtn = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), s.regenerate)
-	s.editBtn = widget.NewButtonWithIcon("Edit last", theme.DocumentCreateIcon(), s.editLast)
-	s.status = widget.NewLabel("")
-	s.status.Truncation = fyne.TextTruncateEllipsis
-	s.answers = widget.NewSelect([]string{answersExact, answersVaried}, nil)
+	s.stopBtn = newKeyButton(k, "Stop", theme.MediaStopIcon(), s.stop)
+	s.regenBtn = newKeyButton(k, "Regenerate", theme.ViewRefreshIcon(), s.regenerate)
+	s.editBtn = newKeyButton(k, "Edit last", theme.DocumentCreateIcon(), s.editLast)
+	s.answers = newKeySelect(k, []string{answersExact, answersVaried}, func(string) { s.updateButtons() })
 	s.answers.SetSelected(answersExact)
-	actions := container.NewHBox(s.sendBtn, s.stopBtn, s.regenBtn, s.editBtn, widget.NewLabel("Answers"), s.answers)
-	bottom := container.NewVBox(s.input, container.NewBorder(nil, nil, actions, nil, s.status))
+	s.status = newChatStatus()
+	actions := container.NewBorder(nil, nil,
+		container.NewHBox(s.sendBtn, s.stopBtn, s.regenBtn, s.editBtn), container.NewHBox(widget.NewLabel("Answers"), s.answers))
+	bottom := container.NewVBox(s.input, actions, s.status.obj)
 
-	main := container.NewBorder(top, bottom, nil, nil, s.scroll)
-	split := container.NewHSplit(side, main)
+	// The objects' order is the focus order (Tab): the chat's settings, the conversation, the
+	// input and its buttons.
+	s.main = container.New(layout.NewBorderLayout(top, bottom, nil, nil), top, s.scroll, bottom)
+	split := container.NewHSplit(s.lib.obj, s.main)
 	split.Offset = 0.22
 	s.content = split
 
-	s.listSaved()
+	s.lib.reload()
 	s.render()
 	s.modelChanged()
 	return s
 }
 
 // busy reports whether an answer is being generated.
-func (s *chatScreen) busy() bool { return s.turnStop != nil }
+func (s *chatScreen) busy() bool { return s.turn != nil }
 
 // modelChanged shows the loaded model and enables what it allows.
 func (s *chatScreen) modelChanged() {
@@ -139,11 +128,20 @@ func (s *chatScreen) modelChanged() {
 func (s *chatScreen) updateButtons() {
 	ready := s.u.loaded != nil && !s.busy()
 	hasUser := s.conv.LastUser() >= 0
-	enable(s.sendBtn, ready)
-	enable(s.stopBtn, s.busy())
-	enable(s.regenBtn, ready && hasUser)
-	enable(s.editBtn, !s.busy() && hasUser)
-	enable(s.newBtn, !s.busy())
+	enable(&s.sendBtn.Button, ready)
+	enable(&s.stopBtn.Button, s.busy())
+	enable(&s.regenBtn.Button, ready && hasUser)
+	enable(&s.editBtn.Button, !s.busy() && hasUser)
+	enable(&s.lib.newBtn.Button, !s.busy())
+	// Exact answers are the same every time: a regenerated one is sampled (Varied), and the
+	// button says so. A turn that has no answer yet (an error) is answered as the mode says.
+	label := "Regenerate"
+	if s.answers.Selected == answersExact && s.conv.LastAnswer() >= 0 {
+		label = "Regenerate (varied)"
+	}
+	if s.regenBtn.Text != label {
+		s.regenBtn.SetText(label)
+	}
 	if s.u.models != nil && s.u.chat == s {
 		s.u.models.showDetail() // Load is refused while answering
 	}
@@ -157,38 +155,14 @@ func enable(b *widget.Button, on bool) {
 	}
 }
 
-// render rebuilds the conversation view.
-func (s *chatScreen) render() {
-	s.messages.RemoveAll()
-	for _, m := range s.conv.Messages {
-		s.messages.Add(s.bubble(m))
+// modeSampling returns how a new answer is chosen: nil (greedy) for Exact, a fresh seed for
+// Varied.
+func (s *chatScreen) modeSampling() *engine.Sampling {
+	if s.answers.Selected != answersVaried {
+		return nil
 	}
-	s.messages.Refresh()
-	s.scroll.ScrollToBottom()
-}
-
-// bubble is one message: who, the text (selectable), a copy button and, for answers, the
-// speed they came at.
-func (s *chatScreen) bubble(m conversation.Message) fyne.CanvasObject {
-	who := "You"
-	if m.Role == conversation.Assistant {
-		who = "Model"
-		if m.Tokens > 0 {
-			who += fmt.Sprintf("  ·  %d tokens, %.1f tok/s", m.Tokens, m.Rate)
-		}
-		if m.Stopped {
-			who += "  ·  cut short"
-		}
-	}
-	head := widget.NewLabelWithStyle(who, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	body := widget.NewLabel(m.Content)
-	body.Wrapping = fyne.TextWrapWord
-	body.Selectable = true
-	copyBtn := widget.NewButtonWithIcon("", theme.ContentCopyIcon(), func() {
-		s.u.app.Clipboard().SetContent(body.Text)
-	})
-	copyBtn.Importance = widget.LowImportance
-	return container.NewVBox(container.NewBorder(nil, nil, nil, copyBtn, head), body)
+	sp := variedSampling(engine.NewSeed())
+	return &sp
 }
 
 // send posts the input as a user message (replacing the last one when editing) and asks for
@@ -207,15 +181,28 @@ func (s *chatScreen) send() {
 	}
 	s.conv.Add(conversation.Message{Role: conversation.User, Content: text}, now)
 	s.input.SetText("")
-	s.startTurn()
+	s.focusInput()
+	s.startTurn(nil, s.modeSampling())
 }
 
-// regenerate answers the last user message again.
+// regenerate answers the last user message again, keeping the answers it had as versions. In
+// Exact mode the new one is sampled: a greedy answer would be the one already there.
 func (s *chatScreen) regenerate() {
-	if s.u.loaded == nil || s.busy() || !s.conv.DropAfterLastUser(s.u.opts.Now()) {
+	if s.u.loaded == nil || s.busy() || s.conv.LastUser() < 0 {
 		return
 	}
-	s.startTurn()
+	var prev *conversation.Message
+	sampling := s.modeSampling()
+	if i := s.conv.LastAnswer(); i >= 0 {
+		m := s.conv.Messages[i]
+		prev = &m
+		if sampling == nil {
+			sp := variedSampling(engine.NewSeed())
+			sampling = &sp
+		}
+	}
+	s.conv.DropAfterLastUser(s.u.opts.Now())
+	s.startTurn(prev, sampling)
 }
 
 // editLast puts the last user message back in the input; Send then replaces it and drops
@@ -227,122 +214,27 @@ func (s *chatScreen) editLast() {
 	}
 	s.input.SetText(s.conv.Messages[i].Content)
 	s.editing = true
-	s.status.SetText("Editing your last message: Send replaces it and the answer after it.")
+	s.status.setNote("Editing your last message: Send replaces it and the answer after it.")
+	s.focusInput()
 }
 
 // stop ends the answer being generated; what was generated is kept.
 func (s *chatScreen) stop() {
-	if s.turnStop != nil {
-		s.status.SetText("Stopping…")
-		s.turnStop()
+	if s.turn != nil {
+		s.status.setNote("Stopping…")
+		s.turn.stop()
 	}
 }
 
-// startTurn shows the conversation with an empty answer and generates it off the UI
-// goroutine.
-func (s *chatScreen) startTurn() {
-	model := s.u.loaded
-	s.conv.System = s.system.Text
-	s.conv.Model = model.Path()
-	s.save()
-	s.render()
-	s.streaming = widget.NewLabel("…")
-	s.streaming.Wrapping = fyne.TextWrapWord
-	s.messages.Add(container.NewVBox(widget.NewLabelWithStyle("Model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.streaming))
-	s.scroll.ScrollToBottom()
-
-	ctx, stop := context.WithCancel(s.u.ctx)
-	s.turnStop = stop
-	s.status.SetText("Reading the conversation…")
-	s.updateButtons()
-	turns := s.conv.Turns()
-	label := s.streaming
-	var sampling *engine.Sampling
-	if s.answers.Selected == answersVaried {
-		sp := variedSampling(engine.NewSeed())
-		sampling = &sp
-	}
-	s.u.run(func(context.Context) {
-		defer stop()
-		var (
-			mu      sync.Mutex
-			text    strings.Builder
-			shown   time.Time   // when the label was last updated
-			trailer *time.Timer // a pending update for text that arrived too soon after the last
-			start   = time.Now()
-		)
-		// show hands the text so far to the label; called with mu held.
-		show := func() {
-			shown = time.Now()
-			snapshot := text.String()
-			s.u.later(func() {
-				if s.streaming == label {
-					label.SetText(snapshot)
-					s.status.SetText(fmt.Sprintf("Generating… %.1f s", time.Since(start).Seconds()))
-					s.scroll.ScrollToBottom()
-				}
-			})
-		}
-		onText := func(piece string) {
-			mu.Lock()
-			defer mu.Unlock()
-			text.WriteString(piece)
-			wait := streamEvery - time.Since(shown)
-			switch {
-			case wait <= 0:
-				show()
-			case trailer == nil:
-				// Too soon: show it a little later, so the last piece before a pause is not
-				// held back until the next one.
-				trailer = time.AfterFunc(wait, func() {
-					mu.Lock()
-					defer mu.Unlock()
-					trailer = nil
-					show()
-				})
-			}
-		}
-		r, err := model.Reply(ctx, turns, assistant.Options{MaxTokens: s.u.opts.MaxAnswer, Sampling: sampling, OnText: onText})
-		mu.Lock()
-		if trailer != nil {
-			trailer.Stop()
-		}
-		mu.Unlock()
-		s.u.later(func() { s.turnDone(r, sampling, err) })
-	})
-}
-
-// turnDone records the answer (whole, stopped or cut by an error), saves the chat and shows
-// what the turn cost.
-func (s *chatScreen) turnDone(r Reply, sampling *engine.Sampling, err error) {
-	s.turnStop, s.streaming = nil, nil
-	stopped := errors.Is(err, context.Canceled)
-	if r.Text != "" || r.Tokens > 0 {
-		m := conversation.Message{Role: conversation.Assistant, Content: r.Text, Tokens: r.Tokens,
-			Rate: r.Rate, Stopped: !r.Ended}
-		if sampling != nil {
-			seed := sampling.Seed
-			m.Seed = &seed
-		}
-		s.conv.Add(m, s.u.opts.Now())
+// showVersion shows version v of the answer at message i (the last answer only: what follows
+// an earlier one was said to the version it shows).
+func (s *chatScreen) showVersion(i, v int) {
+	if s.busy() || i != s.conv.LastAnswer() || !s.conv.Messages[i].Show(v) {
+		return
 	}
 	s.save()
 	s.render()
 	s.updateButtons()
-	stats := fmt.Sprintf("%.1f tok/s · context %d of %d · %d tokens · prompt %d (%d reused) at %.0f tok/s",
-		r.Rate, r.Used, r.Context, r.Tokens, r.Prompt, r.Reused, r.PPRate)
-	if sampling != nil {
-		stats += fmt.Sprintf(" · seed %d", sampling.Seed)
-	}
-	switch {
-	case stopped:
-		s.status.SetText("Stopped. " + stats)
-	case err != nil:
-		s.status.SetText("Error: " + err.Error())
-		s.u.showError(err)
-	default:
-		s.status.SetText(stats)
-	}
 }
 
 // save writes the conversation when it has messages.
@@ -351,37 +243,35 @@ func (s *chatScreen) save() {
 		return
 	}
 	if err := s.store.Save(s.conv); err != nil {
-		s.status.SetText("Saving the chat failed: " + err.Error())
+		s.status.setNote("Saving the chat failed: " + err.Error())
 		return
 	}
-	s.listSaved()
-}
-
-// listSaved reads the saved conversations' list.
-func (s *chatScreen) listSaved() {
-	list, err := s.store.List()
-	s.saved = list
-	s.savedList.Refresh()
-	if err != nil {
-		s.status.SetText("Some saved chats could not be read: " + err.Error())
-	}
+	s.lib.saved(s.conv)
 }
 
 // newChat saves the current conversation and starts an empty one (the system prompt stays).
 func (s *chatScreen) newChat() {
 	if s.busy() {
+		s.status.setNote("Stop the answer (Esc) before starting a new chat.")
 		return
 	}
 	s.save()
+	s.reset()
+}
+
+// reset shows a new, empty conversation.
+func (s *chatScreen) reset() {
 	s.conv = conversation.New(s.u.opts.Now())
 	s.editing = false
 	s.input.SetText("")
-	s.status.SetText("")
+	s.status.clear()
+	s.follow = true
 	s.render()
 	s.updateButtons()
+	s.lib.list.Refresh()
 }
 
-// open shows a saved conversation.
+// open shows a saved conversation, scrolled to its end.
 func (s *chatScreen) open(id string) {
 	if s.busy() || id == s.conv.ID {
 		return
@@ -395,7 +285,44 @@ func (s *chatScreen) open(id string) {
 	s.conv = c
 	s.editing = false
 	s.system.SetText(c.System)
-	s.status.SetText("")
+	s.status.clear()
+	s.follow = true // a chat opens at its end
 	s.render()
 	s.updateButtons()
+	s.lib.list.Refresh()
+}
+
+// focusInput gives the message input the keyboard (after Send, Edit or a new chat, as chat
+// apps do), when the window shows it.
+func (s *chatScreen) focusInput() {
+	if s.u.tabs != nil && s.u.tabs.Selected() != nil && s.u.tabs.Selected().Content == s.content {
+		s.u.win.Canvas().Focus(s.input)
+	}
+}
+
+// fitInput grows the input with its text up to inputMaxRows rows, and shrinks it back.
+func (s *chatScreen) fitInput() {
+	width := s.input.Size().Width - 2*theme.Padding() - 2*theme.InnerPadding()
+	rows := min(max(visualRows(s.input.Text, width), 1), inputMaxRows)
+	if rows == s.inputRows {
+		return
+	}
+	s.inputRows = rows
+	s.input.SetMinRowsVisible(rows)
+	s.main.Refresh()
+}
+
+// visualRows estimates the rows text takes in an entry width wide, wrapped at words.
+func visualRows(text string, width float32) int {
+	rows := 0
+	for _, line := range strings.Split(text, "\n") {
+		n := 1
+		if width > 0 {
+			if w := fyne.MeasureText(line, theme.TextSize(), fyne.TextStyle{}).Width; w > width {
+				n = int(w/width) + 1
+			}
+		}
+		rows += n
+	}
+	return rows
 }

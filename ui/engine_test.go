@@ -60,7 +60,7 @@ func TestEngineChatThroughTheWindow(t *testing.T) {
 	say(t, u, "Hello! Who are you?")
 	msgs := u.chat.conv.Messages
 	if len(msgs) != 2 || msgs[1].Tokens == 0 {
-		t.Fatalf("conversation %+v (status %q)", msgs, u.chat.status.Text)
+		t.Fatalf("conversation %+v (status %q)", msgs, u.chat.status.String())
 	}
 	want := freshAnswer(t, path, u.chat.conv.Turns()[:1], 12)
 	if msgs[1].Content != want {
@@ -69,7 +69,7 @@ func TestEngineChatThroughTheWindow(t *testing.T) {
 	if shown := shownTexts(u); shown[1] != want {
 		t.Fatalf("view shows %q", shown[1])
 	}
-	first := u.chat.status.Text
+	first := u.chat.status.String()
 
 	// The second turn keeps the KV cache of the first and answers as a fresh session would.
 	say(t, u, "Tell me more.")
@@ -78,19 +78,27 @@ func TestEngineChatThroughTheWindow(t *testing.T) {
 	if len(msgs) != 4 || msgs[3].Content != want {
 		t.Fatalf("second answer %q, a fresh session gives %q", msgs[3].Content, want)
 	}
-	if strings.Contains(u.chat.status.Text, "(0 reused)") {
-		t.Fatalf("second turn reused nothing: %s", u.chat.status.Text)
+	if strings.Contains(u.chat.status.String(), "(0 reused)") {
+		t.Fatalf("second turn reused nothing: %s", u.chat.status.String())
 	}
 
-	// Regenerate answers the same: decoding is greedy and exact.
-	test := msgs[3].Content
+	// Regenerate in Exact mode samples a new version (a greedy one would be the same), and
+	// keeps the first.
+	exact := msgs[3].Content
 	u.chat.regenerate()
 	u.Wait()
-	if got := u.chat.conv.Messages[3].Content; got != test {
-		t.Fatalf("regenerated %q, first time %q", got, test)
+	m := u.chat.conv.Messages[3]
+	if vs := m.AllVersions(); len(vs) != 2 || vs[0].Content != exact || vs[0].Seed != nil || vs[1].Seed == nil || m.Shown != 1 {
+		t.Fatalf("after Regenerate: %+v", m)
+	}
+	// A new chat asking the same answers the same, to the byte: decoding is greedy and exact.
+	u.chat.newChat()
+	say(t, u, "Hello! Who are you?")
+	if got := u.chat.conv.Messages[1].Content; got != msgs[1].Content {
+		t.Fatalf("asked again %q, first time %q", got, msgs[1].Content)
 	}
 	t.Logf("turn 1: %s", first)
-	t.Logf("turn 2: %s", u.chat.status.Text)
+	t.Logf("turn 2: %s", u.chat.status.String())
 	t.Logf("answers: %q / %q", msgs[1].Content, msgs[3].Content)
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
 
 	"github.com/trochilus-llm/trochilus/engine/hub"
 	"github.com/trochilus-llm/trochilus/engine/library"
@@ -44,6 +44,7 @@ type UI struct {
 	dirs library.Dirs
 	opts Options
 	tabs *container.AppTabs
+	keys *keyRouter // the window's keys: Esc, Enter in dialogs, the shortcuts
 
 	// ctx lives as long as the window; closing it cancels every background job.
 	ctx    context.Context
@@ -82,7 +83,7 @@ func New(app fyne.App, be Backend, dirs library.Dirs, opts Options) *UI {
 	if opts.Post == nil {
 		opts.Post = fyne.Do
 	}
-	u := &UI{app: app, be: be, dirs: dirs, opts: opts}
+	u := &UI{app: app, be: be, dirs: dirs, opts: opts, keys: &keyRouter{}}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	u.win = app.NewWindow("Trochilus")
 	u.models = newModelsScreen(u)
@@ -94,7 +95,15 @@ func New(app fyne.App, be Backend, dirs library.Dirs, opts Options) *UI {
 		container.NewTabItem("Machine", u.mach.content),
 	)
 	u.win.SetContent(u.tabs)
-	u.win.Resize(fyne.NewSize(1000, 700))
+	u.keys.escape = func() bool {
+		if !u.chat.busy() {
+			return false
+		}
+		u.chat.stop()
+		return true
+	}
+	u.keys.install(u.win.Canvas(), map[fyne.Shortcut]func(){newShortcut(): u.newChatKey})
+	u.win.Resize(fyne.NewSize(defaultWidth, defaultHeight))
 	u.win.SetCloseIntercept(func() {
 		u.Close()
 		u.win.Close()
@@ -102,6 +111,23 @@ func New(app fyne.App, be Backend, dirs library.Dirs, opts Options) *UI {
 	u.measure()
 	u.models.refresh()
 	return u
+}
+
+// The window's size at start; the screens are laid out to fit down to 1000×700 as well.
+const (
+	defaultWidth  = 1400
+	defaultHeight = 900
+)
+
+// newChatKey is Ctrl+N (Cmd+N): the Chat screen, with a new chat ready for typing.
+func (u *UI) newChatKey() {
+	if u.chat.busy() {
+		u.chat.status.setNote("Stop the answer (Esc) before starting a new chat.")
+		return
+	}
+	u.tabs.SelectIndex(1)
+	u.chat.newChat()
+	u.chat.focusInput()
 }
 
 // Window returns the app's window.
@@ -208,10 +234,10 @@ func (u *UI) Close() {
 	}
 }
 
-// showError shows err in a dialog unless the window is closing.
+// showError shows err in a dialog, which Enter and Esc close, unless the window is closing.
 func (u *UI) showError(err error) {
 	if err != nil && !u.closing {
-		dialog.ShowError(err, u.win)
+		u.keys.message(u.win, "Error", err.Error(), theme.ErrorIcon())
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
 	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/engine/machine"
@@ -48,6 +47,8 @@ type fakeBackend struct {
 	models []*fakeModel
 	answer []string // the pieces every model answers with
 	gated  bool     // models wait for release between pieces
+	pause  time.Duration
+	bySeed bool // a sampled answer is "Sampled SEED." instead
 }
 
 func (f *fakeBackend) Machine(context.Context) (MachineReport, error) {
@@ -61,7 +62,7 @@ func (f *fakeBackend) Load(_ context.Context, path string) (ChatModel, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.loads = append(f.loads, path)
-	m := &fakeModel{path: path, answer: f.answer, emitted: make(chan string, 100)}
+	m := &fakeModel{path: path, answer: f.answer, emitted: make(chan string, 100), pause: f.pause, bySeed: f.bySeed}
 	if f.gated {
 		m.release = make(chan struct{}, 100)
 	}
@@ -81,6 +82,8 @@ type fakeModel struct {
 	answer  []string
 	emitted chan string   // each piece, once passed to onText
 	release chan struct{} // when set, each piece after the first waits for a receive
+	pause   time.Duration // between pieces
+	bySeed  bool          // a sampled answer is "Sampled SEED."
 
 	mu       sync.Mutex
 	turns    [][]chat.Message
@@ -106,7 +109,14 @@ func (m *fakeModel) Reply(ctx context.Context, turns []chat.Message, opts assist
 	m.mu.Unlock()
 	r := Reply{Prompt: 10 * len(turns), Context: 4096, Rate: 25, PPRate: 100}
 	var text strings.Builder
-	for i, p := range m.answer {
+	answer := m.answer
+	if m.bySeed && opts.Sampling != nil {
+		answer = []string{fmt.Sprintf("Sampled %d.", opts.Sampling.Seed)}
+	}
+	for i, p := range answer {
+		if i > 0 && m.pause > 0 {
+			time.Sleep(m.pause)
+		}
 		if i > 0 && m.release != nil {
 			select {
 			case <-ctx.Done():
@@ -120,7 +130,10 @@ func (m *fakeModel) Reply(ctx context.Context, turns []chat.Message, opts assist
 		text.WriteString(p)
 		r.Tokens++
 		onText(p)
-		m.emitted <- p
+		select {
+		case m.emitted <- p:
+		default: // nobody counts this model's pieces
+		}
 	}
 	r.Text, r.Tokens, r.Ended, r.Used = text.String(), r.Tokens+1, true, r.Prompt+r.Tokens
 	return r, nil
@@ -241,12 +254,15 @@ func sendAndWaitForAPiece(t *testing.T, u *UI, m *fakeModel, text string) {
 	waitPieces(t, m, 1)
 }
 
-// shownTexts returns the texts of the conversation view's message bodies.
+// shownTexts returns the texts of the conversation view's messages (an answer's Markdown), after
+// checking that the view shows each message's view in order.
 func shownTexts(u *UI) []string {
 	var out []string
-	for _, o := range u.chat.messages.Objects {
-		box := o.(*fyne.Container)
-		out = append(out, box.Objects[len(box.Objects)-1].(*widget.Label).Text)
+	for i, v := range u.chat.views {
+		if u.chat.messages.Objects[i] != v.obj {
+			panic(fmt.Sprintf("message %d's view is not shown in its place", i))
+		}
+		out = append(out, v.text())
 	}
 	return out
 }
@@ -352,8 +368,8 @@ func TestChatTurnStreamsAndSaves(t *testing.T) {
 	if got := shownTexts(u); len(got) != 2 || got[1] != "Hummingbirds hover." {
 		t.Fatalf("view shows %q", got)
 	}
-	if !strings.Contains(u.chat.status.Text, "25.0 tok/s") || !strings.Contains(u.chat.status.Text, "context 24 of 4096") {
-		t.Fatalf("status %q", u.chat.status.Text)
+	if st := u.chat.status; st.rate.Text != "25.0 tok/s" || st.context.Text != "context 24 / 4096" || st.seed.Text != "exact" {
+		t.Fatalf("status %q", st)
 	}
 	if u.chat.input.Text != "" || u.chat.sendBtn.Disabled() || u.chat.regenBtn.Disabled() {
 		t.Fatal("input not cleared or buttons not ready after the turn")
@@ -362,22 +378,16 @@ func TestChatTurnStreamsAndSaves(t *testing.T) {
 	if err != nil || len(saved.Messages) != 2 || saved.System != "Be brief." || saved.Title != "What do hummingbirds do?" {
 		t.Fatalf("saved %+v, %v", saved, err)
 	}
-	if len(u.chat.saved) != 1 {
-		t.Fatalf("saved list %+v", u.chat.saved)
+	if len(u.chat.lib.shown) != 1 {
+		t.Fatalf("saved list %+v", u.chat.lib.shown)
 	}
 
 	// Copy puts a message on the clipboard.
-	last := u.chat.messages.Objects[1].(*fyne.Container)
-	head := last.Objects[0].(*fyne.Container)
-	for _, o := range head.Objects {
-		if b, ok := o.(*widget.Button); ok {
-			test.Tap(b)
-		}
-	}
+	test.Tap(u.chat.views[1].copyBtn)
 	if got := fyne.CurrentApp().Clipboard().Content(); got != "Hummingbirds hover." {
 		t.Fatalf("clipboard %q", got)
 	}
-	t.Logf("status: %s", u.chat.status.Text)
+	t.Logf("status: %s", u.chat.status)
 }
 
 // TestVariedAnswersSample checks the answers choice: Exact asks the model for greedy answers,
@@ -405,8 +415,8 @@ func TestVariedAnswersSample(t *testing.T) {
 	if last := msgs[len(msgs)-1]; last.Seed == nil || *last.Seed != sp[2].Seed || msgs[1].Seed != nil {
 		t.Fatalf("saved seeds %v (greedy answer %v), asked with %d", last.Seed, msgs[1].Seed, sp[2].Seed)
 	}
-	if !strings.Contains(u.chat.status.Text, fmt.Sprintf("seed %d", sp[2].Seed)) {
-		t.Fatalf("status %q", u.chat.status.Text)
+	if got := u.chat.status.seed.Text; got != fmt.Sprintf("seed %d", sp[2].Seed) {
+		t.Fatalf("status %q", u.chat.status)
 	}
 }
 
@@ -429,19 +439,19 @@ func TestStopKeepsThePartialAnswer(t *testing.T) {
 		t.Fatal("while answering: Stop should be the only way out (Send and Load disabled)")
 	}
 	// The answer streams into the view as it comes, the last piece before a pause included.
-	label := u.chat.streaming
-	waitFor(t, func() bool { u.flush(); return label.Text == "one " })
+	view := u.chat.turn.view.body
+	waitFor(t, func() bool { u.flush(); return view.text == "one " })
 	m.release <- struct{}{}
 	waitPieces(t, m, 1)
-	waitFor(t, func() bool { u.flush(); return label.Text == "one two " })
+	waitFor(t, func() bool { u.flush(); return view.text == "one two " })
 	test.Tap(u.chat.stopBtn)
 	u.Wait()
 	msgs := u.chat.conv.Messages
 	if len(msgs) != 2 || msgs[1].Content != "one two " || !msgs[1].Stopped {
 		t.Fatalf("after Stop: %+v", msgs)
 	}
-	if !strings.HasPrefix(u.chat.status.Text, "Stopped.") || u.chat.busy() {
-		t.Fatalf("status %q, busy %v", u.chat.status.Text, u.chat.busy())
+	if !strings.HasPrefix(u.chat.status.note.Text, "Stopped · ") || u.chat.status.rate.Text != "25.0 tok/s" || u.chat.busy() {
+		t.Fatalf("status %q, busy %v", u.chat.status, u.chat.busy())
 	}
 }
 
@@ -485,15 +495,15 @@ func TestNewChatAndOpenSaved(t *testing.T) {
 	u := newLoadedUI(t, be)
 	say(t, u, "Hello there")
 	first := u.chat.conv.ID
-	test.Tap(u.chat.newBtn)
+	test.Tap(u.chat.lib.newBtn)
 	if len(u.chat.conv.Messages) != 0 || u.chat.conv.ID == first || len(u.chat.messages.Objects) != 0 {
 		t.Fatal("New chat did not start an empty conversation")
 	}
 	say(t, u, "Another chat")
-	if len(u.chat.saved) != 2 || u.chat.saved[0].Title != "Another chat" {
-		t.Fatalf("saved list %+v", u.chat.saved)
+	if len(u.chat.lib.shown) != 2 || u.chat.lib.shown[0].Title != "Another chat" {
+		t.Fatalf("saved list %+v", u.chat.lib.shown)
 	}
-	u.chat.savedList.Select(1)
+	u.chat.lib.list.Select(1)
 	if u.chat.conv.ID != first || shownTexts(u)[0] != "Hello there" {
 		t.Fatalf("opened %s showing %q", u.chat.conv.ID, shownTexts(u))
 	}

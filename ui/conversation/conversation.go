@@ -3,16 +3,9 @@
 package conversation
 
 import (
-	"cmp"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +21,9 @@ const (
 	System    = "system"
 )
 
+// untitled is a new conversation's title, until its first user message names it.
+const untitled = "New chat"
+
 // Message is one turn of a conversation.
 type Message struct {
 	Role    string `json:"role"`
@@ -38,6 +34,56 @@ type Message struct {
 	Rate    float64 `json:"rate,omitempty"`    // generated tokens per second
 	Stopped bool    `json:"stopped,omitempty"` // cut short (Stop, an error, the context's end)
 	Seed    *uint64 `json:"seed,omitempty"`    // sampled with this seed (any value, 0 included); nil: greedy
+
+	// Versions, for an answer regenerated, holds every answer made for this turn, the oldest
+	// first, and Shown the one the fields above are (Versions[Shown]): regenerating never
+	// throws an answer away. Empty for an answer made once (and in files from before versions,
+	// which read the same).
+	Versions []Answer `json:"versions,omitempty"`
+	Shown    int      `json:"shown,omitempty"`
+}
+
+// Answer is one version of an answer.
+type Answer struct {
+	Content string  `json:"content"`
+	Tokens  int     `json:"tokens,omitempty"`
+	Rate    float64 `json:"rate,omitempty"`
+	Stopped bool    `json:"stopped,omitempty"`
+	Seed    *uint64 `json:"seed,omitempty"`
+}
+
+// AnswerOf returns the answer m shows.
+func AnswerOf(m Message) Answer {
+	return Answer{Content: m.Content, Tokens: m.Tokens, Rate: m.Rate, Stopped: m.Stopped, Seed: m.Seed}
+}
+
+// Answered returns the assistant message showing the last of versions (at least one).
+func Answered(versions []Answer) Message {
+	a := versions[len(versions)-1]
+	m := Message{Role: Assistant, Content: a.Content, Tokens: a.Tokens, Rate: a.Rate, Stopped: a.Stopped, Seed: a.Seed}
+	if len(versions) > 1 {
+		m.Versions, m.Shown = slices.Clone(versions), len(versions)-1
+	}
+	return m
+}
+
+// AllVersions returns every version of the answer m, the shown one included: one for an answer
+// never regenerated.
+func (m *Message) AllVersions() []Answer {
+	if len(m.Versions) == 0 {
+		return []Answer{AnswerOf(*m)}
+	}
+	return m.Versions
+}
+
+// Show makes version i the one shown; it reports whether there is such a version.
+func (m *Message) Show(i int) bool {
+	if i < 0 || i >= len(m.Versions) {
+		return false
+	}
+	a := m.Versions[i]
+	m.Content, m.Tokens, m.Rate, m.Stopped, m.Seed, m.Shown = a.Content, a.Tokens, a.Rate, a.Stopped, a.Seed, i
+	return true
 }
 
 // Conversation is a chat: a system prompt and the messages so far.
@@ -57,10 +103,21 @@ func New(now time.Time) *Conversation {
 	rand.Read(b[:])
 	return &Conversation{
 		ID:       now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]),
-		Title:    "New chat",
+		Title:    untitled,
 		Messages: []Message{},
 		Created:  now, Updated: now,
 	}
+}
+
+// Clone returns a copy of c that shares nothing changeable with it, for a goroutine to save
+// while the UI goes on changing c.
+func (c *Conversation) Clone() *Conversation {
+	out := *c
+	out.Messages = slices.Clone(c.Messages)
+	for i := range out.Messages {
+		out.Messages[i].Versions = slices.Clone(out.Messages[i].Versions)
+	}
+	return &out
 }
 
 // Turns returns the conversation as the chat template takes it: the system prompt (when set)
@@ -79,7 +136,7 @@ func (c *Conversation) Turns() []chat.Message {
 // Add appends a message, naming the conversation after its first user message.
 func (c *Conversation) Add(m Message, now time.Time) {
 	c.Messages = append(c.Messages, m)
-	if m.Role == User && c.Title == "New chat" {
+	if m.Role == User && c.Title == untitled {
 		c.Title = titleOf(m.Content)
 	}
 	c.Updated = now
@@ -91,6 +148,15 @@ func (c *Conversation) LastUser() int {
 		if c.Messages[i].Role == User {
 			return i
 		}
+	}
+	return -1
+}
+
+// LastAnswer returns the index of the answer to the last user message (the last message, an
+// assistant's), or -1.
+func (c *Conversation) LastAnswer() int {
+	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == Assistant && c.LastUser() == n-2 {
+		return n - 1
 	}
 	return -1
 }
@@ -107,145 +173,32 @@ func (c *Conversation) DropAfterLastUser(now time.Time) bool {
 	return true
 }
 
-// titleOf makes a title from a message's first line, at most 48 characters.
+// maxTitle is the most characters of a title: the chat list shows a line of it.
+const maxTitle = 48
+
+// Rename sets the conversation's title (trimmed, its first line, at most maxTitle characters).
+// It keeps Updated: a renamed chat keeps its place in the list.
+func (c *Conversation) Rename(title string) error {
+	if strings.TrimSpace(title) == "" {
+		return errors.New("a chat's title cannot be empty")
+	}
+	c.Title = titleOf(title)
+	return nil
+}
+
+// titleOf makes a title from a message's first line, at most maxTitle characters; "New chat"
+// for a blank one.
 func titleOf(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+		s = strings.TrimSpace(s[:i])
 	}
-	const most = 48
-	if utf8.RuneCountInString(s) > most {
+	if utf8.RuneCountInString(s) > maxTitle {
 		r := []rune(s)
-		s = strings.TrimSpace(string(r[:most-1])) + "…"
+		s = strings.TrimSpace(string(r[:maxTitle-1])) + "…"
 	}
 	if s == "" {
-		return "New chat"
+		return untitled
 	}
 	return s
-}
-
-// Store keeps conversations as <id>.json files in a folder.
-type Store struct {
-	Dir string
-}
-
-// Summary is a saved conversation as listed.
-type Summary struct {
-	ID       string
-	Title    string
-	Updated  time.Time
-	Messages int
-}
-
-// ids are New's: they make safe file names and keep a stored id from naming another path.
-var idPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
-
-// maxFile bounds a conversation file read back, so a corrupt file is an error, not an
-// allocation of gigabytes.
-const maxFile = 64 << 20
-
-func (s Store) path(id string) (string, error) {
-	if !idPattern.MatchString(id) {
-		return "", fmt.Errorf("conversation: %q is not a conversation id", id)
-	}
-	return filepath.Join(s.Dir, id+".json"), nil
-}
-
-// Save writes c through a temporary file and a rename, so a crash leaves the old or the new
-// file, never half of one.
-func (s Store) Save(c *Conversation) error {
-	p, err := s.path(c.ID)
-	if err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return fmt.Errorf("conversation %s: %w", c.ID, err)
-	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return fmt.Errorf("conversation %s: %w", c.ID, err)
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("conversation %s: %w", c.ID, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("conversation %s: %w", c.ID, err)
-	}
-	return nil
-}
-
-// Load reads the conversation id.
-func (s Store) Load(id string) (*Conversation, error) {
-	p, err := s.path(id)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, fmt.Errorf("conversation: %w", err)
-	}
-	if fi.Size() > maxFile {
-		return nil, fmt.Errorf("conversation: %s: %d bytes is too large", p, fi.Size())
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, fmt.Errorf("conversation: %w", err)
-	}
-	var c Conversation
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("conversation: %s: %w", p, err)
-	}
-	if c.ID != id {
-		return nil, fmt.Errorf("conversation: %s holds conversation %q", p, c.ID)
-	}
-	for i, m := range c.Messages {
-		if m.Role != User && m.Role != Assistant {
-			return nil, fmt.Errorf("conversation: %s: message %d has role %q", p, i, m.Role)
-		}
-	}
-	if c.Messages == nil {
-		c.Messages = []Message{}
-	}
-	return &c, nil
-}
-
-// Delete removes the conversation id; a missing one is not an error.
-func (s Store) Delete(id string) error {
-	p, err := s.path(id)
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("conversation: %w", err)
-	}
-	return nil
-}
-
-// List returns the saved conversations, the most recently updated first. Files that cannot be
-// read are skipped and reported together in the error, with the list of the good ones.
-func (s Store) List() ([]Summary, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("conversation: %w", err)
-	}
-	var out []Summary
-	var errs []error
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !idPattern.MatchString(id) {
-			continue
-		}
-		c, err := s.Load(id)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, Summary{ID: c.ID, Title: c.Title, Updated: c.Updated, Messages: len(c.Messages)})
-	}
-	slices.SortFunc(out, func(a, b Summary) int { return cmp.Or(b.Updated.Compare(a.Updated), cmp.Compare(a.ID, b.ID)) })
-	return out, errors.Join(errs...)
 }

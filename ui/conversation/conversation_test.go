@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Messages) != 2 || got.Messages[1] != b.Messages[1] || !got.Updated.Equal(b.Updated) {
+	if len(got.Messages) != 2 || !reflect.DeepEqual(got.Messages[1], b.Messages[1]) || !got.Updated.Equal(b.Updated) {
 		t.Fatalf("loaded %+v, saved %+v", got, b)
 	}
 
@@ -112,4 +113,149 @@ func TestSeedRoundTrip(t *testing.T) {
 	if back[0].Seed != nil || back[1].Seed == nil || *back[1].Seed != 0 || *back[2].Seed != big {
 		t.Fatalf("read back %+v", back)
 	}
+}
+
+// Regenerating keeps every version: Answered shows the newest, Show flips between them, and
+// the file keeps them all with the one shown.
+func TestVersions(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	seed := uint64(7)
+	c := New(now)
+	c.Add(Message{Role: User, Content: "Hi"}, now)
+	if c.LastAnswer() != -1 {
+		t.Fatalf("last answer %d with none", c.LastAnswer())
+	}
+	c.Add(Answered([]Answer{{Content: "one", Tokens: 2}}), now)
+	if m := c.Messages[1]; len(m.Versions) != 0 || len(m.AllVersions()) != 1 || m.AllVersions()[0].Content != "one" {
+		t.Fatalf("a first answer: %+v", m)
+	}
+	i := c.LastAnswer()
+	prev := c.Messages[i].AllVersions()
+	c.DropAfterLastUser(now)
+	c.Add(Answered(append(prev, Answer{Content: "two", Seed: &seed, Rate: 3})), now)
+	m := &c.Messages[1]
+	if m.Content != "two" || m.Shown != 1 || len(m.Versions) != 2 || *m.Seed != 7 {
+		t.Fatalf("after a regenerate: %+v", *m)
+	}
+	if !m.Show(0) || m.Content != "one" || m.Seed != nil || m.Rate != 0 || m.Tokens != 2 || m.Show(2) || m.Show(-1) {
+		t.Fatalf("showing version 1: %+v", *m)
+	}
+	if turns := c.Turns(); turns[1].Content != "one" {
+		t.Fatalf("the model is told %q", turns[1].Content)
+	}
+
+	s := Store{Dir: t.TempDir()}
+	if err := s.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Messages, c.Messages) {
+		t.Fatalf("loaded %+v\nsaved %+v", got.Messages, c.Messages)
+	}
+	// A clone shares no versions with the original.
+	cl := c.Clone()
+	cl.Messages[1].Versions[0].Content = "changed"
+	if c.Messages[1].Versions[0].Content != "one" {
+		t.Fatal("Clone shares versions")
+	}
+}
+
+// Files that are JSON but not a conversation the app can show are errors naming the file and
+// the problem, never a crash; the file shown version is what is shown.
+func TestCorruptFiles(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	const id = "20261130-120000-abcdef"
+	for _, c := range []struct{ body, want string }{
+		{`{"id":"` + id + `","messages":[{"role":"assistant","content":"x","versions":[{"content":"a"}],"shown":3}]}`, "message 0 shows version 3 of 1"},
+		{`{"id":"` + id + `","messages":[{"role":"assistant","content":"x","shown":-1}]}`, "message 0 shows version -1 of none"},
+		{`{"id":"` + id + `","messages":[{"role":"user","content":"x","versions":[{"content":"a"}]}]}`, "a user message has answer versions"},
+		{`{"id":"` + id + `","messages":[{"role":"tool","content":"x"}]}`, `message 0 has role "tool"`},
+		{`{"id":"` + id + `","messages":[{"role":"user","content":`, "unexpected end of JSON input"},
+		{`[]`, "cannot unmarshal array"},
+	} {
+		if err := os.WriteFile(filepath.Join(s.Dir, id+".json"), []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Load(id)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), id+".json") {
+			t.Errorf("%s: %v, want an error naming the file and saying %q", c.body, err, c.want)
+		}
+		if list, err := s.List(); len(list) != 0 || err == nil {
+			t.Errorf("%s: listed %v, %v", c.body, list, err)
+		}
+	}
+	// The version shown is taken from the versions, whatever the fields beside them say.
+	body := `{"id":"` + id + `","title":"  ","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"stale","versions":[{"content":"a"},{"content":"b","tokens":4}],"shown":1}]}`
+	if err := os.WriteFile(filepath.Join(s.Dir, id+".json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Load(id)
+	if err != nil || c.Messages[1].Content != "b" || c.Messages[1].Tokens != 4 || c.Title != "New chat" {
+		t.Fatalf("loaded %+v, %v", c, err)
+	}
+}
+
+// Renaming trims and shortens the title, refuses a blank one and keeps the chat's place in
+// the list; a save leaves no temporary file behind.
+func TestRenameAndSave(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c := New(now)
+	c.Add(Message{Role: User, Content: "first words"}, now)
+	if err := c.Rename("  \n "); err == nil || c.Title != "first words" {
+		t.Fatalf("blank rename: %v, title %q", err, c.Title)
+	}
+	if err := c.Rename("  Birds\nand more"); err != nil || c.Title != "Birds" || !c.Updated.Equal(now) {
+		t.Fatalf("rename: %v, title %q, updated %v", err, c.Title, c.Updated)
+	}
+	c.Add(Message{Role: User, Content: "more"}, now)
+	if c.Title != "Birds" {
+		t.Fatalf("a renamed chat was renamed by a message: %q", c.Title)
+	}
+	s := Store{Dir: filepath.Join(t.TempDir(), "chats")}
+	for range 3 {
+		if err := s.Save(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != c.ID+".json" {
+		t.Fatalf("folder holds %v (%v)", entries, err)
+	}
+	list, err := s.List()
+	if err != nil || len(list) != 1 || list[0].Title != "Birds" || !list[0].Created.Equal(now) {
+		t.Fatalf("list %+v, %v", list, err)
+	}
+}
+
+// Whatever a chat file holds, Load returns an error or a conversation the app can show: every
+// answer showing a version it has, never a panic.
+func FuzzLoad(f *testing.F) {
+	const id = "20261130-120000-abcdef"
+	f.Add([]byte(`{"id":"` + id + `","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","versions":[{"content":"a"},{"content":"b"}],"shown":1}]}`))
+	f.Add([]byte(`{"id":"` + id + `","messages":[{"role":"assistant","shown":-3}]}`))
+	f.Add([]byte(`{"id":"` + id + `","messages":null,"title":""}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := Store{Dir: t.TempDir()}
+		if err := os.WriteFile(filepath.Join(s.Dir, id+".json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Load(id)
+		if err != nil {
+			return
+		}
+		if c.Messages == nil || c.Title == "" {
+			t.Fatalf("loaded %+v", c)
+		}
+		for i, m := range c.Messages {
+			vs := m.AllVersions()
+			if m.Shown < 0 || m.Shown >= len(vs) || vs[m.Shown].Content != m.Content {
+				t.Fatalf("message %d shows %d of %d", i, m.Shown, len(vs))
+			}
+		}
+		c.Turns()
+	})
 }
