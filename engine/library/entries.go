@@ -35,7 +35,10 @@ type Entry struct {
 // Builtin returns the models the app offers unless the user's catalog file says otherwise:
 // OLMoE-1B-7B-0125-Instruct in Q4_K_M (Ai2's own conversion) and Q8_0 (mradermacher's
 // conversion of the same model; Ai2's repository listing seen when this was written showed
-// Q4_K_M but was cut before any Q8_0). Sizes are Hugging Face's rounded figures.
+// Q4_K_M but was cut before any Q8_0), and Qwen3-30B-A3B in Q4_K_M and Q8_0 (Qwen's own
+// conversions: the first the file a 32 GB PC holds in RAM, or a 16 GB one with experts from
+// disk). Sizes are approximate (Hugging Face's rounded figures); the download takes the exact
+// size and digest from the repository's file list.
 func Builtin() []Entry {
 	return []Entry{
 		{
@@ -45,6 +48,14 @@ func Builtin() []Entry {
 		{
 			Name: "OLMoE-1B-7B-0125-Instruct Q8_0", Quant: "Q8_0", Size: 7_360_000_000,
 			Repo: "mradermacher/OLMoE-1B-7B-0125-Instruct-GGUF", File: "OLMoE-1B-7B-0125-Instruct.Q8_0.gguf",
+		},
+		{
+			Name: "Qwen3-30B-A3B Q4_K_M", Quant: "Q4_K_M", Size: 18_600_000_000,
+			Repo: "Qwen/Qwen3-30B-A3B-GGUF", File: "Qwen3-30B-A3B-Q4_K_M.gguf",
+		},
+		{
+			Name: "Qwen3-30B-A3B Q8_0", Quant: "Q8_0", Size: 32_500_000_000,
+			Repo: "Qwen/Qwen3-30B-A3B-GGUF", File: "Qwen3-30B-A3B-Q8_0.gguf",
 		},
 	}
 }

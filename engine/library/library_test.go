@@ -294,7 +294,7 @@ func TestPlanForDenseModel(t *testing.T) {
 
 func TestBuiltinEntries(t *testing.T) {
 	list := Builtin()
-	if len(list) != 2 || list[0].Quant != "Q4_K_M" || list[1].Quant != "Q8_0" {
+	if len(list) != 4 || list[0].Quant != "Q4_K_M" || list[1].Quant != "Q8_0" || list[2].Repo != "Qwen/Qwen3-30B-A3B-GGUF" {
 		t.Fatalf("builtin %+v", list)
 	}
 	for _, e := range list {
@@ -317,7 +317,7 @@ func TestEntriesFile(t *testing.T) {
 	// The built-in list was written for the user to edit; an edit is read back.
 	var onDisk []Entry
 	data, err := os.ReadFile(d.CatalogFile())
-	if err != nil || json.Unmarshal(data, &onDisk) != nil || len(onDisk) != 2 {
+	if err != nil || json.Unmarshal(data, &onDisk) != nil || len(onDisk) != len(Builtin()) {
 		t.Fatalf("catalog.json: %s %v", data, err)
 	}
 	onDisk = onDisk[:1]
