@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -23,6 +24,8 @@ type Batcher struct {
 	tokens   []int32
 
 	passes, evaluated int // passes run and tokens they evaluated, under mu
+
+	logits []float32 // the passes' logits, one buffer for every pass (the plan counts it)
 }
 
 // Stats returns the passes the batcher has run and the tokens they evaluated: their ratio is
@@ -100,7 +103,7 @@ func (b *Batcher) runPass() {
 	}
 	if in > 0 {
 		// No request's cancellation stops the others' pass.
-		if err := b.m.Step(context.Background(), b.sessions, b.tokens); err != nil {
+		if err := b.step(); err != nil {
 			for _, r := range batch {
 				if r.err == nil {
 					r.err = err
@@ -128,4 +131,15 @@ func (b *Batcher) runPass() {
 	if next != nil {
 		next.done <- struct{}{}
 	}
+}
+
+// step runs the pass, a panic in it turned into an error: the waiting generations must hear of
+// it, or every later Eval would wait for a lead that never comes.
+func (b *Batcher) step() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("engine: a shared pass failed: %v", p)
+		}
+	}()
+	return b.m.step(context.Background(), b.sessions, b.tokens, &b.logits)
 }

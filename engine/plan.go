@@ -85,13 +85,14 @@ type Plan struct {
 	Forced  bool
 	Weights Weights
 
-	Context      int  // the positions the session is planned for
-	AskedContext int  // the positions asked for, or the default; more than Context when they did not fit
-	ModelContext int  // the model's trained context
-	Explicit     bool // the caller named the context: it is honoured or refused, never shrunk
-	PassSize     int  // the most tokens a pass evaluates
-	Threads      int  // the pool's workers
-	Sessions     int  // the sessions planned for, each of Session() bytes
+	Context      int    // the positions the session is planned for
+	AskedContext int    // the positions asked for, or the default; more than Context when they did not fit
+	ModelContext int    // the model's trained context
+	Explicit     bool   // the caller named the context: it is honoured or refused, never shrunk
+	PassSize     int    // the most tokens a pass evaluates
+	Threads      int    // the pool's workers
+	Sessions     int    // the sessions planned for, each of Session() bytes
+	Shared       uint64 // with several sessions, the logits buffer of their shared passes
 
 	Total, Available uint64 // the machine's memory
 	Reserve          uint64 // what stays free for the system: machine.Reserve(Total)
@@ -178,7 +179,13 @@ func (p Plan) at(req *PlanRequest, ctx int) Plan {
 	p.Context = ctx
 	sz := newSessionSizes(&req.Config, ctx, min(p.PassSize, ctx), p.Threads)
 	kv, pass, store := sz.bytes()
-	need := experts.Need{Dense: p.Dense, Experts: p.Experts, Session: uint64(p.Sessions) * (kv + pass), Store: store,
+	p.Shared = 0
+	if p.Sessions > 1 {
+		// The sessions' shared passes write their logits to one buffer (engine.Batcher): a
+		// row per session of a pass, beyond the row each session keeps.
+		p.Shared = uint64(min(p.Sessions, p.PassSize, ctx)) * uint64(req.Config.Vocab) * 4
+	}
+	need := experts.Need{Dense: p.Dense, Experts: p.Experts, Session: uint64(p.Sessions)*(kv+pass) + p.Shared, Store: store,
 		SlotBytes: p.UnitBytes, MinSlots: p.MinUnits}
 	var ep experts.Plan
 	var err error

@@ -185,7 +185,8 @@ func TestPlanSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if four.Session() != one.Session() || four.NeedAtLeast != one.NeedAtLeast+3*one.Session() || four.Sessions != 4 ||
+	shared := uint64(4 * c.Vocab * 4) // a pass of the four sessions' logits
+	if four.Session() != one.Session() || four.Shared != shared || four.NeedAtLeast != one.NeedAtLeast+3*one.Session()+shared || four.Sessions != 4 ||
 		!strings.Contains(four.Text(), "4 sessions of ") {
 		t.Fatalf("4 sessions: need %d (one session %d, need %d): %s", four.NeedAtLeast, one.Session(), one.NeedAtLeast, four.Text())
 	}

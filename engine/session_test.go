@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
@@ -114,13 +115,18 @@ func TestGenerate(t *testing.T) {
 	}
 
 	// A cancel during decoding (the next pass refused) keeps the tokens made and their decode
-	// time, so that a stopped answer's speed is not reported as zero.
+	// time, so that a stopped answer's speed is not reported as zero. The second token waits
+	// longer than a tick of Windows' monotonic clock (up to 15.6 ms), which the three decode
+	// passes of this model take less than: there their time alone could read as zero.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s = newTestSession(t, m, 0)
 	made := 0
 	g, err = s.Generate(cctx, prompt, GenerateOptions{MaxTokens: 12, OnToken: func(int32) error {
-		if made++; made == 4 {
+		switch made++; made {
+		case 2:
+			time.Sleep(20 * time.Millisecond)
+		case 4:
 			cancel()
 		}
 		return nil

@@ -14,7 +14,16 @@ import (
 // sessions must be distinct and open, and none may be in use elsewhere during the call. On an
 // error the sessions of the pass that failed are left as they were (those of earlier passes,
 // when there are more sessions than a pass holds, are advanced).
+//
+// The logits of a pass are written to a buffer of the leading session's first (n·Vocab floats,
+// kept for its next step); a Batcher keeps one for all its steps instead, which the memory plan
+// counts (PlanRequest.Sessions).
 func (m *Model) Step(ctx context.Context, sessions []*Session, tokens []int32) error {
+	return m.step(ctx, sessions, tokens, nil)
+}
+
+// step is Step with the pass's logits in *buf when buf is not nil.
+func (m *Model) step(ctx context.Context, sessions []*Session, tokens []int32, buf *[]float32) error {
 	if len(sessions) != len(tokens) || len(sessions) == 0 {
 		return fmt.Errorf("engine: step of %d sessions with %d tokens", len(sessions), len(tokens))
 	}
@@ -40,15 +49,18 @@ func (m *Model) Step(ctx context.Context, sessions []*Session, tokens []int32) e
 	vocab := m.cfg.Vocab
 	for len(sessions) > 0 {
 		n := min(len(sessions), lead.pass)
-		if cap(lead.stepLogits) < n*vocab {
-			lead.stepLogits = make([]float32, n*vocab)
+		if buf == nil {
+			buf = &lead.stepLogits
+		}
+		if cap(*buf) < n*vocab {
+			*buf = make([]float32, n*vocab)
 		}
 		rows, pos := lead.stepRows[:0], lead.stepPos[:0]
 		for _, s := range sessions[:n] {
 			rows, pos = append(rows, s.r), append(pos, s.pos)
 		}
 		lead.stepRows, lead.stepPos = rows, pos
-		logits := lead.stepLogits[:n*vocab]
+		logits := (*buf)[:n*vocab]
 		if err := lead.r.stepRows(ctx, tokens[:n], rows, pos, logits); err != nil {
 			return fmt.Errorf("engine: step of %d sessions: %w", n, err)
 		}

@@ -100,8 +100,8 @@ func mustJSON(v any) string {
 func TestStructuredOutputErrors(t *testing.T) {
 	f := newFixture(t)
 	for _, c := range []struct{ format, param, code, says string }{
-		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","format":"email"}}}`, "response_format", "unsupported_parameter",
-			`response_format: schema at /: keyword "format" is not supported`},
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","pattern":"^a"}}}`, "response_format", "unsupported_parameter",
+			`response_format: schema at /: keyword "pattern" is not supported`},
 		{`{"type":"json_schema","json_schema":{}}`, "response_format", "", "json_schema needs a schema"},
 		{`{"type":"json_schema"}`, "response_format", "", `json_schema needs "json_schema"`},
 		{`{"type":"json_schema","json_schema":{"name":"x","schema":{},"zz":1}}`, "response_format.json_schema.zz", "",

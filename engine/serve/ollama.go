@@ -268,7 +268,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	syntax, canCall := s.chat.ToolSyntax()
 	var plan toolPlan
 	if err == nil {
-		plan, err = parseTools(req.Tools, nil, nil, syntax, canCall)
+		plan, err = parseTools(req.Tools, nil, nil, syntax, canCall, ollamaFunctionName)
 	}
 	var turns []chat.Message
 	if err == nil {
@@ -428,7 +428,8 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		return
 	}
 	if hold != nil {
-		if _, calls := tools.ollamaCalls(&reply); len(calls) > 0 {
+		if text, calls := tools.ollamaCalls(&reply); len(calls) > 0 {
+			hold.tail(text)
 			m := line("")
 			m["message"].(map[string]any)["tool_calls"] = calls
 			nd.send(m)

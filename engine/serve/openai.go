@@ -325,7 +325,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	syntax, canCall := s.chat.ToolSyntax()
-	plan, err := parseTools(req.Tools, req.ToolChoice, req.ParallelToolCalls, syntax, canCall)
+	plan, err := parseTools(req.Tools, req.ToolChoice, req.ParallelToolCalls, syntax, canCall, functionName)
 	if err == nil && plan.forced != nil && !isNull(req.ResponseFormat) && !isTextFormat(req.ResponseFormat) {
 		err = badParam("response_format", "response_format: a forced tool call (tool_choice) is the answer's format already")
 	}
@@ -356,7 +356,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			msg := map[string]any{"role": "assistant", "content": reply.Text}
 			if text, calls := plan.calls(reply); len(calls) > 0 {
 				msg["content"], msg["tool_calls"] = nullIfEmpty(text), calls
-				*finish = "tool_calls"
+				if reply.Finished() { // an answer cut short stays "length"
+					*finish = "tool_calls"
+				}
 			}
 			return map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": lp}
 		},
@@ -618,7 +620,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	}
 	finish := finishReason(&reply)
 	if hold != nil {
-		if _, calls := c.tools.calls(&reply); len(calls) > 0 {
+		if text, calls := c.tools.calls(&reply); len(calls) > 0 {
+			hold.tail(text) // text after the calls, as the whole answer's content has it
+			for i, call := range calls {
+				call["index"] = i // a streamed call says which it is
+			}
 			d := map[string]any{"tool_calls": calls}
 			if first {
 				d["role"], d["content"] = "assistant", nil
@@ -627,7 +633,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 			chunk["choices"] = []any{map[string]any{"index": 0, "delta": d, "finish_reason": nil, "logprobs": nil}}
 			first = false
 			ev.send(chunk)
-			finish = "tool_calls"
+			if reply.Finished() {
+				finish = "tool_calls"
+			}
 		} else if rest := hold.rest(); rest != "" {
 			send(rest, nil)
 		}

@@ -142,3 +142,41 @@ func structuredPerson(t *testing.T) *structured.Format {
 	}
 	return f
 }
+
+// TestChatsReuseTheLastOne: with several chats, a client's next request takes the chat
+// released last, which holds its conversation: the prompt is evaluated again only past what
+// it repeats.
+func TestChatsReuseTheLastOne(t *testing.T) {
+	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	m, first := enginetest.Open(t, path, engine.Options{Threads: 2}, testContext)
+	c, err := assistant.New(m, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(c, "tiny")
+	for range 2 {
+		sess, err := m.NewSession(engine.SessionOptions{Context: testContext})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sess.Close() })
+		more, err := assistant.New(m, sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Also(more)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	f := &fixture{srv: ts}
+	body := `{"stream":false,"messages":[{"role":"user","content":"Name three colours."}],"options":{"temperature":0,"num_predict":3}}`
+	for i := range 3 {
+		resp, b := f.post(t, "/api/chat", body)
+		var r struct {
+			PromptEvalCount int `json:"prompt_eval_count"`
+		}
+		if json.Unmarshal(b, &r) != nil || resp.StatusCode != 200 || i > 0 && r.PromptEvalCount != 1 {
+			t.Fatalf("request %d: %d %s; want all but one prompt token reused after the first", i, resp.StatusCode, b)
+		}
+	}
+}

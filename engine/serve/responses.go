@@ -228,7 +228,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		tools, choice, err = responsesTools(req.Tools, req.ToolChoice)
 	}
 	if err == nil {
-		plan, err = parseTools(tools, choice, req.ParallelToolCalls, syntax, canCall)
+		plan, err = parseTools(tools, choice, req.ParallelToolCalls, syntax, canCall, functionName)
 	}
 	var turns []chat.Message
 	if err == nil {
@@ -406,6 +406,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		if rest := hold.rest(); rest != "" {
 			opts.OnText(rest)
 		}
+	} else if hold != nil {
+		hold.tail(text) // text after the calls, as the message's text has it
 	}
 	if text != "" || len(calls) == 0 {
 		message()

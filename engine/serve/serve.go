@@ -29,10 +29,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/engine/structured"
 )
 
 // maxBody is the most bytes a request body may have: far more than any context holds as text.
@@ -47,9 +49,13 @@ var ErrShuttingDown = errors.New("the server is shutting down")
 // it has chats (New, Also), their tokens sharing forward passes. Create it with New; set the
 // exported fields and add chats before it serves.
 type Server struct {
-	chat  *assistant.Chat      // the first chat: what the model and its template are
-	slots chan *assistant.Chat // the chats free to answer
-	batch *engine.Batcher      // with several chats: their tokens' shared passes
+	chat *assistant.Chat // the first chat: what the model and its template are
+	// turns holds a token per request answering (cap: the chats); free are the chats not
+	// answering, the one released last on top.
+	turns chan struct{}
+	mu    sync.Mutex
+	free  []*assistant.Chat
+	batch *engine.Batcher // with several chats: their tokens' shared passes
 	name  string
 	mux   *http.ServeMux
 	now   func() time.Time
@@ -75,9 +81,8 @@ type Server struct {
 
 // New returns a Server answering with c under the model id name.
 func New(c *assistant.Chat, name string) *Server {
-	s := &Server{chat: c, slots: make(chan *assistant.Chat, 1), name: name, mux: http.NewServeMux(), now: time.Now,
+	s := &Server{chat: c, turns: make(chan struct{}, 1), free: []*assistant.Chat{c}, name: name, mux: http.NewServeMux(), now: time.Now,
 		tokenBytes: longestToken(c)}
-	s.slots <- c
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("POST /v1/responses", s.responses)
@@ -111,12 +116,8 @@ func (s *Server) Also(c *assistant.Chat) error {
 	if c.Model() != s.chat.Model() || c.Context() != s.chat.Context() {
 		return errors.New("serve: another chat must be a session of the same model, with the same context")
 	}
-	slots := make(chan *assistant.Chat, cap(s.slots)+1)
-	for range len(s.slots) {
-		slots <- <-s.slots
-	}
-	slots <- c
-	s.slots = slots
+	s.turns = make(chan struct{}, cap(s.turns)+1)
+	s.free = append(s.free, c)
 	if s.batch == nil {
 		s.batch = engine.NewBatcher(c.Model())
 	}
@@ -208,6 +209,10 @@ func asAPIError(err error) *apiError {
 	case errors.Is(err, assistant.ErrNoTemplate):
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages",
 			msg: err.Error() + "; use /v1/completions"}
+	case errors.Is(err, structured.ErrNoToken):
+		// The request's format and logit_bias leave the answer no way on.
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "logit_bias",
+			msg: err.Error() + ": the logit_bias bans every token the format allows here"}
 	case errors.Is(err, ErrShuttingDown):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "server_shutting_down", msg: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -243,14 +248,23 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // cache where it left it (while no other request took that chat meanwhile).
 func (s *Server) acquire(ctx context.Context) (*assistant.Chat, error) {
 	select {
-	case c := <-s.slots:
-		return c, nil
+	case s.turns <- struct{}{}:
 	case <-ctx.Done():
 		return nil, cause(ctx)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	return c, nil
 }
 
-func (s *Server) release(c *assistant.Chat) { s.slots <- c }
+func (s *Server) release(c *assistant.Chat) {
+	s.mu.Lock()
+	s.free = append(s.free, c)
+	s.mu.Unlock()
+	<-s.turns
+}
 
 // cause is why ctx ended: ErrShuttingDown when the server stops, else ctx.Err().
 func cause(ctx context.Context) error {
@@ -263,8 +277,8 @@ func cause(ctx context.Context) error {
 // Close waits for the answers in progress, if any, and keeps the chats from every later
 // request (they wait until their clients give up): after it returns the model may be closed.
 func (s *Server) Close() {
-	for range cap(s.slots) {
-		<-s.slots
+	for range cap(s.turns) {
+		s.turns <- struct{}{}
 	}
 }
 

@@ -33,12 +33,16 @@ type toolPlan struct {
 	syntax assistant.ToolSyntax
 }
 
-// functionName is what OpenAI allows a function's name to be.
-var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// functionName is what OpenAI allows a function's name to be; ollamaFunctionName what Ollama
+// allows (MCP tools' names have dots and colons).
+var (
+	functionName       = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	ollamaFunctionName = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,128}$`)
+)
 
 // parseTools reads tools, tool_choice and parallel_tool_calls for a model whose template
 // writes calls in syntax (ok false: it cannot).
-func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assistant.ToolSyntax, ok bool) (toolPlan, error) {
+func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assistant.ToolSyntax, ok bool, names *regexp.Regexp) (toolPlan, error) {
 	var p toolPlan
 	var list []struct {
 		Type     string          `json:"type"`
@@ -63,8 +67,8 @@ func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assi
 		if err := decodeNested(t.Function, &fn, "tools["+strconv.Itoa(i)+"].function"); err != nil {
 			return p, err
 		}
-		if !functionName.MatchString(fn.Name) {
-			return p, badParam("tools", "tools[%d].function.name %q: want 1 to 64 letters, digits, _ or -", i, fn.Name)
+		if !names.MatchString(fn.Name) {
+			return p, badParam("tools", "tools[%d].function.name %q: want a name of the form %s", i, fn.Name, names)
 		}
 		if !isNull(fn.Parameters) && !isObject(fn.Parameters) {
 			return p, badParam("tools", "tools[%d].function.parameters: want a JSON Schema object", i)
@@ -166,10 +170,10 @@ func (p *toolPlan) ollamaCalls(reply *assistant.Reply) (string, []map[string]any
 func (p *toolPlan) calls(reply *assistant.Reply) (string, []map[string]any) {
 	text, calls := p.parse(reply)
 	var out []map[string]any
-	for i, c := range calls {
+	for _, c := range calls {
 		var args bytes.Buffer
 		json.Compact(&args, c.Arguments)
-		out = append(out, map[string]any{"index": i, "id": newID("call_"), "type": "function",
+		out = append(out, map[string]any{"id": newID("call_"), "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": args.String()}})
 	}
 	return text, out
@@ -182,6 +186,16 @@ type holdBack struct {
 	out    func(string)
 	buf    string // not passed on yet
 	hit    bool   // the marker was seen: everything from it is kept
+	passed int    // bytes passed on
+}
+
+// tail passes on what a reply's text (the text beside its calls, which begins with what was
+// passed on) holds beyond what was: the text after the calls.
+func (h *holdBack) tail(text string) {
+	if h.passed < len(text) {
+		h.out(text[h.passed:])
+		h.passed = len(text)
+	}
 }
 
 func (h *holdBack) write(s string) {
@@ -204,6 +218,7 @@ func (h *holdBack) write(s string) {
 	cut = len(strings.TrimRight(h.buf[:cut], " \n"))
 	if cut > 0 {
 		h.out(h.buf[:cut])
+		h.passed += cut
 		h.buf = h.buf[cut:]
 	}
 }
@@ -212,6 +227,7 @@ func (h *holdBack) write(s string) {
 func (h *holdBack) rest() string {
 	r := h.buf
 	h.buf = ""
+	h.passed += len(r)
 	return r
 }
 

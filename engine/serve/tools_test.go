@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -163,7 +164,7 @@ func TestToolErrors(t *testing.T) {
 	for _, c := range []struct{ extra, param, code, says string }{
 		{`"tools":[{"type":"function"}]`, "tools[0].function", "", "tools[0].function: want an object"},
 		{`"tools":[{"type":"code_interpreter"}]`, "tools", "", `only "function" tools are supported`},
-		{`"tools":[{"type":"function","function":{"name":"a b"}}]`, "tools", "", `name "a b": want 1 to 64 letters`},
+		{`"tools":[{"type":"function","function":{"name":"a b"}}]`, "tools", "", `name "a b": want a name of the form ^[a-zA-Z0-9_-]{1,64}$`},
 		{`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string","pattern":"x"}}}],"tool_choice":"required"`, "tools", "unsupported_parameter", `keyword "pattern"`},
 		{`"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]`, "tools", "", "parameters: want a JSON Schema object"},
 		{`"tool_choice":"required"`, "tool_choice", "", "there are no tools"},
@@ -309,5 +310,29 @@ func TestResponsesTools(t *testing.T) {
 	}
 	if json.Unmarshal(b, &u) != nil || resp.StatusCode != 200 || u.Usage.InputTokensDetails.CachedTokens != u.Usage.InputTokens-1 {
 		t.Fatalf("responses round trip after chat's: %d %s; want all but the last input token cached", resp.StatusCode, b)
+	}
+}
+
+// TestToolsLetAnswersEnd: with tools (the model choosing) an answer that writes no call ends as
+// any does; an end forced by logit_bias is a 200 with finish_reason "stop".
+func TestToolsLetAnswersEnd(t *testing.T) {
+	f := newQwen3Fixture(t)
+	eos, ok := f.want.Model().EOS()
+	if !ok {
+		t.Fatal("the model has no end-of-sequence token")
+	}
+	body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"temperature":0,"logit_bias":{"` + fmt.Sprint(eos) + `":100},"tools":` + weatherTool
+	resp, b := f.post(t, "/v1/chat/completions", body+`}`)
+	var got chatResponse
+	if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != 200 || *got.Choices[0].FinishReason != "stop" {
+		t.Fatalf("an answer ended with tools: %d %s", resp.StatusCode, b)
+	}
+	resp, b = f.post(t, "/v1/chat/completions", body+`,"stream":true}`)
+	if data, done := readEvents(t, strings.NewReader(string(b))); resp.StatusCode != 200 || !done || strings.Contains(strings.Join(data, ""), `"error"`) {
+		t.Fatalf("streamed: %d %s", resp.StatusCode, b)
+	}
+	resp, b = f.post(t, "/api/chat", `{"stream":false,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"mcp.fs:read","parameters":{"type":"object"}}}],"options":{"num_predict":2}}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("ollama with an MCP tool name: %d %s", resp.StatusCode, b)
 	}
 }

@@ -282,7 +282,7 @@ func (m *matcher) startValue(n *node, b byte) result {
 		switch {
 		case b == '-' && !n.nonNegative:
 			f.phase = numSign
-		case b == '0':
+		case b == '0' && !n.positive:
 			f.phase = numZero
 		case b >= '1' && b <= '9':
 			f.phase, f.a = numInt, 1
@@ -608,7 +608,10 @@ func stepNumber(f *frame, b byte) result {
 	if digit {
 		f.a++
 	}
-	if f.count >= maxNumber || next == numInt && f.a > maxWhole || next == numExp && f.a > maxExp {
+	// A byte that leaves the number unfinished (a sign, a point, an exponent's letter) must
+	// leave room for the digit that finishes it, or the number would reach a dead end.
+	unfinished := next == numSign || next == numDot || next == numE || next == numESign
+	if f.count >= maxNumber || unfinished && f.count+1 >= maxNumber || next == numInt && f.a > maxWhole || next == numExp && f.a > maxExp {
 		// No more bytes: end here if the number may end, else it never will.
 		if accepting(f) {
 			return doneUnconsumed

@@ -213,6 +213,7 @@ var testSchemas = []string{
 	`{"type":"array","items":{"type":"number"}}`,
 	`{"enum":[0,1,12,123]}`,
 	`{"type":"object","properties":{"n":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"p":{"type":"number","minimum":0}},"required":["n","p"]}`,
+	`{"type":"object","properties":{"e":{"type":"string","enum":["a",1,"b"]},"l":{"minItems":1,"maxItems":2},"w":{"type":"string","format":"date-time"},"p":{"type":"integer","exclusiveMinimum":0}},"required":["e","l","w","p"]}`,
 }
 
 // TestSchemaDocuments checks schemas on documents written by hand.
@@ -244,6 +245,7 @@ func TestSchemaDocuments(t *testing.T) {
 		{testSchemas[9], []string{`[]`, `[1,2.5]`, "[\n  1\n]"}, []string{`[1,]`, `["a"]`, `{}`}},
 		{testSchemas[10], []string{`0`, `1`, `12`, `123`}, []string{`2`, `1234`, `01`, `-1`}},
 		{testSchemas[11], []string{`{"n":-5,"p":0}`, `{"n":5,"p":1.5e3}`}, []string{`{"n":5,"p":-1}`, `{"n":1.5,"p":1}`}},
+		{testSchemas[12], []string{`{"e":"a","l":[1],"w":"now","p":1}`, `{"e":"b","l":[1,{}],"w":"","p":10}`}, []string{`{"e":1,"l":[1],"w":"","p":1}`, `{"e":"a","l":[],"w":"","p":1}`, `{"e":"a","l":[1,2,3],"w":"","p":1}`, `{"e":"a","l":{},"w":"","p":1}`, `{"e":"a","l":[1],"w":"","p":0}`, `{"e":"a","l":[1],"w":"","p":-3}`}},
 	}
 	for _, c := range cases {
 		f := mustCompile(t, c.schema)
@@ -264,8 +266,14 @@ func TestSchemaDocuments(t *testing.T) {
 func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, want string }{
 		{`{"type":"string","pattern":"^a"}`, `schema at /: keyword "pattern" is not supported`},
-		{`{"type":"object","properties":{"when":{"type":"string","format":"date-time"}}}`, `schema at /properties/when: keyword "format"`},
-		{`{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}`, `keyword "minimum" is not supported with 1`},
+		{`{"type":"object","properties":{"when":{"type":"string","pattern":"^2"}}}`, `schema at /properties/when: keyword "pattern"`},
+		{`{"anyOf":[{"type":"string"},{"type":"null"}],"maxLength":2}`, `keyword "maxLength" beside "anyOf"`},
+		{`{"type":"object","required":["a"],"anyOf":[{"type":"object"}]}`, `keyword "required" beside "anyOf"`},
+		{`{"const":"x","type":"integer"}`, `no value is of the type [integer]`},
+		{`{"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","maxLength":1}`, `keyword "maxLength" beside "$ref"`},
+		{`{"allOf":[{"type":"object"}],"additionalProperties":false}`, `keyword "additionalProperties" beside "allOf"`},
+		{`{"type":"object","properties":{"n":{"type":"integer","minimum":2}}}`, `keyword "minimum" is not supported with 2`},
+		{`{"type":"number","exclusiveMinimum":0}`, `keyword "exclusiveMinimum" is not supported with 0`},
 		{`{"type":"number","maximum":1e300}`, `keyword "maximum" is not supported`},
 		{`{"minimum":5}`, `keyword "minimum" is not supported`},
 		{`{"anyOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `alternatives 0 and 1 can both start with '{'`},
@@ -427,4 +435,53 @@ func FuzzCompileSchema(f *testing.F) {
 		}
 		m.canEnd()
 	})
+}
+
+// TestNoDeadEnds walks many random documents byte by byte: wherever a document is not
+// complete, some byte can continue it (no number, string or container closes the way on).
+func TestNoDeadEnds(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	prefixes := []string{`{"a":0.` + strings.Repeat("1", 29) + `e`, `{"a":0.` + strings.Repeat("1", 29), `{"a":-`, `{"a":1` + strings.Repeat("0", 14)}
+	for _, schema := range testSchemas {
+		f := mustCompile(t, schema)
+		for range 50 {
+			m := f.start()
+			for n := 0; n < 300; n++ {
+				var next []byte
+				for b := range 256 {
+					var c matcher
+					c.copyFrom(&m)
+					if c.feed(byte(b)) {
+						next = append(next, byte(b))
+					}
+				}
+				if len(next) == 0 {
+					if !m.canEnd() {
+						t.Fatalf("schema %s: a dead end", schema)
+					}
+					break
+				}
+				m.feed(next[r.IntN(len(next))])
+			}
+		}
+	}
+	for _, p := range prefixes {
+		m := JSONObject().start()
+		ok := true
+		for i := range len(p) {
+			ok = ok && m.feed(p[i])
+		}
+		if !ok {
+			continue // the prefix itself is refused: no dead end
+		}
+		alive := m.canEnd()
+		for b := range 256 {
+			var c matcher
+			c.copyFrom(&m)
+			alive = alive || c.feed(byte(b))
+		}
+		if !alive {
+			t.Errorf("after %q no byte is allowed and the document cannot end", p)
+		}
+	}
 }

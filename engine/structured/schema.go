@@ -62,8 +62,9 @@ type node struct {
 	// kindString: length bounds in characters (maxLen −1: no bound).
 	minLen, maxLen int
 
-	// kindNumber, kindInteger: no minus sign (minimum 0).
-	nonNegative bool
+	// kindNumber, kindInteger: no minus sign (minimum 0); and for an integer, no zero either
+	// (minimum 1, exclusiveMinimum 0).
+	nonNegative, positive bool
 
 	// kindLiteral: canonical JSON texts, sorted, distinct.
 	literals [][]byte
@@ -113,6 +114,11 @@ var annotations = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true, "$schema": true,
 	"$id": true, "$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true,
 	"$defs": true, "definitions": true, "strict": true,
+	// format is an annotation unless a validator opts into asserting it (JSON Schema 2020-12,
+	// the format-annotation vocabulary): a document with a string of another form still
+	// validates. pydantic writes it for datetime, UUID and URL fields, zod for .email() and
+	// .url(); refusing it would refuse those schemas. The form is the prompt's to ask for.
+	"format": true,
 }
 
 // CompileSchema compiles a JSON Schema (the subset structured output uses: type, properties,
@@ -183,6 +189,21 @@ func (c *compiler) compileObject(s map[string]any, path string) (*node, error) {
 			}
 		}
 	}
+	// A composition keyword and the keywords beside it would have to hold together; the
+	// matcher follows one node, so constraining keywords beside these are refused by name
+	// (enum and const may have a type: their values are then those of the type).
+	for _, k := range []string{"$ref", "allOf", "anyOf", "oneOf", "const", "enum"} {
+		if _, ok := s[k]; !ok {
+			continue
+		}
+		for _, other := range slices.Sorted(maps.Keys(s)) {
+			if other == k || !known[other] || (k == "const" || k == "enum") && (other == "type" || other == "nullable") {
+				continue
+			}
+			return nil, fmt.Errorf("schema at %s: keyword %q beside %q is not supported (both must hold; write them as one schema)", at(path), other, k)
+		}
+		break
+	}
 	if ref, ok := s["$ref"]; ok {
 		r, ok := ref.(string)
 		if !ok {
@@ -198,14 +219,14 @@ func (c *compiler) compileObject(s map[string]any, path string) (*node, error) {
 		return c.compile(list[0], path+"/allOf/0")
 	}
 	if v, ok := s["const"]; ok {
-		return literals([]any{v}, path+"/const")
+		return typedLiterals([]any{v}, s, path+"/const")
 	}
 	if v, ok := s["enum"]; ok {
 		list, ok := v.([]any)
 		if !ok || len(list) == 0 {
 			return nil, fmt.Errorf("schema at %s/enum: want a non-empty list", at(path))
 		}
-		return literals(list, path+"/enum")
+		return typedLiterals(list, s, path+"/enum")
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		v, ok := s[k]
@@ -255,11 +276,11 @@ func (c *compiler) compileObject(s map[string]any, path string) (*node, error) {
 		switch {
 		case s["properties"] != nil || s["additionalProperties"] != nil || s["required"] != nil:
 			types = []string{"object"}
-		case s["items"] != nil:
+		case s["items"] != nil || s["minItems"] != nil || s["maxItems"] != nil:
 			types = []string{"array"}
 		case s["minLength"] != nil || s["maxLength"] != nil:
 			types = []string{"string"}
-		case s["minimum"] != nil || s["maximum"] != nil:
+		case s["minimum"] != nil || s["maximum"] != nil || s["exclusiveMinimum"] != nil:
 			types = []string{"number"}
 		default:
 			return &node{kind: kindAny}, nil
@@ -282,20 +303,73 @@ func (c *compiler) compileObject(s map[string]any, path string) (*node, error) {
 	return anyOf(alts, path+"/type")
 }
 
+// typedLiterals returns the literal values of an enum or const that are of the schema's type
+// (all of them without one): both keywords must hold.
+func typedLiterals(values []any, s map[string]any, path string) (*node, error) {
+	var types []string
+	switch t := s["type"].(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, e := range t {
+			if name, ok := e.(string); ok {
+				types = append(types, name)
+			}
+		}
+	}
+	if n, _ := s["nullable"].(bool); n && len(types) > 0 {
+		types = append(types, "null")
+	}
+	if len(types) == 0 {
+		return literals(values, path)
+	}
+	var kept []any
+	for _, v := range values {
+		if slices.ContainsFunc(types, func(t string) bool { return ofType(t, v) }) {
+			kept = append(kept, v)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("schema at %s: no value is of the type %v", at(path), types)
+	}
+	return literals(kept, path)
+}
+
+// ofType reports whether a decoded JSON value (numbers as json.Number) is of JSON Schema type t.
+func ofType(t string, v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return t == "null"
+	case bool:
+		return t == "boolean"
+	case string:
+		return t == "string"
+	case json.Number:
+		if t == "number" {
+			return true
+		}
+		f, _, err := big.ParseFloat(string(x), 10, 256, big.ToNearestEven)
+		return t == "integer" && err == nil && f.IsInt()
+	case []any:
+		return t == "array"
+	case map[string]any:
+		return t == "object"
+	}
+	return false
+}
+
 // known are the keywords compile reads.
 var known = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
 	"minItems": true, "maxItems": true, "enum": true, "const": true, "anyOf": true, "oneOf": true,
 	"allOf": true, "nullable": true, "minLength": true, "maxLength": true, "$ref": true,
-	"minimum": true, "maximum": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true,
 }
 
 // refused are the keywords that constrain values in ways this package does not enforce, with
 // what to do instead. Unknown keywords are annotations (JSON Schema ignores them).
 var refused = map[string]string{
 	"pattern":               "a regular expression over a string; use enum, or describe the form in the prompt",
-	"format":                "string formats are not enforced; describe the form in the prompt",
-	"exclusiveMinimum":      "numeric bounds are not enforced",
 	"exclusiveMaximum":      "numeric bounds are not enforced",
 	"multipleOf":            "numeric bounds are not enforced",
 	"not":                   "negation is not enforced",
@@ -372,13 +446,13 @@ func (c *compiler) typed(t string, s map[string]any, path string) (*node, error)
 	return nil, fmt.Errorf("schema at %s/type: unknown type %q", at(path), t)
 }
 
-// bounds reads minimum and maximum for a number node. The matcher writes no integer beyond
+// bounds reads minimum, maximum and exclusiveMinimum for a number node. The matcher writes no integer beyond
 // ±(10^15 − 1) (maxWhole digits), so bounds at least that wide ask for nothing more (zod
 // writes ±(2^53 − 1) for every integer); a minimum of 0 is kept by writing no sign. Other
 // bounds are refused: the matcher cannot yet hold a number to a range digit by digit.
 func bounds(n *node, s map[string]any, path string) error {
 	widest := new(big.Float).SetFloat64(999999999999999)
-	for _, key := range []string{"minimum", "maximum"} {
+	for _, key := range []string{"minimum", "maximum", "exclusiveMinimum"} {
 		v, ok := s[key]
 		if !ok {
 			continue
@@ -388,13 +462,16 @@ func bounds(n *node, s map[string]any, path string) error {
 		if !isNum || err != nil {
 			return fmt.Errorf("schema at %s/%s: want a number", at(path), key)
 		}
+		one := big.NewFloat(1)
 		switch {
 		case key == "minimum" && f.Sign() == 0:
 			n.nonNegative = true
+		case n.kind == kindInteger && (key == "minimum" && f.Cmp(one) == 0 || key == "exclusiveMinimum" && f.Sign() == 0):
+			n.nonNegative, n.positive = true, true // zod's .positive() on an integer
 		case n.kind == kindInteger && key == "minimum" && f.Cmp(new(big.Float).Neg(widest)) <= 0:
 		case n.kind == kindInteger && key == "maximum" && f.Cmp(widest) >= 0:
 		default:
-			return fmt.Errorf("schema at %s: keyword %q is not supported with %s (numeric bounds are enforced only as minimum 0, or integers' bounds beyond ±(10^15−1))", at(path), key, num)
+			return fmt.Errorf("schema at %s: keyword %q is not supported with %s (numeric bounds are enforced only as minimum 0, an integer's minimum 1 or exclusiveMinimum 0, or integers' bounds beyond ±(10^15−1))", at(path), key, num)
 		}
 	}
 	return nil

@@ -29,12 +29,18 @@ func ToolCall(tools []Tool, open, close string) (*Format, error) {
 	var cases []named
 	for _, t := range tools {
 		args := &node{kind: kindObject, values: &node{kind: kindAny}}
-		if len(bytes.TrimSpace(t.Parameters)) > 0 && string(bytes.TrimSpace(t.Parameters)) != "null" {
+		if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && string(p) != "null" && string(p) != "true" {
 			f, err := CompileSchema(t.Parameters)
 			if err != nil {
 				return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
 			}
-			args = f.root
+			switch f.root.kind {
+			case kindObject:
+				args = f.root
+			case kindAny: // {} and the like: any object, as the arguments are one
+			default:
+				return nil, fmt.Errorf("tool %q: parameters: the arguments are an object; the schema must describe an object alone", t.Name)
+			}
 		}
 		lit := canonical(t.Name)
 		if slices.ContainsFunc(cases, func(c named) bool { return bytes.Equal(c.lit, lit) }) {

@@ -136,4 +136,38 @@ func TestStartAfter(t *testing.T) {
 			t.Fatalf("step %d (after %q): allowed %v, want %v", i, tokens[s.tok], got, s.want)
 		}
 	}
+	// An answer that writes no call ends as any answer does.
+	c = f.StartAfter(v, "<tool_call>")
+	if err := c.Accept(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Accept(8); err != nil || !c.Complete() {
+		t.Fatalf("ending free text: %v (complete %v)", err, c.Complete())
+	}
+	// Inside a call it cannot end.
+	c = f.StartAfter(v, "<tool_call>")
+	c.Accept(1)
+	if err := c.Accept(8); err == nil {
+		t.Fatal("an answer ended inside its call")
+	}
+}
+
+// TestToolCallArgumentsAreObjects: a tool's parameters must describe an object (its arguments
+// are read as one); none, {} or true mean any object.
+func TestToolCallArgumentsAreObjects(t *testing.T) {
+	for _, p := range []string{``, `null`, `{}`, `true`, `{"type":"object"}`, `{"properties":{"a":{}}}`} {
+		f, err := ToolCall([]Tool{{Name: "f", Parameters: json.RawMessage(p)}}, "", "")
+		if err != nil {
+			t.Errorf("parameters %q: %v", p, err)
+			continue
+		}
+		if accepts(f, `{"name":"f","arguments":[]}`) || accepts(f, `{"name":"f","arguments":1}`) || !accepts(f, `{"name":"f","arguments":{}}`) {
+			t.Errorf("parameters %q: arguments not held to an object", p)
+		}
+	}
+	for _, p := range []string{`{"type":"boolean"}`, `{"type":["object","null"]}`, `{"anyOf":[{"type":"object"},{"type":"string"}]}`, `{"enum":[1]}`} {
+		if _, err := ToolCall([]Tool{{Name: "f", Parameters: json.RawMessage(p)}}, "", ""); err == nil || !strings.Contains(err.Error(), "an object") {
+			t.Errorf("parameters %s: %v, want a refusal saying they must be an object", p, err)
+		}
+	}
 }

@@ -119,6 +119,9 @@ func validateObject(root any, s map[string]any, v any) error {
 		if n, ok := s["maximum"].(float64); ok && x > n {
 			return fmt.Errorf("%v is above the maximum %v", x, n)
 		}
+		if n, ok := s["exclusiveMinimum"].(float64); ok && x <= n {
+			return fmt.Errorf("%v is not above the exclusive minimum %v", x, n)
+		}
 	case string:
 		chars := float64(utf8.RuneCountInString(x))
 		if n, ok := s["minLength"].(float64); ok && chars < n {

@@ -94,7 +94,8 @@ type Constraint struct {
 	tail    []byte // the free text's last bytes, where a trigger may be beginning
 }
 
-// ErrNoToken is returned by Mask when no token of the vocabulary can continue the document.
+// ErrNoToken is returned by Mask when no token of the vocabulary can continue the document
+// (or every one that could is banned).
 var ErrNoToken = errors.New("structured: no token can continue the document")
 
 // Start returns a constraint at the start of an answer in format f over vocabulary v.
@@ -133,7 +134,7 @@ func (c *Constraint) Mask(logits []float32) error {
 	allowed := false
 	for _, id := range v.ends {
 		if canEnd && !c.ended {
-			allowed = allowed || logits[id] == logits[id]
+			allowed = allowed || choosable(logits[id])
 		} else {
 			logits[id] = inf
 		}
@@ -161,7 +162,7 @@ func (c *Constraint) Mask(logits []float32) error {
 			// Plain content inside a string: it may come. The states stay those of the last
 			// token read, valid as far as this one shares with it.
 			have = min(have, l)
-			allowed = allowed || logits[id] == logits[id]
+			allowed = allowed || choosable(logits[id])
 			continue
 		}
 		d := min(l, have)
@@ -182,7 +183,7 @@ func (c *Constraint) Mask(logits []float32) error {
 			continue
 		}
 		have = len(t)
-		allowed = allowed || logits[id] == logits[id]
+		allowed = allowed || choosable(logits[id])
 	}
 	if !allowed {
 		return ErrNoToken
@@ -190,11 +191,15 @@ func (c *Constraint) Mask(logits []float32) error {
 	return nil
 }
 
+// choosable reports whether a token with logit l can be chosen: not NaN, not −Inf (a ban, such
+// as a logit bias of −100, that the mask must not count as a way on).
+func choosable(l float32) bool { return l > float32(math.Inf(-1)) }
+
 // Accept records token id, chosen from logits that Mask masked.
 func (c *Constraint) Accept(id int32) error {
 	v := c.v
 	if slices.Contains(v.ends, id) {
-		if !c.m.canEnd() || c.ended {
+		if !c.Complete() || c.ended {
 			return fmt.Errorf("structured: token %d ends an incomplete document", id)
 		}
 		c.ended = true
