@@ -38,6 +38,7 @@ type clientReport struct {
 	ToolName, ToolArguments      string
 	ToolParsed                   map[string]any
 	ToolRoundTrip                string
+	AfterAbort                   string
 
 	LangchainInvoke, LangchainStream string
 	LangchainStructured, AIObject    map[string]any
@@ -106,6 +107,7 @@ func TestClientLibraries(t *testing.T) {
 		{"ollama chat seed 42", got.OllamaSeeded, ollamaSeeded.Text},
 		{"ollama generate", got.OllamaGenerate, generated.Text},
 		{"ollama show family", got.ShowFamily, "olmoe"},
+		{"openai after an aborted stream", got.AfterAbort, greedy.Text},
 		{"langchain invoke", got.LangchainInvoke, greedy.Text},
 		{"langchain stream", got.LangchainStream, greedy.Text},
 		{"ai sdk generateText", got.AIText, greedy.Text},

@@ -52,6 +52,14 @@ async function main() {
   }
   out.responsesStream = rs;
   out.chatRefused = await caught(() => openai.chat.completions.create({ model: 'tiny', messages, n: 2 }));
+  // Abort: the client gives up on a stream once it has begun (before reading it, so that the
+  // test does not depend on how much of the answer arrived); the server answers the next
+  // request as ever.
+  const ac = new AbortController();
+  const long = await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 200, temperature: 0, stream: true }, { signal: ac.signal });
+  ac.abort();
+  for await (const chunk of long) void chunk; // the SDK ends an aborted stream quietly
+  out.afterAbort = (await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0 })).choices[0].message.content;
 
   // Structured output as the SDK's zod helper asks for it; the schema it sent is reported, so
   // that the test computes the same answer.
