@@ -23,26 +23,7 @@ import (
 // streamed or not — is the one the engine gives that request alone.
 func TestConcurrentRequests(t *testing.T) {
 	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
-	m, first := enginetest.Open(t, path, engine.Options{Threads: 2}, testContext)
-	c, err := assistant.New(m, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(c, "tiny")
-	for range 3 {
-		sess, err := m.NewSession(engine.SessionOptions{Context: testContext})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sess.Close() })
-		more, err := assistant.New(m, sess)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Also(more); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv := serverOfChats(t, path, 4)
 	if err := srv.Also(newChat(t, path)); err == nil {
 		t.Fatal("Also took a chat of another model")
 	}
@@ -147,25 +128,7 @@ func structuredPerson(t *testing.T) *structured.Format {
 // released last, which holds its conversation: the prompt is evaluated again only past what
 // it repeats.
 func TestChatsReuseTheLastOne(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
-	m, first := enginetest.Open(t, path, engine.Options{Threads: 2}, testContext)
-	c, err := assistant.New(m, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(c, "tiny")
-	for range 2 {
-		sess, err := m.NewSession(engine.SessionOptions{Context: testContext})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sess.Close() })
-		more, err := assistant.New(m, sess)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Also(more)
-	}
+	srv := serverOfChats(t, modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0)), 3)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	f := &fixture{srv: ts}
@@ -179,4 +142,30 @@ func TestChatsReuseTheLastOne(t *testing.T) {
 			t.Fatalf("request %d: %d %s; want all but one prompt token reused after the first", i, resp.StatusCode, b)
 		}
 	}
+}
+
+// serverOfChats is a server with n chats over sessions of one load of the model at path.
+func serverOfChats(t *testing.T, path string, n int) *Server {
+	t.Helper()
+	m, first := enginetest.Open(t, path, engine.Options{Threads: 2}, testContext)
+	c, err := assistant.New(m, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(c, "tiny")
+	for range n - 1 {
+		sess, err := m.NewSession(engine.SessionOptions{Context: testContext})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sess.Close() })
+		more, err := assistant.New(m, sess)
+		if err == nil {
+			err = srv.Also(more)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv
 }
