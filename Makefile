@@ -11,7 +11,7 @@ TINY := testdata/gen/tiny-q8_0.gguf
 # Packages that make up the engine side (everything but the cgo window app).
 ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
 
-.PHONY: oracle-report all deps deps-run deps-package build cli run test gate check-self-contained fmt-check vet unit unit-v1 unit-v3 check-long fuzz bench clean app test-ui screenshot package check-package check-arm64
+.PHONY: oracle-report all deps deps-run deps-package build cli run test gate check-self-contained fmt-check vet unit unit-v1 unit-v3 check-long fuzz bench clean app test-ui screenshot package check-package check-arm64 check-windows
 
 all: build
 
@@ -41,13 +41,19 @@ run: cli
 # make test: the whole gate.
 test: deps gate
 
-gate: check-self-contained fmt-check vet unit oracle-report check-long check-arm64 test-ui screenshot check-package
+gate: check-self-contained fmt-check vet unit oracle-report check-long check-arm64 check-windows test-ui screenshot check-package
 	@echo "gate: all green"
 
 # linux/arm64 under qemu: the kernels', quantizers' and tokenizer's tests, and tiny models' logits
 # equal to amd64's at several thread counts and pass sizes (tools/check-arm64.sh).
 check-arm64:
 	GO=$(GO) tools/check-arm64.sh
+
+# windows/amd64 under Wine: the engine's, kernels', GGUF's, quantizers', tokenizer's, experts' and
+# assistant's tests, and tiny models' logits equal to Linux's at every SIMD tier, several thread
+# counts and pass sizes (tools/check-windows.sh).
+check-windows:
+	GO=$(GO) tools/check-windows.sh
 
 # Every Go file git tracks (still there) or would add is gofmt-clean (tools/check-fmt.sh), and the
 # check is shown to catch what it is for (tools/check-fmt-test.sh).
@@ -104,8 +110,9 @@ screenshot:
 	GO=$(GO) tools/screenshot.sh build/screenshots
 
 # make package: dist/trochilus-VERSION-linux-amd64.tar.xz and dist/trochilus-VERSION-windows-amd64.zip,
-# both programs in each (packaging/package.sh; VERSION=x.y.z to name one). Reproducible; writes
-# nothing in the checkout but dist/.
+# both programs in each, and the CLI alone for linux-arm64, windows-arm64 and macos-arm64
+# (packaging/package.sh; VERSION=x.y.z to name one). Reproducible; writes nothing in the checkout
+# but dist/.
 VERSION ?= 0.1.0
 package: deps-package
 	VERSION=$(VERSION) packaging/package.sh

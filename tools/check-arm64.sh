@@ -9,6 +9,7 @@
 #
 # usage: tools/check-arm64.sh   (from the repository root; tools/deps.sh test installs qemu)
 set -euo pipefail
+. "$(dirname "$0")/digests.sh" # digest_models, digest_matrix, digest_compare
 # The x86 oracles (libggml through purego) cannot load into an arm64 process: those tests skip
 # here by name; the amd64 run of the gate requires them.
 unset TROCHILUS_REQUIRE_ORACLES
@@ -29,25 +30,9 @@ done
 
 CGO_ENABLED=0 $go build -o "$tmp/tro-amd64" ./app/trochilus
 CGO_ENABLED=0 GOARCH=arm64 $go build -o "$tmp/tro-arm64" ./app/trochilus
-mkdir "$tmp/models"
-for m in "tiny q8_0" "tiny q4_k_m" "tiny f16" "tiny q4_0" "tiny q6_k" "qwen3-tiny q8_0"; do
-  set -- $m
-  "$tmp/tro-amd64" gen -o "$tmp/models/$1-$2.gguf" -preset "$1" -type "$2" >/dev/null
-done
-toks=$(seq -s, 100 37 1600) # 40 ids: a pass of 512 takes them at once, of 7 in six passes
-fail=0
-for m in "$tmp"/models/*.gguf; do
-  want=$("$tmp/tro-amd64" logits -m "$m" --tokens "$toks" -t 1 -b 512 -c 64 2>"$tmp/err" | sha256sum | cut -c1-16)
-  line="$(basename "$m"): amd64 $want, arm64"
-  for th in 1 3; do
-    for b in 1 7 512; do
-      got=$($qemu "$tmp/tro-arm64" logits -m "$m" --tokens "$toks" -t $th -b $b -c 64 2>"$tmp/err" | sha256sum | cut -c1-16) ||
-        { cat "$tmp/err" >&2; exit 1; }
-      line="$line t=$th,b=$b:$got"
-      [ "$got" = "$want" ] || fail=1
-    done
-  done
-  echo "check-arm64: $line"
-done
-[ $fail = 0 ] || { echo "check-arm64: arm64 logits differ from amd64's" >&2; exit 1; }
+digest_models "$tmp/tro-amd64" "$tmp/models"
+digest_matrix "$tmp/models" best "$tmp/tro-amd64" >"$tmp/amd64.txt"
+digest_matrix "$tmp/models" best $qemu "$tmp/tro-arm64" >"$tmp/arm64.txt"
+digest_compare amd64 "$tmp/amd64.txt" arm64 "$tmp/arm64.txt" | sed 's/^/check-arm64: /' ||
+  { echo "check-arm64: arm64 logits differ from amd64's" >&2; exit 1; }
 echo "check-arm64: every arm64 digest equals amd64's ($((SECONDS - start)) s in all)"

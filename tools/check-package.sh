@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Checks the archives packaging/package.sh wrote: the members of each and their modes, the file
-# type of every program (`file`), the .desktop file (desktop-file-validate), the icon, and in the
-# Windows exes the resources (version strings, icon, manifest) and the DLLs they import. Prints
-# one line per check; exits 1 if any failed.
+# type of every program (`file`), the .desktop file (desktop-file-validate), the icon, in the
+# Windows exes the resources (version strings, icon, manifest) and the DLLs they import, and the
+# macOS CLI's code signature. Prints one line per check; exits 1 if any failed.
 #
 # Usage: tools/check-package.sh [DIST [VERSION]]      (defaults: dist 0.1.0)
-# CHECK_PACKAGE_SIDES=linux (or windows) checks one archive only; tools/check-package-test.sh
-# uses it to spend its time on the archive it broke.
+# CHECK_PACKAGE_SIDES names the archives to check (default: all five: linux windows linux-arm64
+# windows-arm64 macos-arm64); tools/check-package-test.sh uses it to spend its time on the
+# archive it broke.
 set -uo pipefail
 dist=${1:-dist}
 version=${2:-0.1.0}
-sides=" ${CHECK_PACKAGE_SIDES:-linux windows} "
+sides=" ${CHECK_PACKAGE_SIDES:-linux windows linux-arm64 windows-arm64 macos-arm64} "
 export LC_ALL=C
 
 for tool in tar xz unzip file strings desktop-file-validate x86_64-w64-mingw32-objdump; do
@@ -57,9 +58,11 @@ expect_mode() {
 }
 
 # Both PE layouts of `file`'s output: 5.44 (Debian 12) "PE32+ executable (console) x86-64, for MS
-# Windows", 5.46 (Debian 13) "PE32+ executable for MS Windows 6.01 (console), x86-64".
-pe() { echo "^PE32\+ executable (for MS Windows [0-9.]+ )?\($1\),? x86-64"; }
+# Windows", 5.46 (Debian 13) "PE32+ executable for MS Windows 6.01 (console), x86-64". pe
+# SUBSYSTEM [ARCH] (default x86-64; arm64 is "Aarch64").
+pe() { echo "^PE32\+ executable (for MS Windows [0-9.]+ )?\($1\),? ${2:-x86-64}"; }
 elf='^ELF 64-bit LSB (pie )?executable, x86-64,'
+elf_arm64='^ELF 64-bit LSB (pie )?executable, ARM aarch64,'
 
 # expect_windows_resources EXE NAME FILE: version strings, icon and manifest in the .rsrc section.
 expect_windows_resources() {
@@ -95,24 +98,82 @@ expect_imports() {
   if [[ $dlls =~ $2 ]]; then ok "$(basename "$1"): $3 ($dlls)"; else fail "$(basename "$1"): want $3, imports: ${dlls:-none}"; fi
 }
 
+# x86_view EXE DIR: a copy of the PE file EXE in DIR whose COFF machine says x86-64, for
+# Debian's objdump, which reads no other machine's PE files; the resource tree and the import
+# table it prints are the same on every machine.
+x86_view() {
+  local off
+  mkdir -p "$2" && cp "$1" "$2/"
+  off=$(od -An -t u4 -j 60 -N 4 "$1" | tr -d ' ') # e_lfanew: where "PE\0\0" and the COFF header are
+  printf '\x64\x86' | dd of="$2/$(basename "$1")" bs=1 seek=$((off + 4)) conv=notrunc status=none
+}
+
+# expect_signed FILE: the Mach-O FILE has a code signature (LC_CODE_SIGNATURE, load command 29):
+# macOS on Apple silicon runs no unsigned program; Go's linker signs ad hoc.
+expect_signed() {
+  local magic n off=32 i cmd size
+  magic=$(od -An -t x4 -N 4 "$1" | tr -d ' ') # mach_header_64's magic, then its ncmds
+  n=$(od -An -t u4 -j 16 -N 4 "$1" | tr -d ' ')
+  if [ "$magic" != feedfacf ]; then fail "$(basename "$1"): not a 64-bit Mach-O file, so unsigned"; return; fi
+  for ((i = 0; i < ${n:-0} && i < 256; i++)); do # the commands follow the 32-byte header
+    read -r cmd size < <(od -An -t u4 -j $off -N 8 "$1")
+    if [ "${cmd:-}" = 29 ]; then ok "$(basename "$1"): code signature (ad hoc)"; return; fi
+    [ "${size:-0}" -gt 0 ] || break
+    off=$((off + size))
+  done
+  fail "$(basename "$1"): no code signature (LC_CODE_SIGNATURE): macOS on Apple silicon will not run it"
+}
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-package.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# open_tar NAME EXECUTABLES MEMBERS...: checks that dist/NAME.tar.xz reads, holds the folder NAME
+# with MEMBERS alone, each of EXECUTABLES (space-separated) with mode 755, and extracts it into
+# the work folder; fails (status 1) if it does not read.
+open_tar() {
+  local name=$1 exes=$2 archive="$dist/$1.tar.xz" out="" listing="" f
+  shift 2
+  # Decompressed once: listing and extracting each read the tar.
+  if ! out=$(xz -dc "$archive" 2>&1 >"$work/$name.tar") || ! listing=$(tar -tvf "$work/$name.tar" 2>&1); then
+    fail "$archive: not a readable tar.xz: $out$listing"
+    return 1
+  fi
+  ok "$archive: $(stat -c %s "$archive") bytes"
+  expect_members "$name.tar.xz" "$(awk '{ print $NF }' <<<"$listing" | sort)" "$(printf "$name/%s\n" '' "$@" | sort)"
+  for f in $exes; do expect_mode "$name.tar.xz" "$listing" "$name/$f" -rwxr-xr-x; done
+  tar -C "$work" -xf "$work/$name.tar"
+}
+
+# open_zip NAME MEMBERS...: checks that dist/NAME.zip reads and holds the folder NAME with MEMBERS
+# alone, and extracts it into the work folder; fails (status 1) if it does not read.
+open_zip() {
+  local name=$1 archive="$dist/$1.zip" members
+  shift
+  if ! members=$(unzip -Z1 "$archive" 2>&1); then
+    fail "$archive: not a readable zip: $members"
+    return 1
+  fi
+  ok "$archive: $(stat -c %s "$archive") bytes"
+  expect_members "$name.zip" "$(sort <<<"$members")" "$(printf "$name/%s\n" "$@" | sort)"
+  unzip -q -d "$work" "$archive"
+}
+
+# expect_readme FILE: the README names this version.
+expect_readme() {
+  if grep -q "Trochilus $version " "$1" 2>/dev/null; then ok "README.txt: version $version"; else fail "README.txt: no 'Trochilus $version'"; fi
+}
+
+# expect_crlf FILE: the Windows README has CRLF line ends.
+expect_crlf() {
+  if [ -f "$1" ] && grep -q $'\r$' "$1"; then ok "README.txt: CRLF line ends"; else fail "README.txt: not CRLF"; fi
+}
+
 # check_linux: the tar.xz with both programs, the .desktop entry, the icon and install.sh.
 check_linux() {
-  local lname larchive out listing l f want
+  local lname out l want
   lname="trochilus-$version-linux-amd64"
-  larchive="$dist/$lname.tar.xz"
-  # Decompressed once: listing and extracting each read the tar.
-  out="" listing=""
-  if ! out=$(xz -dc "$larchive" 2>&1 >"$work/linux.tar") || ! listing=$(tar -tvf "$work/linux.tar" 2>&1); then
-    fail "$larchive: not a readable tar.xz: $out$listing"
-  else
-    ok "$larchive: $(stat -c %s "$larchive") bytes"
-    expect_members "$lname.tar.xz" "$(awk '{ print $NF }' <<<"$listing" | sort)" \
-      "$(printf "$lname/%s\n" '' README.txt install.sh trochilus trochilus-app trochilus.desktop trochilus.png | sort)"
-    for f in trochilus trochilus-app install.sh; do expect_mode "$lname.tar.xz" "$listing" "$lname/$f" -rwxr-xr-x; done
-    tar -C "$work" -xf "$work/linux.tar"
+  if open_tar "$lname" "trochilus trochilus-app install.sh" \
+    README.txt install.sh trochilus trochilus-app trochilus.desktop trochilus.png; then
     l="$work/$lname"
     # The CLI has no cgo; it links the C library alone (purego's dlopen, to open libcuda when
     # there is one), so it runs on any glibc system with nothing installed.
@@ -136,22 +197,15 @@ check_linux() {
     if [ -f "$l/install.sh" ]; then
       if out=$(sh -n "$l/install.sh" 2>&1); then ok "install.sh: sh -n"; else fail "install.sh: $out"; fi
     fi
-    if grep -q "Trochilus $version " "$l/README.txt" 2>/dev/null; then ok "README.txt: version $version"; else fail "README.txt: no 'Trochilus $version'"; fi
+    expect_readme "$l/README.txt"
   fi
 }
 
 # check_windows: the zip with the console CLI and the GUI app, each with its resources.
 check_windows() {
-  local wname warchive members w
+  local wname w
   wname="trochilus-$version-windows-amd64"
-  warchive="$dist/$wname.zip"
-  if ! members=$(unzip -Z1 "$warchive" 2>&1); then
-    fail "$warchive: not a readable zip: $members"
-  else
-    ok "$warchive: $(stat -c %s "$warchive") bytes"
-    expect_members "$wname.zip" "$(sort <<<"$members")" \
-      "$(printf "$wname/%s\n" README.txt trochilus.exe trochilus-app.exe | sort)"
-    unzip -q -d "$work" "$warchive"
+  if open_zip "$wname" README.txt trochilus.exe trochilus-app.exe; then
     w="$work/$wname"
     if [ -f "$w/trochilus.exe" ]; then
       expect_type "$w/trochilus.exe" "$(pe console)" "PE32+ executable (console) x86-64"
@@ -167,12 +221,55 @@ check_windows() {
       expect_imports "$w/trochilus-app.exe" '^([a-z0-9_]+32|msvcrt|ntdll)\.dll( ([a-z0-9_]+32|msvcrt|ntdll)\.dll)*$' \
         "imports only Windows DLLs"
     fi
-    if [ -f "$w/README.txt" ] && grep -q $'\r$' "$w/README.txt"; then ok "README.txt: CRLF line ends"; else fail "README.txt: not CRLF"; fi
+    expect_crlf "$w/README.txt"
   fi
 }
 
-[[ $sides == *" linux "* ]] && check_linux
-[[ $sides == *" windows "* ]] && check_windows
+# check_linux_arm64: the tar.xz with the arm64 CLI, which like amd64's links the C library alone.
+check_linux_arm64() {
+  local name="trochilus-$version-linux-arm64" l
+  if open_tar "$name" trochilus README.txt trochilus; then
+    l="$work/$name"
+    if [ -f "$l/trochilus" ]; then
+      expect_type "$l/trochilus" "$elf_arm64" "ELF 64-bit arm64"
+      expect_needed "$l/trochilus" "libc.so.6 libdl.so.2 libpthread.so.0"
+    fi
+    expect_readme "$l/README.txt"
+  fi
+}
+
+# check_windows_arm64: the zip with the arm64 console CLI and its resources.
+check_windows_arm64() {
+  local name="trochilus-$version-windows-arm64" w
+  if open_zip "$name" README.txt trochilus.exe; then
+    w="$work/$name"
+    if [ -f "$w/trochilus.exe" ]; then
+      expect_type "$w/trochilus.exe" "$(pe console Aarch64)" "PE32+ executable (console) arm64"
+      x86_view "$w/trochilus.exe" "$work/x86-view"
+      expect_windows_resources "$work/x86-view/trochilus.exe" trochilus trochilus.exe
+      expect_imports "$work/x86-view/trochilus.exe" '^kernel32\.dll$' "imports kernel32.dll only"
+    fi
+    expect_crlf "$w/README.txt"
+  fi
+}
+
+# check_macos_arm64: the tar.xz with the macOS CLI for Apple silicon, signed.
+check_macos_arm64() {
+  local name="trochilus-$version-macos-arm64" m
+  if open_tar "$name" trochilus README.txt trochilus; then
+    m="$work/$name"
+    if [ -f "$m/trochilus" ]; then
+      expect_type "$m/trochilus" '^Mach-O 64-bit arm64 executable' "Mach-O 64-bit arm64"
+      expect_signed "$m/trochilus"
+    fi
+    expect_readme "$m/README.txt"
+  fi
+}
+
+for side in $sides; do
+  echo "--    $side"
+  if declare -F "check_${side//-/_}" >/dev/null; then "check_${side//-/_}"; else fail "no archive kind $side"; fi
+done
 
 if [ "$failed" -ne 0 ]; then echo "check-package: FAILED"; exit 1; fi
 echo "check-package: all good"

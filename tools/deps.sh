@@ -20,6 +20,9 @@ if [ "$mode" = test ]; then
   # make check-arm64: linux/arm64 test binaries and the CLI under user-mode emulation, with the
   # arm64 C library the CLI's dynamic loader wants (purego links libc).
   debs+=(qemu-user-static libc6-arm64-cross)
+  # make check-windows: windows/amd64 test binaries and the CLI under Wine (8.0, 64-bit); its
+  # stand-in bcryptprimitives.dll builds with the mingw-w64 compiler the package mode installs.
+  debs+=(wine wine64)
   # Node.js may come from elsewhere (nodesource bundles npm and conflicts with Debian's npm).
   command -v node >/dev/null 2>&1 || debs+=(nodejs)
   command -v npm >/dev/null 2>&1 || debs+=(npm)

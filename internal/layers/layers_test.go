@@ -126,7 +126,9 @@ func imports(t *testing.T, root string) (prod, test map[string]map[string][]stri
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+			// What the go command ignores (and build outputs such as the Wine check's overlay
+			// under build/windows/_overlay), skipped as it skips them.
+			if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
 				return filepath.SkipDir
 			}
 			if path != root {
