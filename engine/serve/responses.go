@@ -98,6 +98,9 @@ func responsesTools(tools, choice json.RawMessage) (json.RawMessage, json.RawMes
 		Name string `json:"name"`
 	}
 	if !isNull(choice) && json.Unmarshal(choice, &named) == nil && named.Type == "function" {
+		if named.Name == "" {
+			return nil, nil, badParam("tool_choice", "tool_choice: want \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"name\": …}")
+		}
 		b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
 		choice = b
 	}
@@ -161,13 +164,18 @@ func parseResponsesInput(raw json.RawMessage, tools bool) ([]chat.Message, error
 				return nil, badParam("input", "input[%d]: %v", i, err)
 			}
 			var o struct {
-				CallID string `json:"call_id"`
-				Output string `json:"output"`
+				CallID string          `json:"call_id"`
+				Output json.RawMessage `json:"output"`
 			}
 			if err := json.Unmarshal(mustObject(it), &o); err != nil {
-				return nil, badParam("input", "input[%d]: a function_call_output wants call_id and an output text", i)
+				return nil, badParam("input", "input[%d]: a function_call_output wants call_id and an output", i)
 			}
-			msgs = append(msgs, chat.Message{Role: "tool", Content: o.Output, Extra: map[string]any{"tool_call_id": o.CallID}})
+			// The output is a text, or a list of text parts as newer clients send it.
+			output, err := parseContent(o.Output, "input_text", "output_text")
+			if err != nil {
+				return nil, badParam("input", "input[%d].output: %v", i, err)
+			}
+			msgs = append(msgs, chat.Message{Role: "tool", Content: output, Extra: map[string]any{"tool_call_id": o.CallID}})
 			continue
 		case typ == "function_call" || typ == "function_call_output":
 			return nil, badParam("input", "input[%d]: %s items need tools, and a model whose template renders them", i, typ)
@@ -296,10 +304,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if !isNull(req.Tools) {
 		toolsEcho = req.Tools
 	}
-	var choiceEcho any = "none"
-	if plan.tools != nil {
-		choiceEcho = "auto"
-	}
+	var choiceEcho any = "auto" // the default, as OpenAI echoes it with or without tools
 	if !isNull(req.ToolChoice) {
 		choiceEcho = req.ToolChoice
 	}
@@ -425,7 +430,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		item["arguments"] = ""
 		send("response.output_item.added", map[string]any{"output_index": at, "item": item})
 		send("response.function_call_arguments.delta", map[string]any{"item_id": item["id"], "output_index": at, "delta": args})
-		send("response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": at, "arguments": args})
+		send("response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": at, "name": item["name"], "arguments": args})
 		item["arguments"], item["status"] = args, "completed"
 		send("response.output_item.done", map[string]any{"output_index": at, "item": item})
 	}

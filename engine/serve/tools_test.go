@@ -299,7 +299,7 @@ func TestResponsesTools(t *testing.T) {
 	}
 	resp, b = f.post(t, "/v1/responses", `{"max_output_tokens":1,"tools":`+responsesWeather+`,"input":[{"role":"user","content":"Weather in Paris?"},
 		{"type":"function_call","call_id":"call_9","name":"get_weather","arguments":"{\"city\": \"Paris\", \"unit\": \"C\"}"},
-		{"type":"function_call_output","call_id":"call_9","output":"sunny"}]}`)
+		{"type":"function_call_output","call_id":"call_9","output":[{"type":"input_text","text":"sunny"}]}]}`)
 	var u struct {
 		Usage struct {
 			InputTokens        int `json:"input_tokens"`
@@ -311,6 +311,8 @@ func TestResponsesTools(t *testing.T) {
 	if json.Unmarshal(b, &u) != nil || resp.StatusCode != 200 || u.Usage.InputTokensDetails.CachedTokens != u.Usage.InputTokens-1 {
 		t.Fatalf("responses round trip after chat's: %d %s; want all but the last input token cached", resp.StatusCode, b)
 	}
+	resp, b = f.post(t, "/v1/responses", `{"input":"hi","tools":`+responsesWeather+`,"tool_choice":{"type":"function"}}`)
+	wantError(t, "a function tool_choice without a name", resp, b, http.StatusBadRequest, "tool_choice", "", `{"type": "function", "name": …}`)
 }
 
 // TestToolsLetAnswersEnd: with tools (the model choosing) an answer that writes no call ends as
