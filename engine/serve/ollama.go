@@ -411,9 +411,8 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 	}
 	nd := newLines(w)
 	opts.OnText = func(text string) { nd.send(line(text)) }
-	var hold *holdBack
-	if tools != nil && tools.read {
-		hold = &holdBack{marker: strings.TrimRight(tools.syntax.Open, "\n"), out: opts.OnText}
+	hold := tools.holdBack(opts.OnText)
+	if hold != nil {
 		opts.OnText = hold.write
 	}
 	reply, err := answer(c, opts)

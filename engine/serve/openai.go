@@ -601,9 +601,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		ev.send(chunk)
 	}
 	opts.OnText = func(text string) { send(text, nil) }
-	var hold *holdBack
-	if c.tools != nil && c.tools.read {
-		hold = &holdBack{marker: strings.TrimRight(c.tools.syntax.Open, "\n"), out: opts.OnText}
+	hold := c.tools.holdBack(opts.OnText)
+	if hold != nil {
 		opts.OnText = hold.write
 	}
 	reply, err := c.answer(r, chat, opts)

@@ -386,9 +386,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		message()
 		send("response.output_text.delta", where(map[string]any{"delta": text, "logprobs": []any{}}))
 	}
-	var hold *holdBack
-	if plan.read {
-		hold = &holdBack{marker: strings.TrimRight(plan.syntax.Open, "\n"), out: opts.OnText}
+	hold := plan.holdBack(opts.OnText)
+	if hold != nil {
 		opts.OnText = hold.write
 	}
 	reply, err := chat.Reply(r.Context(), turns, opts)

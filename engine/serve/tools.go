@@ -284,6 +284,18 @@ func (p *toolPlan) apply(opts *assistant.Options) {
 	case p.forced != nil:
 		opts.Format = p.forced
 	case p.lazy != nil && opts.Format == nil:
-		opts.Format, opts.Trigger = p.lazy, strings.TrimRight(p.syntax.Open, "\n")
+		opts.Format, opts.Trigger = p.lazy, p.marker()
 	}
+}
+
+// marker is the text a call begins with: the syntax's opening without its newline.
+func (p *toolPlan) marker() string { return strings.TrimRight(p.syntax.Open, "\n") }
+
+// holdBack returns, for a plan that reads calls, a holdBack passing a streamed answer's text on
+// to out; nil for one that reads none (its text streams as it comes).
+func (p *toolPlan) holdBack(out func(string)) *holdBack {
+	if p == nil || !p.read {
+		return nil
+	}
+	return &holdBack{marker: p.marker(), out: out}
 }
