@@ -11,7 +11,7 @@ TINY := testdata/gen/tiny-q8_0.gguf
 # Packages that make up the engine side (everything but the cgo window app).
 ENGINE_PKGS := $$($(GO) list ./... | grep -v '/ui' | grep -v '/app/trochilus-app')
 
-.PHONY: oracle-report all deps deps-run deps-package build cli run test gate check-self-contained fmt-check vet unit unit-v1 unit-v3 check-long fuzz bench clean app test-ui screenshot package check-package check-arm64 check-windows
+.PHONY: oracle-report all deps deps-run deps-package build cli run test gate check-self-contained fmt-check vet unit unit-v1 unit-v3 check-long fuzz bench clean app test-ui screenshot package check-package check-arm64 check-windows check-trained
 
 all: build
 
@@ -98,6 +98,11 @@ oracle-report:
 # Long checks (the exhaustive exp test and the like); part of the gate.
 check-long:
 	TROCHILUS_LONG=1 TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m -run 'Long' $(ENGINE_PKGS)
+
+# The trained tiny model's whole recipe (tools/train/recipe.sh, about 75 minutes on 2 cores):
+# not part of the gate, which checks its data step and the committed file's digest.
+check-trained:
+	tools/train/recipe.sh build/train
 
 # The window app's screens and main, headless: -tags ci selects Fyne's software driver. cgo.
 test-ui:

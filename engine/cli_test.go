@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
-	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -50,11 +49,14 @@ func TestCLIGOAMD64Long(t *testing.T) {
 	}
 
 	models := testModels()
-	models = append(models, testModel{"q4_k_m-full-vocab", modelgen.Tiny(modelgen.Q4KM())})
+	models = append(models, testModel{name: "q4_k_m-full-vocab", cfg: modelgen.Tiny(modelgen.Q4KM())})
 	for _, tm := range models {
 		t.Run(tm.name, func(t *testing.T) {
-			path := modelgentest.TestModel(t, tm.cfg)
-			prompt := testPrompts(tm.cfg.Vocab)[1]
+			path, err := filepath.Abs(tm.file(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := tm.testPrompts()[1]
 			ids := make([]string, len(prompt))
 			for i, v := range prompt {
 				ids[i] = fmt.Sprint(v)
@@ -79,7 +81,7 @@ func TestCLIGOAMD64Long(t *testing.T) {
 				}
 			}
 			// This binary's own engine, whatever level it was built at.
-			m := loadTest(t, tm.cfg, Options{Threads: 3})
+			m := tm.load(t, Options{Threads: 3})
 			s := newTestSession(t, m, 0)
 			logits := make([]float32, len(prompt)*tm.cfg.Vocab)
 			if err := s.EvalAll(context.Background(), prompt, logits); err != nil {

@@ -175,7 +175,7 @@ func determinismMismatches(t testing.TB, tm testModel, opts Options) []string {
 		if threads == 1 {
 			o.Tier = kernels.Scalar()
 		}
-		m := loadTest(t, tm.cfg, o)
+		m := tm.load(t, o)
 		got := wholePrompt(512)(t, m, prompt)
 		if want == nil {
 			want = got
@@ -190,7 +190,7 @@ func determinismMismatches(t testing.TB, tm testModel, opts Options) []string {
 		for _, tier := range kernels.Tiers()[1:] {
 			o := o
 			o.Tier = tier
-			got := wholePrompt(512)(t, loadTest(t, tm.cfg, o), prompt)
+			got := wholePrompt(512)(t, tm.load(t, o), prompt)
 			if i := firstDifference(want, got); i >= 0 {
 				bad = append(bad, fmt.Sprintf("tier %s: row %d logit %d is %v, not %v", tier.Name, i/m.cfg.Vocab, i%m.cfg.Vocab, got[i], want[i]))
 			}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
@@ -63,7 +64,7 @@ func TestDraftsChangeNothing(t *testing.T) {
 			for _, draft := range []int{1, 3, 8, 64} {
 				for _, pass := range []int{0, 5} {
 					opts := plain
-					opts.Draft = draft
+					opts.Draft, opts.draftByLengthOnly = draft, true
 					got := generateWith(t, m, pass, prompt, opts)
 					if !slices.Equal(got.tokens, want.tokens) || got.pos != want.pos || firstDifference(got.next, want.next) >= 0 {
 						t.Fatalf("%s %+v draft %d pass %d: tokens %v at %d, want %v at %d (next logits differ at %d)",
@@ -106,7 +107,7 @@ func TestDraftsAcceptedChangeNothing(t *testing.T) {
 					want = generateWith(t, m, 0, prompt, GenerateOptions{MaxTokens: 40, Sampling: sp, Stop: stop})
 				}
 				got := generateWith(t, m, 0, prompt, GenerateOptions{MaxTokens: ifElse(stop == nil, limit, 40), Sampling: sp,
-					Stop: stop, Draft: 6, Before: before})
+					Stop: stop, Draft: 6, Before: before, draftByLengthOnly: true})
 				if !slices.Equal(got.tokens, want.tokens) || got.pos != want.pos || firstDifference(got.next, want.next) >= 0 {
 					t.Fatalf("%+v limit %d stop %v: %v at %d, want %v at %d", sp, limit, stop, got.tokens, got.pos, want.tokens, want.pos)
 				}
@@ -184,6 +185,81 @@ func TestDrafterProposes(t *testing.T) {
 	}
 	if got := d.propose(4); !slices.Equal(got, []int32{4, 11}) || d.length != 2 {
 		t.Fatalf("after the pause: proposed %v, length %d", got, d.length)
+	}
+}
+
+// TestPassCostsEstimate checks the cost of a pass by width: nothing before a one-token pass is
+// measured, a measured width as measured (a weighted mean), a straight line between measured
+// widths, past the widest the line from one token through it, and the hopeful guess when only
+// one token is measured.
+func TestPassCostsEstimate(t *testing.T) {
+	var c passCosts
+	if _, ok := c.estimate(3); ok {
+		t.Fatal("an estimate before any one-token pass")
+	}
+	c.observe(1, 10*time.Millisecond)
+	if got, _ := c.estimate(5); math.Abs(got-0.014) > 1e-12 {
+		t.Errorf("width 5 from width 1 alone: %v s, want 0.014 (a tenth more a row)", got)
+	}
+	c.observe(3, 20*time.Millisecond)
+	c.observe(3, 30*time.Millisecond) // the mean moves by costWeight
+	if got, want := c.secs[3], 0.020+costWeight*0.010; math.Abs(got-want) > 1e-12 {
+		t.Errorf("width 3's mean %v, want %v", got, want)
+	}
+	c.observe(7, 50*time.Millisecond)
+	t3 := c.secs[3]
+	for _, tc := range []struct {
+		w    int
+		want float64
+	}{
+		{1, 0.010}, {3, t3}, {5, t3 + 0.5*(0.050-t3)}, {7, 0.050}, {9, 0.050 + 2*(0.050-0.010)/6},
+	} {
+		if got, ok := c.estimate(tc.w); !ok || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("width %d: %v s, want %v", tc.w, got, tc.want)
+		}
+	}
+}
+
+// TestDraftWorth checks when the measured costs advise a draft: never when every row costs a
+// whole pass (compute-bound: k+1 rows give at most k+1 tokens), a long one when rows are cheap
+// and drafts are accepted, a short one when rows are dear and acceptance middling, and the
+// drafter then waits probeEvery proposals before it probes with a short draft.
+func TestDraftWorth(t *testing.T) {
+	d := newDrafter(nil, []int32{1, 2, 3, 1, 2, 3, 1, 2}, 8)
+	for w := 1; w <= 9; w++ {
+		d.observe(w, time.Duration(w)*time.Millisecond)
+	}
+	d.p = 0.9
+	if k := d.worth(8); k != 0 {
+		t.Errorf("rows as dear as passes: worth %d, want 0", k)
+	}
+	for w := 2; w <= 9; w++ {
+		d.costs.secs[w] = 0.001 * (1 + 0.05*float64(w-1))
+	}
+	if k := d.worth(8); k != 8 {
+		t.Errorf("cheap rows, p 0.9: worth %d, want 8", k)
+	}
+	for w := 2; w <= 9; w++ {
+		d.costs.secs[w] = 0.001 * (1 + 0.4*float64(w-1))
+	}
+	d.p = 0.6
+	if k := d.worth(8); k < 1 || k > 3 {
+		t.Errorf("dear rows, p 0.6: worth %d, want 1 to 3", k)
+	}
+
+	d.p = 0.05
+	d.length = 4
+	for i := 1; i < probeEvery; i++ {
+		if got := d.propose(4); got != nil {
+			t.Fatalf("proposal %d: %v although no draft pays", i, got)
+		}
+	}
+	if got := d.propose(4); len(got) != 2 {
+		t.Fatalf("the probe after %d refusals: %v, want 2 tokens", probeEvery, got)
+	}
+	d.ended(0, 2)
+	if d.p >= 0.05 {
+		t.Errorf("a rejected probe left the acceptance chance at %v", d.p)
 	}
 }
 

@@ -25,9 +25,9 @@ func TestStreamedExpertsSameLogits(t *testing.T) {
 		}
 		t.Run(tm.name, func(t *testing.T) {
 			prompt := matrixPrompt(tm.cfg.Vocab)
-			want := wholePrompt(512)(t, loadTest(t, tm.cfg, Options{Threads: 2}), prompt)
+			want := wholePrompt(512)(t, tm.load(t, Options{Threads: 2}), prompt)
 			for _, budget := range []int64{ExpertBudgetMin, 1 << 40} {
-				m := loadTest(t, tm.cfg, Options{Threads: 2, ExpertBudget: budget})
+				m := tm.load(t, Options{Threads: 2, ExpertBudget: budget})
 				if !strings.Contains(m.Experts(), "streamed") || m.Weights() != WeightsMapped {
 					t.Fatalf("budget %d: experts %s, weights %v", budget, m.Experts(), m.Weights())
 				}

@@ -29,6 +29,11 @@ type GenerateOptions struct {
 	// Sampling, when set, draws each token at random (see Sampling); nil chooses greedily.
 	Sampling *Sampling
 
+	// Drawn, with Sampling, is how many draws Sampling's stream made before this generation:
+	// the tokens of an answer it goes on with (one draw a token), so that each token is drawn
+	// as the uninterrupted answer would have drawn it. 0: the stream's start.
+	Drawn int
+
 	// Draft, when above 0, drafts up to that many tokens at a time from the context (see
 	// drafter) and verifies them in one pass: speculative decoding that cannot change a token,
 	// greedy or sampled, since every verified row is the one a one-token pass would give and
@@ -38,6 +43,10 @@ type GenerateOptions struct {
 	// Before is what the session holds before prompt (a kept prefix): drafts are looked up
 	// in it too.
 	Before []int32
+
+	// draftByLengthOnly leaves the measured pass costs out of the draft lengths (tests that
+	// count accepted tokens must not depend on timing).
+	draftByLengthOnly bool
 
 	// Constraint, when set, limits the tokens that may be chosen (structured output, say):
 	// see Constraint.
@@ -71,6 +80,11 @@ type Generation struct {
 	Passes       int           // forward passes after the prompt (DecodeTokens without drafts)
 	Drafted      int           // draft tokens verified
 	Accepted     int           // of those, tokens the model chose as drafted
+	// HeadChoices counts the greedy choices the head's bound searched for (pure greedy: no
+	// sampling, OnLogits, constraint or batcher; see Model.SetHeadBound; not those it skipped
+	// while backing off), and HeadRows the output rows they computed exactly, of
+	// HeadChoices·Vocab.
+	HeadChoices, HeadRows int
 }
 
 // PromptRate returns the prompt tokens evaluated per second.
@@ -107,16 +121,30 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 		if err := opts.Sampling.Check(); err != nil {
 			return g, err
 		}
-		smp = newSampler(*opts.Sampling)
+		smp = resumeSampler(*opts.Sampling, opts.Drawn)
+		smp.tier = s.m.tier
 	}
 	var dr *drafter
 	var rows []float32 // a verify pass's logits, a row of Vocab floats per token
 	if opts.Draft > 0 {
 		dr = newDrafter(opts.Before, prompt, min(opts.Draft, s.pass-1, maxDraft))
+		dr.untimed = opts.draftByLengthOnly
 		rows = make([]float32, (dr.most+1)*s.m.cfg.Vocab)
 	}
+	// bounded: every choice is greedy and nothing else reads the logits, so the head's bound
+	// may choose each token of a one-token pass (next, with chosen set) without them. A draft's
+	// verify pass computes its rows whole: the tokens chosen from them are Argmax's.
+	bounded := smp == nil && opts.OnLogits == nil && opts.Constraint == nil && opts.Batch == nil && s.headBound()
+	var logits []float32
+	var next int32
+	chosen := false
 	start := time.Now()
-	logits, err := s.Eval(ctx, prompt)
+	if bounded {
+		next, err = s.evalGreedy(ctx, prompt, &g)
+		chosen = true
+	} else {
+		logits, err = s.Eval(ctx, prompt)
+	}
 	if err != nil {
 		return g, err
 	}
@@ -148,7 +176,11 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 				return g, err
 			}
 		}
-		tok := int32(kernels.Argmax(logits))
+		tok := next
+		if !chosen {
+			tok = int32(kernels.Argmax(logits))
+		}
+		chosen = false
 		if smp != nil {
 			if tok, err = smp.next(logits); err != nil {
 				return g, err
@@ -204,9 +236,11 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			room := min(opts.MaxTokens-len(g.Tokens), s.ctxLen-s.pos-1)
 			if d := dr.propose(room); len(d) > 0 {
 				batch := append(append(dr.batch[:0], tok), d...)
+				t0 := time.Now()
 				if err := s.EvalAll(ctx, batch, rows[:len(batch)*vocab]); err != nil {
 					return g, err
 				}
+				dr.observe(len(batch), time.Since(t0))
 				g.Passes++
 				g.Drafted += len(d)
 				draft, base, confirmed = d, s.pos-len(batch), 0
@@ -215,13 +249,23 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			}
 		}
 		one[0] = tok
-		if opts.Batch != nil {
+		t0 := time.Now()
+		switch {
+		case bounded:
+			next, err = s.evalGreedy(ctx, one[:], &g)
+			chosen = true
+		case opts.Batch != nil:
 			logits, err = opts.Batch.Eval(ctx, s, tok)
-		} else {
+		default:
 			logits, err = s.Eval(ctx, one[:])
 		}
 		if err != nil {
 			return g, err
+		}
+		if dr != nil && opts.Batch == nil {
+			// A shared pass's time is the batch's, not this sequence's one-token pass: with a
+			// batcher the drafts stay on the length rule alone.
+			dr.observe(1, time.Since(t0))
 		}
 		g.Passes++
 	}

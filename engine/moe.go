@@ -20,6 +20,7 @@ type moe struct {
 	layers  []moeLayer
 	outNorm []float32
 	out     kernels.Matrix // vocab rows of hidden
+	head    headState      // the head's argmax by a bound (headbound.go)
 }
 
 // moeLayer is one transformer block's weights: attention, then the routed experts.
@@ -103,6 +104,7 @@ func buildMoE(c *Config, ts *tensorSet, opts *Options) (network, error) {
 		qNorm, kNorm = c.HeadDim, c.HeadDim
 	}
 	w := &moe{cfg: *c, layers: make([]moeLayer, c.Layers), mutant: opts.mutant}
+	w.head.off.Store(h < minBoundHidden)
 	var err error
 	if w.embd, err = ts.matrix("token_embd.weight", c.Vocab, h); err != nil {
 		return nil, err

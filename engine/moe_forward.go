@@ -64,6 +64,8 @@ type moeRunner struct {
 	gateS, upS, downS []kernels.Matrix
 	holding           bool
 
+	head runnerHead // a greedy pass's choice by the head's bound (headbound.go)
+
 	// splitProducts, set only by benchmarks, runs the products of a pass one pool pass each,
 	// as the engine did before MatMulMany: the baseline BenchmarkDecode measures against.
 	splitProducts bool
@@ -183,6 +185,9 @@ func (r *moeRunner) forward(ctx context.Context, tokens []int32, pos int, logits
 	}
 	if err := r.in.Set(r.h[first*c.Hidden:], n-first, c.Hidden); err != nil {
 		return err
+	}
+	if r.head.want && !all {
+		return r.headArgmax(logits)
 	}
 	if err := r.mul.matmul(logits, &r.w.out, &r.in); err != nil {
 		return fmt.Errorf("output: %w", err)

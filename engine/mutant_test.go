@@ -35,7 +35,7 @@ func TestMutantsCaughtByOracle(t *testing.T) {
 					continue
 				}
 				if m == nil {
-					m = loadTest(t, c.model.cfg, Options{Threads: 2, mutant: tc.mutant})
+					m = c.model.load(t, Options{Threads: 2, mutant: tc.mutant})
 				}
 				cmp := compareCase(t, m, c)
 				compared++

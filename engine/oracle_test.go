@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -58,7 +57,7 @@ func referenceCases(t *testing.T) []refCase {
 	t.Helper()
 	py := oracle.Python(t, "torch", "numpy")
 	script := filepath.Join(oracle.Root(t), "tools", "oracle", "olmoe_ref.py")
-	refOnce.Do(func() { refCasesCache, refErr = runReference(t, py, script) })
+	refOnce.Do(func() { refCasesCache, refErr = runReference(t, py, script, testModels()) })
 	if refErr != nil {
 		t.Fatalf("reference: %v", refErr)
 	}
@@ -77,11 +76,15 @@ var (
 	refErr        error
 )
 
-func runReference(t *testing.T, py, script string) ([]refCase, error) {
+// runReference runs olmoe_ref.py once on every prompt of every model.
+func runReference(t *testing.T, py, script string, models []testModel) ([]refCase, error) {
 	var cases []refCase
-	for _, m := range testModels() {
-		path := modelgentest.TestModel(t, m.cfg)
-		for _, p := range testPrompts(m.cfg.Vocab) {
+	for _, m := range models {
+		path, err := filepath.Abs(m.file(t))
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range m.testPrompts() {
 			cases = append(cases, refCase{model: m, job: refJob{Model: path, Tokens: p, Generate: oracleGenerate}})
 		}
 	}
@@ -217,61 +220,73 @@ func TestOracleOLMoE(t *testing.T) {
 	}
 	for _, name := range names {
 		cs := byModel[name]
-		t.Run(name, func(t *testing.T) {
-			m := loadTest(t, cs[0].model.cfg, Options{Threads: 2})
-			var worst comparison
-			tokens, rows, fewest, minGap := 0, 0, oracleGenerate, math.Inf(1)
-			for _, c := range cs {
-				if c.res.Nonfinite != 0 || c.res.RouterTies != 0 {
-					t.Fatalf("prompt %v: the reference has %d non-finite logits and %d router ties at the top-k boundary",
-						c.job.Tokens, c.res.Nonfinite, c.res.RouterTies)
-				}
-				fewest = min(fewest, checkVaried(t, c.res.Generated))
-				cmp := compareCase(t, m, c)
-				if cmp.mismatch {
-					t.Errorf("prompt %v: greedy token %d differs (reference %v; router min gap %v)",
-						c.job.Tokens, cmp.tokens, c.res.Generated, gap(c.res.RouterMinGap))
-				}
-				if cmp.maxDiff > oracleTol {
-					t.Errorf("prompt %v: max |logit diff| %.3g at row %d token %d, above %g (router min gap %v)",
-						c.job.Tokens, cmp.maxDiff, cmp.at[0], cmp.at[1], oracleTol, gap(c.res.RouterMinGap))
-				}
-				if cmp.maxDiff >= worst.maxDiff {
-					worst = cmp
-				}
-				tokens += cmp.tokens
-				rows += cmp.rows
-				if c.res.RouterMinGap != nil {
-					minGap = min(minGap, *c.res.RouterMinGap)
-				}
-			}
-			// Generate, the API the commands use, must choose the reference's tokens too.
-			s, err := m.NewSession(SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := s.Generate(context.Background(), cs[0].job.Tokens, GenerateOptions{MaxTokens: oracleGenerate})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(g.Tokens, cs[0].res.Generated) {
-				t.Errorf("Generate: %v, reference %v", g.Tokens, cs[0].res.Generated)
-			}
-			t.Logf("%s: %d prompts, %d greedy tokens identical (at least %d distinct of %d a prompt), %d rows × %d logits, max |diff| %.3g; smallest router top-k margin %.3g",
-				name, len(cs), tokens, fewest, oracleGenerate, rows, cs[0].res.Vocab, worst.maxDiff, minGap)
-		})
+		t.Run(name, func(t *testing.T) { checkReference(t, name, cs) })
 	}
+}
+
+// checkReference compares one model, on 2 threads, with the reference run of its prompts:
+// identical greedy tokens (through Generate too) and every logit within oracleTol. It returns
+// the greedy tokens that agreed and the largest |logit diff|.
+func checkReference(t *testing.T, name string, cs []*refCase) (tokens int, maxDiff float64) {
+	m := cs[0].model.load(t, Options{Threads: 2})
+	var worst comparison
+	rows, fewest, minGap := 0, oracleGenerate, math.Inf(1)
+	for _, c := range cs {
+		if c.res.Nonfinite != 0 || c.res.RouterTies != 0 {
+			t.Fatalf("prompt %v: the reference has %d non-finite logits and %d router ties at the top-k boundary",
+				c.job.Tokens, c.res.Nonfinite, c.res.RouterTies)
+		}
+		fewest = min(fewest, checkVaried(t, c.res.Generated, c.model.real))
+		cmp := compareCase(t, m, c)
+		if cmp.mismatch {
+			t.Errorf("prompt %v: greedy token %d differs (reference %v; router min gap %v)",
+				c.job.Tokens, cmp.tokens, c.res.Generated, gap(c.res.RouterMinGap))
+		}
+		if cmp.maxDiff > oracleTol {
+			t.Errorf("prompt %v: max |logit diff| %.3g at row %d token %d, above %g (router min gap %v)",
+				c.job.Tokens, cmp.maxDiff, cmp.at[0], cmp.at[1], oracleTol, gap(c.res.RouterMinGap))
+		}
+		if cmp.maxDiff >= worst.maxDiff {
+			worst = cmp
+		}
+		tokens += cmp.tokens
+		rows += cmp.rows
+		if c.res.RouterMinGap != nil {
+			minGap = min(minGap, *c.res.RouterMinGap)
+		}
+	}
+	// Generate, the API the commands use, must choose the reference's tokens too.
+	s, err := m.NewSession(SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Generate(context.Background(), cs[0].job.Tokens, GenerateOptions{MaxTokens: oracleGenerate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.Tokens, cs[0].res.Generated) {
+		t.Errorf("Generate: %v, reference %v", g.Tokens, cs[0].res.Generated)
+	}
+	t.Logf("%s: %d prompts, %d greedy tokens identical (at least %d distinct of %d a prompt), %d rows × %d logits, max |diff| %.3g; smallest router top-k margin %.3g",
+		name, len(cs), tokens, fewest, oracleGenerate, rows, cs[0].res.Vocab, worst.maxDiff, minGap)
+	return tokens, worst.maxDiff
 }
 
 // checkVaried fails when a generation is mostly one token repeated (a degenerate model makes
 // the token comparison weak), and returns how many distinct tokens it has.
-func checkVaried(t testing.TB, toks []int32) int {
+func checkVaried(t testing.TB, toks []int32, trained bool) int {
 	t.Helper()
 	distinct := map[int32]bool{}
 	for _, v := range toks {
 		distinct[v] = true
 	}
-	if len(distinct) < len(toks)/4 {
+	// A trained model may loop on a phrase, as real small models do (its peaked logits keep
+	// the comparison strong): only a near-constant output is degenerate there.
+	least := len(toks) / 4
+	if trained {
+		least = 4
+	}
+	if len(distinct) < least {
 		t.Errorf("the reference's greedy output %v has only %d distinct tokens: the model is degenerate", toks, len(distinct))
 	}
 	return len(distinct)

@@ -67,7 +67,7 @@ func TestSessionBytesMatchAllocation(t *testing.T) {
 			{Options{Threads: 1, PassSize: 1}, InMemory},
 			{Options{Threads: 2, Context: 200, PassSize: 32, ExpertBudget: ExpertBudgetMin}, ExpertsStreamed},
 		} {
-			m := loadTest(t, tm.cfg, c.opts)
+			m := tm.load(t, c.opts)
 			pl := m.Plan()
 			if pl.Placement != c.want || pl.Threads != m.Threads() {
 				t.Fatalf("%s %+v: plan %v with %d threads, want %v with %d", tm.name, c.opts, pl.Placement, pl.Threads, c.want, m.Threads())

@@ -54,6 +54,12 @@ type sampler struct {
 	keys []uint64 // the kept tokens as rank keys (see rankKey)
 	tmp  []uint64 // the radix sort's other buffer
 	p    []float32
+
+	// tier, when set, computes the exponentials of a whole vocabulary in one vector pass
+	// (Tier.ExpShifted: the scalar Exp's bits) instead of one scalar Exp a kept token; z and
+	// e are its scratch, by token id.
+	tier *kernels.Tier
+	z, e []float32
 }
 
 func newSampler(sp Sampling) *sampler {
@@ -136,10 +142,30 @@ func (s *sampler) next(logits []float32) (int32, error) {
 		s.p = make([]float32, cap(keys))
 	}
 	p := s.p[:len(keys)]
+	// Most of a vocabulary is kept unless TopK cuts it: then the exponentials of every token
+	// at once, by id, through the tier's vector Exp, are cheaper than one scalar Exp a kept
+	// token. Exp(z[id] − top) is Exp(rankZ(key) − top) bit for bit (rankZ gives z back, −0 as
+	// +0, and Exp(−0) = Exp(+0)).
+	var byID []float32
+	if s.tier != nil && !infinite && 4*len(keys) > len(logits) {
+		if cap(s.z) < len(logits) {
+			s.z, s.e = make([]float32, len(logits)), make([]float32, len(logits))
+		}
+		z, e := s.z[:len(logits)], s.e[:len(logits)]
+		for id, l := range logits {
+			z[id] = l / t
+		}
+		s.tier.ExpShifted(e, z, top)
+		byID = e
+	}
 	var total float64
 	for i, key := range keys {
 		pi := float32(1) // +Inf logits share all the probability (Inf − Inf would be NaN)
-		if !infinite {
+		switch {
+		case infinite:
+		case byID != nil:
+			pi = byID[rankID(key)]
+		default:
 			pi = kernels.Exp(rankZ(key) - top)
 		}
 		p[i] = pi

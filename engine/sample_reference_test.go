@@ -206,13 +206,22 @@ func TestSamplerMatchesReference(t *testing.T) {
 					TopP:        []float32{0, 1, 0.9, 0.5, 0.3, 0.999}[rng.IntN(6)],
 					Seed:        rng.Uint64(),
 				}
-				fast, ref := newSampler(sp), newReferenceSampler(sp)
+				// The sampler with scalar exponentials, and with each tier's vector Exp.
+				fasts := []*sampler{newSampler(sp)}
+				for _, tier := range kernels.Tiers() {
+					f := newSampler(sp)
+					f.tier = tier
+					fasts = append(fasts, f)
+				}
+				ref := newReferenceSampler(sp)
 				for draw := range 5 {
-					got, gerr := fast.next(logits)
 					want, werr := ref.next(logits)
-					if got != want || (gerr == nil) != (werr == nil) {
-						t.Fatalf("n %d shape %d %+v, draw %d: token %d (%v), reference %d (%v)",
-							n, shape, sp, draw, got, gerr, want, werr)
+					for i, fast := range fasts {
+						got, gerr := fast.next(logits)
+						if got != want || (gerr == nil) != (werr == nil) {
+							t.Fatalf("n %d shape %d %+v, draw %d, sampler %d: token %d (%v), reference %d (%v)",
+								n, shape, sp, draw, i, got, gerr, want, werr)
+						}
 					}
 				}
 				trials++
@@ -250,6 +259,15 @@ func BenchmarkSample(b *testing.B) {
 		logits := samplingLogits(rand.New(rand.NewPCG(1, 2)), n, 1)
 		for _, sp := range []Sampling{{Temperature: 0.8, TopP: 0.95}, {Temperature: 0.7, TopK: 40, TopP: 0.9}, {Temperature: 1}} {
 			name := fmt.Sprintf("vocab=%d/topk=%d/topp=%g", n, sp.TopK, sp.TopP)
+			b.Run(name+"/radix-vector-exp", func(b *testing.B) {
+				s := newSampler(sp)
+				s.tier = kernels.Tiers()[len(kernels.Tiers())-1]
+				for b.Loop() {
+					if _, err := s.next(logits); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 			b.Run(name+"/radix", func(b *testing.B) {
 				s := newSampler(sp)
 				for b.Loop() {

@@ -38,6 +38,9 @@ type Session struct {
 
 	logits    []float32 // of the last evaluated position, when hasLogits
 	hasLogits bool
+	// headPending: the last pass chose greedily by the head's bound (headbound.go) and left
+	// its logits out; Logits computes them when asked.
+	headPending bool
 
 	// Model.Step's buffers when this session leads a step: kept so that a step allocates
 	// nothing once they have grown.
@@ -86,6 +89,9 @@ func (s *Session) PassSize() int { return s.pass }
 // Eval, Rewind or Close), or nil when the last call left none (nothing evaluated yet, a
 // rewind, Close).
 func (s *Session) Logits() []float32 {
+	if !s.hasLogits && s.headPending {
+		s.pendingLogits()
+	}
 	if !s.hasLogits {
 		return nil
 	}
@@ -99,7 +105,7 @@ func (s *Session) Eval(ctx context.Context, tokens []int32) ([]float32, error) {
 	if err := s.check(tokens); err != nil {
 		return nil, err
 	}
-	s.hasLogits = false
+	s.hasLogits, s.headPending = false, false
 	for len(tokens) > 0 {
 		n := min(len(tokens), s.pass)
 		if err := s.r.forward(ctx, tokens[:n], s.pos, s.logits, false); err != nil {
@@ -125,7 +131,7 @@ func (s *Session) EvalAll(ctx context.Context, tokens []int32, dst []float32) er
 	if err := s.check(tokens); err != nil {
 		return err
 	}
-	s.hasLogits = false
+	s.hasLogits, s.headPending = false, false
 	for len(tokens) > 0 {
 		n := min(len(tokens), s.pass)
 		if err := s.r.forward(ctx, tokens[:n], s.pos, dst[:n*vocab], true); err != nil {
@@ -151,7 +157,7 @@ func (s *Session) Rewind(n int) error {
 		return fmt.Errorf("engine: rewind to %d outside [0, %d]", n, s.pos)
 	}
 	s.pos = n
-	s.hasLogits = false
+	s.hasLogits, s.headPending = false, false
 	return nil
 }
 
@@ -164,7 +170,7 @@ func (s *Session) Close() error {
 	if r == nil {
 		return nil
 	}
-	s.r, s.logits, s.hasLogits = nil, nil, false
+	s.r, s.logits, s.hasLogits, s.headPending = nil, nil, false, false
 	// The runner interface (load.go) does not require a close: a runner without one holds
 	// only heap memory, which dropping it gives back.
 	if c, ok := r.(interface{ close() error }); ok {

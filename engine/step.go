@@ -46,6 +46,11 @@ func (m *Model) step(ctx context.Context, sessions []*Session, tokens []int32, b
 			lead = s
 		}
 	}
+	// A step overwrites the lead runner's buffers, which logits the head's bound left out are
+	// computed from (Session.Logits): those are gone for every session stepped.
+	for _, s := range sessions {
+		s.headPending = false
+	}
 	vocab := m.cfg.Vocab
 	for len(sessions) > 0 {
 		n := min(len(sessions), lead.pass)

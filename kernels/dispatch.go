@@ -180,6 +180,7 @@ func (s *simdTier) tier() *Tier {
 		dotF32:  a.dotF32,
 		rmsNorm: a.rmsNorm,
 		softmax: a.softmax,
+		expOf:   a.expShifted,
 		swiGLU:  a.swiGLUVec,
 		attend:  a.attend,
 		f32:     f32.kernel,

@@ -184,6 +184,7 @@ type Tier struct {
 	// Attend).
 	rmsNorm func(dst, x, w []float32, eps float32)
 	softmax func(x []float32)
+	expOf   func(dst, src []float32, shift float32)
 	swiGLU  func(dst, gate, up []float32)
 	attend  func(out, q, keys, values []float32, npos, stride int, scale float32, scores []float32)
 
@@ -202,6 +203,10 @@ func (t *Tier) RMSNorm(dst, x, w []float32, eps float32) { t.rmsNorm(dst, x, w, 
 // Softmax is the tier's Softmax.
 func (t *Tier) Softmax(x []float32) { t.softmax(x) }
 
+// ExpShifted writes dst[i] = Exp(src[i] − shift), the difference rounded to float32 (the bits
+// of the scalar Exp on every tier). dst may be src.
+func (t *Tier) ExpShifted(dst, src []float32, shift float32) { t.expOf(dst, src, shift) }
+
 // SwiGLU is the tier's swiGLU.
 func (t *Tier) SwiGLU(dst, gate, up []float32) { t.swiGLU(dst, gate, up) }
 
@@ -217,6 +222,7 @@ func Scalar() *Tier {
 		dotF32:  DotF32,
 		rmsNorm: rmsNorm,
 		softmax: Softmax,
+		expOf:   expShifted,
 		swiGLU:  swiGLU,
 		attend:  Attend,
 		f32:     floatRows(dotRowF32),

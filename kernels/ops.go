@@ -24,6 +24,14 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
+// expShifted writes dst[i] = Exp(src[i] − shift), the scalar definition of Tier.ExpShifted.
+func expShifted(dst, src []float32, shift float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = Exp(v - shift)
+	}
+}
+
 // Softmax replaces x by its softmax: m = the largest element (a scan keeping the first maximum),
 // x[i] = Exp(x[i] − m) with the difference rounded to float32, s = the 16-lane sum of those, and
 // x[i] = x[i]/s. A NaN anywhere, a +Inf, or all elements −Inf make every element NaN, as in

@@ -51,6 +51,19 @@ type ChatModel interface {
 	// (a cancellation included) the Reply holds what was made before it.
 	Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error)
 
+	// Continue generates more of the last of turns, an assistant's answer that was cut short
+	// (the length limit, the context's end): the model reads what Reply would have given it
+	// for the turns before that answer, then the answer's own tokens when this model made it
+	// (a sampled one drawing on from where it stopped), and goes on as if it had never
+	// stopped; otherwise the answer's text, and the Reply is Inexact. Reply's text is only
+	// what was added, after the answer less its last Replaced bytes. opts are Reply's.
+	Continue(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error)
+
+	// Count returns the tokens the model would read for turns: Reply's prompt or, with cont,
+	// Continue's. It evaluates nothing and leaves the KV cache as it is, so that fitting a
+	// conversation to the context costs no prefix it could reuse.
+	Count(turns []chat.Message, cont bool) (int, error)
+
 	// Close releases the model; it must not be used afterwards.
 	Close() error
 }

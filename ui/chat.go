@@ -42,6 +42,7 @@ type chatScreen struct {
 	regenBtn   *keyButton
 	editBtn    *keyButton
 	answers    *keySelect // how answers are chosen: answerModes
+	length     *keySelect // the most tokens an answer may take: lengthOptions
 	status     *chatStatus
 
 	turn    *turn // the answer being generated; nil when idle
@@ -62,6 +63,9 @@ const (
 func variedSampling(seed uint64) engine.Sampling {
 	return engine.Sampling{Temperature: 0.7, TopP: 0.9, Seed: seed}
 }
+
+// prefAnswerLength is the preference holding the answer length chosen (untilEnd: none).
+const prefAnswerLength = "chat.answerLength"
 
 // inputMaxRows is the most rows the message input grows to; past them it scrolls.
 const inputMaxRows = 6
@@ -94,9 +98,19 @@ func newChatScreen(u *UI, store conversation.Store) *chatScreen {
 	s.editBtn = newKeyButton(k, "Edit last", theme.DocumentCreateIcon(), s.editLast)
 	s.answers = newKeySelect(k, []string{answersExact, answersVaried}, func(string) { s.updateButtons() })
 	s.answers.SetSelected(answersExact)
+	// The answer length is remembered between runs, as a setting; the app's default
+	// (Options.MaxAnswer) until one is chosen.
+	prefs := u.app.Preferences()
+	length := prefs.IntWithFallback(prefAnswerLength, u.opts.MaxAnswer)
+	if length < 0 {
+		length = u.opts.MaxAnswer
+	}
+	s.length = newKeySelect(k, lengthOptions(length), func(l string) { prefs.SetInt(prefAnswerLength, parseLength(l)) })
+	s.length.SetSelected(lengthLabel(length))
 	s.status = newChatStatus()
 	actions := container.NewBorder(nil, nil,
-		container.NewHBox(s.sendBtn, s.stopBtn, s.regenBtn, s.editBtn), container.NewHBox(widget.NewLabel("Answers"), s.answers))
+		container.NewHBox(s.sendBtn, s.stopBtn, s.regenBtn, s.editBtn),
+		container.NewHBox(widget.NewLabel("Answers"), s.answers, widget.NewLabel("Length"), s.length))
 	bottom := container.NewVBox(s.input, actions, s.status.obj)
 
 	// The objects' order is the focus order (Tab): the chat's settings, the conversation, the
@@ -182,7 +196,7 @@ func (s *chatScreen) send() {
 	s.conv.Add(conversation.Message{Role: conversation.User, Content: text}, now)
 	s.input.SetText("")
 	s.focusInput()
-	s.startTurn(nil, s.modeSampling())
+	s.startTurn(nil, false, s.modeSampling())
 }
 
 // regenerate answers the last user message again, keeping the answers it had as versions. In
@@ -202,8 +216,39 @@ func (s *chatScreen) regenerate() {
 		}
 	}
 	s.conv.DropAfterLastUser(s.u.opts.Now())
-	s.startTurn(prev, sampling)
+	s.startTurn(prev, false, sampling)
 }
+
+// canContinue reports whether the last answer can be continued: it took all the tokens it
+// could, and the model is there and idle.
+func (s *chatScreen) canContinue() bool {
+	i := s.conv.LastAnswer()
+	return i >= 0 && s.conv.Messages[i].Length && s.u.loaded != nil && !s.busy()
+}
+
+// continueAnswer generates more of the last answer, which stopped at the answer length (or
+// the context's end), appended to it: greedy or sampled, it goes on exactly as it would have
+// without the limit (assistant.Chat.Continue resumes from the answer's own tokens and its
+// seed's stream), or, where the chat cannot (reopened, rolled), says the continuation is
+// inexact.
+func (s *chatScreen) continueAnswer() {
+	if !s.canContinue() {
+		return
+	}
+	i := s.conv.LastAnswer()
+	prev := s.conv.Messages[i]
+	var sampling *engine.Sampling
+	if prev.Seed != nil {
+		sp := variedSampling(*prev.Seed)
+		sampling = &sp
+	}
+	s.conv.Messages = s.conv.Messages[:i]
+	s.startTurn(&prev, true, sampling)
+}
+
+// maxAnswer returns the most tokens an answer may take, as the setting says (untilEnd: as
+// many as fit).
+func (s *chatScreen) maxAnswer() int { return parseLength(s.length.Selected) }
 
 // editLast puts the last user message back in the input; Send then replaces it and drops
 // what followed.
@@ -238,15 +283,18 @@ func (s *chatScreen) showVersion(i, v int) {
 }
 
 // save writes the conversation when it has messages.
-func (s *chatScreen) save() {
-	if len(s.conv.Messages) == 0 {
+func (s *chatScreen) save() { s.saveAs(s.conv) }
+
+// saveAs writes c, the conversation or a copy of it, when it has messages.
+func (s *chatScreen) saveAs(c *conversation.Conversation) {
+	if len(c.Messages) == 0 {
 		return
 	}
-	if err := s.store.Save(s.conv); err != nil {
+	if err := s.store.Save(c); err != nil {
 		s.status.setNote("Saving the chat failed: " + err.Error())
 		return
 	}
-	s.lib.saved(s.conv)
+	s.lib.saved(c)
 }
 
 // newChat saves the current conversation and starts an empty one (the system prompt stays).

@@ -204,7 +204,7 @@ func TestTabReachesEveryControl(t *testing.T) {
 	seen := focusCycle(t, c)
 	s := u.chat
 	want := map[string]fyne.Focusable{
-		"input": s.input, "Send": s.sendBtn, "Regenerate": s.regenBtn, "Edit last": s.editBtn, "Answers": s.answers,
+		"input": s.input, "Send": s.sendBtn, "Regenerate": s.regenBtn, "Edit last": s.editBtn, "Answers": s.answers, "Length": s.length,
 		"system prompt": s.system, "search": s.lib.search, "New chat": s.lib.newBtn, "chat list": s.lib.list,
 	}
 	for i, v := range s.views {

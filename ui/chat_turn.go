@@ -20,22 +20,58 @@ const streamEvery = 50 * time.Millisecond
 
 // turn is an answer being generated.
 type turn struct {
-	stop     context.CancelFunc
-	view     *messageView          // the answer as it grows
-	prev     *conversation.Message // the answer being regenerated, whose versions the new one joins; nil for a new turn
-	sampling *engine.Sampling      // nil: greedy
+	stop context.CancelFunc
+	view *messageView // the answer as it grows
+	// prev is the answer being regenerated, whose versions the new one joins, or with cont
+	// the answer being continued, whose shown version the new text goes on; nil for a new
+	// turn.
+	prev     *conversation.Message
+	cont     bool
+	sampling *engine.Sampling // nil: greedy
 	start    time.Time
 	shown    int // updates shown while it grew (tests: they are coalesced)
 	saves    int // saves made while it grew, by the generating goroutine (tests: spaced)
 }
 
-// versions returns the versions the answer will have, the new one, a, last.
-func (t *turn) versions(a conversation.Answer) []conversation.Answer {
-	var vs []conversation.Answer
-	if t.prev != nil {
-		vs = slices.Clone(t.prev.AllVersions())
+// base returns the text the answer starts with: the answer continued, or none.
+func (t *turn) base() string {
+	if t.cont {
+		return t.prev.Content
 	}
-	return append(vs, a)
+	return ""
+}
+
+// answer returns the turn's answer once reply r has made text (length: it took all the tokens
+// it could): the text, or when continuing the answer continued (less what r takes back of its
+// end: an unfinished character's U+FFFD) followed by the text, with the tokens of both.
+func (t *turn) answer(text string, r Reply, length bool) conversation.Answer {
+	a := conversation.Answer{Content: text, Tokens: r.Tokens, Rate: r.Rate, Stopped: !r.Ended, Seed: t.seed(), Length: length}
+	if t.cont {
+		prev := t.prev.Content
+		a.Content = prev[:len(prev)-min(max(r.Replaced, 0), len(prev))] + text
+		a.Tokens += t.prev.Tokens
+		if a.Rate == 0 {
+			a.Rate = t.prev.Rate
+		}
+	}
+	return a
+}
+
+// message returns the turn's message with answer a: a new answer joins the versions of the
+// one regenerated as the newest, shown; a continued one replaces the version it continued.
+func (t *turn) message(a conversation.Answer) conversation.Message {
+	if t.prev == nil {
+		return conversation.Answered([]conversation.Answer{a})
+	}
+	vs := slices.Clone(t.prev.AllVersions())
+	if !t.cont {
+		return conversation.Answered(append(vs, a))
+	}
+	shown := min(max(t.prev.Shown, 0), len(vs)-1)
+	vs[shown] = a
+	m := conversation.Answered(vs)
+	m.Show(shown)
+	return m
 }
 
 // seed returns the seed the answer is sampled with, nil for a greedy one.
@@ -48,30 +84,52 @@ func (t *turn) seed() *uint64 {
 }
 
 // startTurn shows the conversation with an empty answer and generates it off the UI
-// goroutine; prev is the answer it replaces as the shown version (regenerating), or nil.
-func (s *chatScreen) startTurn(prev *conversation.Message, sampling *engine.Sampling) {
-	model := s.u.loaded
+// goroutine; prev is the answer it replaces as the shown version (regenerating) or, with cont,
+// the answer it goes on with (Continue, which took it off the conversation), or nil. The model
+// reads as much of the conversation as fits its context with room for the answer
+// (fitContext): the oldest turns roll out of its view, marked by a divider.
+func (s *chatScreen) startTurn(prev *conversation.Message, cont bool, sampling *engine.Sampling) {
+	model, maxAnswer := s.u.loaded, s.maxAnswer()
 	s.conv.System = s.system.Text
+	if s.conv.Model != model.Path() {
+		// Another model's context may hold more of the conversation: fit it afresh.
+		s.conv.Rolled = 0
+	}
 	s.conv.Model = model.Path()
-	s.save()
+	if prev != nil {
+		// Until the new answer is saved, the chat on disk keeps the one it replaces or goes
+		// on with: a crash meanwhile loses neither.
+		keep := s.conv.Clone()
+		keep.Messages = append(keep.Messages, *prev)
+		s.saveAs(keep)
+	} else {
+		s.save()
+	}
 	s.follow = true // what was just asked, and its answer, come into view
 	s.render()
 	ctx, stop := context.WithCancel(s.u.ctx)
-	t := &turn{stop: stop, prev: prev, sampling: sampling, start: time.Now()}
-	n := 1
-	if prev != nil {
-		n = len(prev.AllVersions()) + 1
+	t := &turn{stop: stop, prev: prev, cont: cont, sampling: sampling, start: time.Now()}
+	if cont {
+		t.view = s.newView(*prev, len(s.conv.Messages), 0)
+	} else {
+		n := 1
+		if prev != nil {
+			n = len(prev.AllVersions()) + 1
+		}
+		t.view = s.newView(conversation.Message{Role: conversation.Assistant}, len(s.conv.Messages), n)
+		t.view.body.SetText("…")
 	}
-	t.view = s.newView(conversation.Message{Role: conversation.Assistant}, len(s.conv.Messages), n)
-	t.view.body.SetText("…")
 	s.messages.Add(t.view.obj)
 	s.turn = t
 	s.scrollToEnd()
 	s.status.generating(0)
 	s.updateButtons()
 
-	turns := s.conv.Turns()
-	base := s.conv.Clone()
+	base := s.conv.Clone() // what the answer is saved with as it grows
+	ask := s.conv.Clone()  // what the model is asked: the answer continued is its last message
+	if cont {
+		ask.Messages = append(ask.Messages, *prev)
+	}
 	store, saveEvery := s.store, s.saveEvery
 	s.u.run(func(context.Context) {
 		defer stop()
@@ -88,7 +146,7 @@ func (s *chatScreen) startTurn(prev *conversation.Message, sampling *engine.Samp
 		// show hands the text so far to the view; called with mu held, as are the others.
 		show := func() {
 			shown, pending = time.Now(), false
-			snapshot := text.String()
+			snapshot := t.base() + text.String()
 			s.u.later(func() { s.showGrowing(t, snapshot) })
 		}
 		// update shows the text that came since the last update once streamEvery has passed
@@ -122,8 +180,7 @@ func (s *chatScreen) startTurn(prev *conversation.Message, sampling *engine.Samp
 			inSave, saved = true, time.Now()
 			t.saves++
 			snap := base.Clone()
-			snap.Messages = append(snap.Messages, conversation.Answered(t.versions(conversation.Answer{
-				Content: text.String(), Stopped: true, Seed: t.seed()})))
+			snap.Messages = append(snap.Messages, t.message(t.answer(text.String(), Reply{}, false)))
 			saving.Add(1)
 			go func() {
 				defer saving.Done()
@@ -144,7 +201,25 @@ func (s *chatScreen) startTurn(prev *conversation.Message, sampling *engine.Samp
 			save()
 			update()
 		}
-		r, err := model.Reply(ctx, turns, assistant.Options{MaxTokens: s.u.opts.MaxAnswer, Sampling: sampling, OnText: onText})
+		room := answerRoom(maxAnswer, model.Context())
+		first, turns, err := fitContext(model, ask, cont, room)
+		if err != nil {
+			s.u.later(func() { s.turnDone(t, Reply{Context: model.Context()}, err) })
+			return
+		}
+		if first != base.Rolled {
+			mu.Lock()
+			base.Rolled = first
+			mu.Unlock()
+			s.u.later(func() { s.rolled(t, first) })
+		}
+		opts := assistant.Options{MaxTokens: maxAnswer, Sampling: sampling, OnText: onText}
+		var r Reply
+		if cont {
+			r, err = model.Continue(ctx, turns, opts)
+		} else {
+			r, err = model.Reply(ctx, turns, opts)
+		}
 		mu.Lock()
 		if trailer != nil {
 			trailer.Stop()
@@ -153,6 +228,16 @@ func (s *chatScreen) startTurn(prev *conversation.Message, sampling *engine.Samp
 		saving.Wait() // the answer's last save comes after any made while it grew
 		s.u.later(func() { s.turnDone(t, r, err) })
 	})
+}
+
+// rolled marks the messages before first as out of the model's view, while turn t is
+// generated.
+func (s *chatScreen) rolled(t *turn, first int) {
+	if s.turn != t {
+		return
+	}
+	s.conv.Rolled = first
+	s.render()
 }
 
 // showGrowing shows the answer so far, on the UI goroutine.
@@ -174,24 +259,40 @@ func (s *chatScreen) showGrowing(t *turn, text string) {
 func (s *chatScreen) turnDone(t *turn, r Reply, err error) {
 	s.turn = nil
 	stopped := errors.Is(err, context.Canceled)
+	// An answer that neither ended nor was stopped took all the tokens it could: Continue
+	// goes on from it.
+	length := err == nil && !r.Finished() && r.Tokens > 0
 	switch {
 	case r.Text != "" || r.Tokens > 0:
-		a := conversation.Answer{Content: r.Text, Tokens: r.Tokens, Rate: r.Rate, Stopped: !r.Ended, Seed: t.seed()}
-		s.conv.Add(conversation.Answered(t.versions(a)), s.u.opts.Now())
+		s.conv.Add(t.message(t.answer(r.Text, r, length)), s.u.opts.Now())
 	case t.prev != nil:
-		// Nothing came of it: the answer regenerated stays as it was.
+		// Nothing came of it: the answer regenerated (or continued) stays as it was.
 		s.conv.Add(*t.prev, s.u.opts.Now())
 	}
 	s.save()
 	s.render()
 	s.updateButtons()
+	var tooLong *contextError
 	switch {
 	case stopped:
 		s.status.showReply(r, t.seed(), "Stopped")
+	case errors.As(err, &tooLong):
+		// Nothing was asked: the figures of the last answer stay, the note says why.
+		s.status.setNote("Error: " + err.Error())
+		s.u.showError(err)
 	case err != nil:
 		s.status.showReply(r, t.seed(), "Error: "+err.Error())
 		s.u.showError(err)
 	default:
-		s.status.showReply(r, t.seed(), "")
+		s.status.showReply(r, t.seed(), inexactNote(r))
 	}
+}
+
+// inexactNote tells the user, for a continuation that may differ from the uninterrupted
+// answer (one not made from the answer's own tokens: a chat reopened from disk, say), why.
+func inexactNote(r Reply) string {
+	if !r.Inexact {
+		return ""
+	}
+	return "Inexact continuation: " + r.InexactReason
 }

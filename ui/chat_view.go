@@ -29,6 +29,8 @@ type messageView struct {
 	body    *markdownView // an answer's
 	plain   *widget.Label // a user message's, as typed
 	copyBtn *keyButton
+	contBtn *keyButton        // Continue, on the last answer when it took all the tokens it could; nil otherwise
+	divider fyne.CanvasObject // above the first message the model reads, when older ones rolled out; nil otherwise
 
 	version          *widget.Label // "2/3"; nil without versions
 	prevBtn, nextBtn *keyButton
@@ -40,14 +42,18 @@ func userColor() color.Color {
 	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 0x30}
 }
 
-// render rebuilds the conversation view, scrolled to its end when it follows it, otherwise
-// left where the reader is.
+// render rebuilds the conversation view (and the answer being generated, kept as it is),
+// scrolled to its end when it follows it, otherwise left where the reader is.
 func (s *chatScreen) render() {
 	offset := s.scroll.Offset
 	s.views = nil
-	objs := make([]fyne.CanvasObject, len(s.conv.Messages))
+	objs := make([]fyne.CanvasObject, len(s.conv.Messages), len(s.conv.Messages)+1)
 	for i, m := range s.conv.Messages {
 		objs[i] = s.newView(m, i, 0).obj
+	}
+	if s.turn != nil {
+		s.views = append(s.views, s.turn.view)
+		objs = append(objs, s.turn.view.obj)
 	}
 	s.messages.Objects = objs // at once: an Add each would lay the column out each time
 	s.messages.Refresh()
@@ -98,6 +104,11 @@ func (s *chatScreen) newView(m conversation.Message, i, versions int) *messageVi
 			tools.Add(v.nextBtn)
 		}
 	}
+	if m.Role == conversation.Assistant && m.Length && versions == 0 && i == s.conv.LastAnswer() {
+		v.contBtn = newKeyButton(s.u.keys, "Continue", theme.MediaPlayIcon(), s.continueAnswer)
+		enable(&v.contBtn.Button, s.canContinue())
+		tools.Add(v.contBtn)
+	}
 	tools.Add(v.copyBtn)
 	// An answer's tools come after it, where the reader's eye is when it ends (as chat apps
 	// set them); a user message's beside who said it.
@@ -111,6 +122,11 @@ func (s *chatScreen) newView(m conversation.Message, i, versions int) *messageVi
 	v.obj = card
 	if m.Role == conversation.User {
 		v.obj = container.New(layout.NewCustomPaddedLayout(0, 0, userInset, 0), card)
+	}
+	if i == s.conv.Rolled && i > 0 && versions == 0 {
+		// Part of the message's view, so that the views stay one to a message.
+		v.divider = newRolledDivider()
+		v.obj = container.NewVBox(v.divider, v.obj)
 	}
 	s.views = append(s.views, v)
 	return v
@@ -136,7 +152,10 @@ func whoLine(m conversation.Message) string {
 	if m.Seed != nil {
 		parts = append(parts, fmt.Sprintf("seed %d", *m.Seed))
 	}
-	if m.Stopped {
+	switch {
+	case m.Length:
+		parts = append(parts, "at the length limit")
+	case m.Stopped:
 		parts = append(parts, "cut short")
 	}
 	return strings.Join(parts, "  ·  ")

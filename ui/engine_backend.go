@@ -88,21 +88,23 @@ type engineChat struct {
 	s *engine.Session // c's, closed with it
 }
 
-func newEngineChat(m *engine.Model, ctxLen int) (*engineChat, error) {
-	s, err := m.NewSession(engine.SessionOptions{Context: ctxLen})
-	if err != nil {
+func newEngineChat(m *engine.Model, ctxLen int) (_ *engineChat, err error) {
+	ec := &engineChat{}
+	if ec.s, err = m.NewSession(engine.SessionOptions{Context: ctxLen}); err != nil {
 		return nil, err
 	}
-	c, err := assistant.New(m, s)
-	if err != nil {
-		s.Close()
+	defer func() {
+		if err != nil {
+			ec.s.Close()
+		}
+	}()
+	if ec.c, err = assistant.New(m, ec.s); err != nil {
 		return nil, err
 	}
-	if !c.CanChat() {
-		s.Close()
+	if !ec.c.CanChat() {
 		return nil, assistant.ErrNoTemplate
 	}
-	return &engineChat{c: c, s: s}, nil
+	return ec, nil
 }
 
 func (c *engineChat) Path() string { return c.c.Model().Path() }
@@ -110,6 +112,23 @@ func (c *engineChat) Path() string { return c.c.Model().Path() }
 func (c *engineChat) Context() int { return c.c.Context() }
 
 func (c *engineChat) Close() error { return errors.Join(c.s.Close(), c.c.Model().Close()) }
+
+// Continue goes on with the answer that ends turns through assistant.Chat.Continue: from the
+// answer's own tokens (and a sampled answer's next draw) when the chat made it, so that the
+// continuation is the one an uninterrupted answer would have had; from its text, marked
+// Inexact, when it did not (a chat reopened from disk, a model loaded anew).
+func (c *engineChat) Continue(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
+	return c.c.Continue(ctx, turns, opts)
+}
+
+// Count returns the length of the prompt Reply (or, with cont, Continue) would evaluate,
+// rendering and tokenizing only.
+func (c *engineChat) Count(turns []chat.Message, cont bool) (int, error) {
+	if cont {
+		return c.c.CountContinue(turns, assistant.Options{})
+	}
+	return c.c.Count(turns, assistant.Options{})
+}
 
 func (c *engineChat) Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
 	r, err := c.c.Reply(ctx, turns, opts)

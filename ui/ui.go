@@ -23,7 +23,8 @@ type Options struct {
 	Client *http.Client
 	// Hub is the Hugging Face address; "" means hub.Endpoint() ($HF_ENDPOINT or huggingface.co).
 	Hub string
-	// MaxAnswer is the most tokens one answer may have; 0 means 1024.
+	// MaxAnswer is the most tokens one answer may have until the user chooses an answer
+	// length on the Chat screen (a choice the app's preferences keep); 0 means 1024.
 	MaxAnswer int
 	// Now is the clock conversations are stamped with; nil means time.Now.
 	Now func() time.Time

@@ -49,6 +49,7 @@ type fakeBackend struct {
 	gated  bool     // models wait for release between pieces
 	pause  time.Duration
 	bySeed bool // a sampled answer is "Sampled SEED." instead
+	ctxLen int  // the models' context; 0: 4096
 }
 
 func (f *fakeBackend) Machine(context.Context) (MachineReport, error) {
@@ -62,7 +63,7 @@ func (f *fakeBackend) Load(_ context.Context, path string) (ChatModel, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.loads = append(f.loads, path)
-	m := &fakeModel{path: path, answer: f.answer, emitted: make(chan string, 100), pause: f.pause, bySeed: f.bySeed}
+	m := &fakeModel{path: path, answer: f.answer, emitted: make(chan string, 100), pause: f.pause, bySeed: f.bySeed, ctxLen: f.ctxLen}
 	if f.gated {
 		m.release = make(chan struct{}, 100)
 	}
@@ -76,7 +77,9 @@ func (f *fakeBackend) last() *fakeModel {
 	return f.models[len(f.models)-1]
 }
 
-// fakeModel answers every turn with the same pieces, recording the turns it was given.
+// fakeModel answers every turn with the same pieces, a token each, as many as MaxTokens
+// allows, recording the turns it was given. Continue goes on with the pieces the answer so far
+// does not have yet, as a model that had not stopped would.
 type fakeModel struct {
 	path    string
 	answer  []string
@@ -84,15 +87,42 @@ type fakeModel struct {
 	release chan struct{} // when set, each piece after the first waits for a receive
 	pause   time.Duration // between pieces
 	bySeed  bool          // a sampled answer is "Sampled SEED."
+	ctxLen  int           // 0: 4096
 
 	mu       sync.Mutex
 	turns    [][]chat.Message
 	sampling []*engine.Sampling // each Reply's
+	conts    []bool             // each call: a Continue
 	closed   bool
 }
 
 func (m *fakeModel) Path() string { return m.path }
-func (m *fakeModel) Context() int { return 4096 }
+
+func (m *fakeModel) Context() int {
+	if m.ctxLen > 0 {
+		return m.ctxLen
+	}
+	return 4096
+}
+
+// Count is the fake's tokenizer: 4 tokens a message (the template's) and a token a word.
+func (m *fakeModel) Count(turns []chat.Message, cont bool) (int, error) { return fakeCount(turns), nil }
+
+func fakeCount(turns []chat.Message) int {
+	n := 0
+	for _, t := range turns {
+		n += 4 + len(strings.Fields(t.Content.(string)))
+	}
+	return n
+}
+
+func (m *fakeModel) Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
+	return m.reply(ctx, turns, opts, false)
+}
+
+func (m *fakeModel) Continue(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
+	return m.reply(ctx, turns, opts, true)
+}
 
 func (m *fakeModel) Close() error {
 	m.mu.Lock()
@@ -101,19 +131,30 @@ func (m *fakeModel) Close() error {
 	return nil
 }
 
-func (m *fakeModel) Reply(ctx context.Context, turns []chat.Message, opts assistant.Options) (Reply, error) {
+func (m *fakeModel) reply(ctx context.Context, turns []chat.Message, opts assistant.Options, cont bool) (Reply, error) {
 	onText := opts.OnText
 	m.mu.Lock()
 	m.turns = append(m.turns, turns)
 	m.sampling = append(m.sampling, opts.Sampling)
+	m.conts = append(m.conts, cont)
 	m.mu.Unlock()
-	r := Reply{Prompt: 10 * len(turns), Context: 4096, Rate: 25, PPRate: 100}
+	r := Reply{Prompt: 10 * len(turns), Context: m.Context(), Rate: 25, PPRate: 100}
 	var text strings.Builder
 	answer := m.answer
 	if m.bySeed && opts.Sampling != nil {
 		answer = []string{fmt.Sprintf("Sampled %d.", opts.Sampling.Seed)}
 	}
+	if cont { // the pieces the answer so far has are not said again
+		so := turns[len(turns)-1].Content.(string)
+		for len(answer) > 0 && strings.HasPrefix(so, answer[0]) {
+			so, answer = so[len(answer[0]):], answer[1:]
+		}
+	}
 	for i, p := range answer {
+		if opts.MaxTokens > 0 && i == opts.MaxTokens {
+			r.Text, r.Used = text.String(), r.Prompt+r.Tokens
+			return r, nil // cut at the limit, not ended
+		}
 		if i > 0 && m.pause > 0 {
 			time.Sleep(m.pause)
 		}

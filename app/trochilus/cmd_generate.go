@@ -31,13 +31,18 @@ func parseTokens(s string) ([]int32, error) {
 	return ids, nil
 }
 
-// reportRates prints the prompt and generation speeds of g on stderr.
-func reportRates(stderr io.Writer, g *engine.Generation) {
+// reportRates prints the prompt and generation speeds of g on stderr, and how much of the head
+// (vocab rows) the greedy choices by the bound computed.
+func reportRates(stderr io.Writer, g *engine.Generation, vocab int) {
 	fmt.Fprintf(stderr, "prompt: %d tokens in %.3fs, %.2f tok/s\n", g.PromptTokens, g.PromptTime.Seconds(), g.PromptRate())
 	fmt.Fprintf(stderr, "generation: %d tokens (%d decode passes) in %.3fs, %.2f tok/s\n",
 		len(g.Tokens), g.Passes, g.DecodeTime.Seconds(), g.DecodeRate())
 	if g.Drafted > 0 {
 		fmt.Fprintf(stderr, "drafts: %d tokens drafted, %d accepted (%.0f%%)\n", g.Drafted, g.Accepted, 100*float64(g.Accepted)/float64(g.Drafted))
+	}
+	if g.HeadChoices > 0 {
+		fmt.Fprintf(stderr, "head: %d greedy choices by the bound, %d rows computed exactly (%.1f%% of the head)\n",
+			g.HeadChoices, g.HeadRows, 100*float64(g.HeadRows)/float64(g.HeadChoices)/float64(vocab))
 	}
 }
 
@@ -100,7 +105,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if *repeat > 1 {
 			fmt.Fprintf(stderr, "run %d of %d\n", run, *repeat)
 		}
-		reportRates(stderr, &g)
+		reportRates(stderr, &g, m.Config().Vocab)
 		reportExperts(stderr, m)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,6 +36,10 @@ type fakeHub struct {
 	order []string
 	sha   map[string]string // published SHA-256 when not the real one ("" publishes none)
 	ts    *httptest.Server
+
+	// searchAnswer is what /api/models answers (the search API); searchQuery records the query.
+	searchAnswer string
+	searchQuery  url.Values
 
 	// headerless answers bounded range requests (the header reads) with the whole file, as a
 	// server that ignores ranges would; whole-file downloads are served as usual.
@@ -72,6 +77,11 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	listing := "/api/models/" + h.repo + "/tree/main"
 	resolve := "/" + h.repo + "/resolve/main/"
 	switch {
+	case r.URL.Path == "/api/models":
+		h.mu.Lock()
+		h.searchQuery = r.URL.Query()
+		h.mu.Unlock()
+		fmt.Fprint(w, h.searchAnswer)
 	case r.URL.Path == listing && r.URL.Query().Get("recursive") == "true":
 		names := h.order[:len(h.order)/2]
 		if r.URL.Query().Get("cursor") == "" {

@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"pull":     {"download a model from Hugging Face (REPO[:FILE]), verified and resumable", runPull},
 		"rm":       {"delete a model (and its unfinished download) from the models folder", runRm},
 		"run":      {"continue raw text greedily (no chat template)", runRun},
+		"search":   {"find GGUF models on Hugging Face by name, or list a repository's models", runSearch},
 		"serve":    {"answer OpenAI-style HTTP requests (chat, completions, streaming)", runServe},
 		"tokenize": {"print the token ids and pieces of a text", runTokenize},
 		"template": {"render a conversation with the model's chat template", runTemplate},

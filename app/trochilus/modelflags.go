@@ -24,13 +24,14 @@ type modelFlags struct {
 	profile *string
 	experts *string
 	draft   *int
+	head    *string
 	// sessions is how many sessions the load plans room for (0: one); set by serve's
 	// -parallel, not a flag of every command.
 	sessions int
 }
 
 // addModelFlags defines on fs the flags every command that runs a model shares: -m, -t, -b, -c,
-// -cpuprofile, -expert-budget and -draft.
+// -cpuprofile, -expert-budget, -draft and -head-bound.
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	return &modelFlags{
 		path:    fs.String("m", "", "the GGUF model to run: a path, or a name in the models folder (required)"),
@@ -40,6 +41,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		profile: fs.String("cpuprofile", "", "write a CPU profile of the run (pprof format) to this file"),
 		experts: fs.String("expert-budget", "", "stream the experts from disk through this many MiB of RAM, or \"min\" (default: only when the file does not fit)"),
 		draft:   fs.Int("draft", 0, "draft up to N tokens at a time from the context and verify them in one pass (speculative decoding: the same tokens, faster where the text repeats itself); 0: off"),
+		head:    fs.String("head-bound", "auto", "on: choose greedy tokens computing only the output rows a bound says can win (the same tokens); off: every row; auto: on for heads wide enough to gain"),
 	}
 }
 
@@ -106,6 +108,9 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 	if err != nil {
 		return nil, nil, err
 	}
+	if h := *f.head; h != "auto" && h != "on" && h != "off" {
+		return nil, nil, fmt.Errorf("%w: -head-bound %q: want on, off or auto", errUsage, h)
+	}
 	if *f.path, err = resolveModel(*f.path); err != nil {
 		return nil, nil, err
 	}
@@ -116,6 +121,9 @@ func (f *modelFlags) load(ctx context.Context, stderr io.Writer) (*engine.Model,
 		Context: *f.context, PassSize: *f.pass, Sessions: f.sessions})
 	if err != nil {
 		return nil, nil, err
+	}
+	if *f.head != "auto" {
+		m.SetHeadBound(*f.head == "on")
 	}
 	plan := m.Plan()
 	s, err := m.NewSession(engine.SessionOptions{Context: plan.Context, PassSize: *f.pass})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,9 +30,12 @@ type Chat struct {
 	tmpl    *chat.Template // nil when the file has no chat template
 	special chat.SpecialTokens
 	eos     int32
+	ends    []int32                // the tokens that end an answer: eos, and the tool syntax's End
 	held    []int32                // the tokens at the session's positions 0 .. Pos()-1
 	vocab   *structured.Vocabulary // the tokens' bytes for structured answers, made when first needed
+	texts   [][]byte               // the same bytes by token id, made with vocab
 	tools   ToolSyntax             // how the template writes tool calls; zero when it cannot
+	last    lastAnswer             // the latest answer's tokens, which Continue goes on with
 }
 
 // ErrNoTemplate is returned by Reply when the model file carries no chat template.
@@ -39,7 +43,7 @@ var ErrNoTemplate = errors.New("the file has no chat template (tokenizer.chat_te
 
 // ErrNoTools is returned by Reply when tools are given and the model's template does not
 // render them, or writes calls in a syntax this package cannot read (ToolSyntax).
-var ErrNoTools = errors.New("the model's chat template does not render tools in a call syntax Trochilus reads (Hermes/Qwen <tool_call>)")
+var ErrNoTools = errors.New("the model's chat template does not render tools in a call syntax Trochilus reads (Hermes/Qwen <tool_call>, Llama 3.1's JSON, Mistral's [TOOL_CALLS])")
 
 // New makes a Chat over session s of model m, reading the tokenizer and chat template from
 // the model's file. A file without a chat template still completes raw text (Complete).
@@ -52,7 +56,7 @@ func New(m *engine.Model, s *engine.Session) (*Chat, error) {
 	if eos < 0 {
 		return nil, errors.New("the tokenizer names no end-of-sequence token: answers could not end")
 	}
-	c := &Chat{m: m, s: s, tok: tok, eos: eos}
+	c := &Chat{m: m, s: s, tok: tok, eos: eos, ends: []int32{eos}}
 	if src, err := m.File().Str("tokenizer.chat_template"); err == nil && strings.TrimSpace(src) != "" {
 		if c.tmpl, err = chat.Parse(src); err != nil {
 			return nil, fmt.Errorf("chat template: %w", err)
@@ -63,8 +67,25 @@ func New(m *engine.Model, s *engine.Session) (*Chat, error) {
 	if c.tmpl != nil {
 		src, _ := m.File().Str("tokenizer.chat_template")
 		c.tools, _ = toolSyntax(c.tmpl, src, c.special)
+		// A call the model ends with the syntax's own end token (Llama's <|eom_id|>) ends the
+		// answer as the end-of-sequence token does.
+		if id, ok := controlToken(tok, c.tools.End); ok && id != eos {
+			c.ends = append(c.ends, id)
+		}
 	}
 	return c, nil
+}
+
+// controlToken returns the control token whose text is text.
+func controlToken(t *tokenizer.Tokenizer, text string) (int32, bool) {
+	if text == "" {
+		return 0, false
+	}
+	ids := t.Encode(text, true)
+	if len(ids) != 1 || t.Type(ids[0]) != tokenizer.Control {
+		return 0, false
+	}
+	return ids[0], true
 }
 
 func tokenText(t *tokenizer.Tokenizer, id int32) string {
@@ -121,6 +142,12 @@ type Options struct {
 	// document begins there, and the answer is free again after it (a tool call where the
 	// model chooses to write one: structured.Format.StartAfter).
 	Trigger string
+	// ToolCall, when set, holds the tool calls the answer writes to the tools' names and
+	// schemas (ToolSyntax.Format): with ForceToolCall the answer is one call; otherwise it is
+	// free, and a call the model begins (at the syntax's opening text, ToolFormat.Trigger) is
+	// held to the format. Not with Format.
+	ToolCall      *ToolFormat
+	ForceToolCall bool
 	// Tools, when set, are the tools the template shows the model: a JSON list of OpenAI
 	// function tools ({"type": "function", "function": {"name", "description",
 	// "parameters"}}), passed to the template as apply_chat_template's tools. Reply only.
@@ -159,6 +186,20 @@ type Reply struct {
 	// one a token whose text the answer holds (not the end-of-sequence token, not tokens
 	// past a stop text).
 	Logprobs []TokenLogprob
+
+	// Inexact, from Continue, says that the answer so far with Text after it may differ from
+	// the answer an uninterrupted generation would give, and InexactReason says why: the chat
+	// did not hold the answer's own tokens (it was reopened, the turns or the answer were
+	// changed, another answer came since), so it read the answer's text back through the
+	// tokenizer, which may split it into other tokens than the model chose; or the options
+	// that choose tokens differ from the answer's.
+	Inexact       bool
+	InexactReason string
+	// Replaced, from Continue, is how many bytes at the end of the answer's text so far the
+	// continuation takes back: the U+FFFD shown for a character whose last bytes only the
+	// continuation made, or the start of a stop text it completes. The whole answer is the text
+	// so far without them, then Text.
+	Replaced int
 }
 
 // TokenLogprob is one token of an answer: its bytes (a token may hold part of a character),
@@ -180,6 +221,15 @@ func (c *Chat) Render(turns []chat.Message) (string, error) {
 	return c.render(turns, nil)
 }
 
+// RenderTools is Render with tools (a JSON list of OpenAI function tools, as Options.Tools),
+// the calls' ids made as the template requires (ToolSyntax.IDLen).
+func (c *Chat) RenderTools(turns []chat.Message, tools json.RawMessage) (string, error) {
+	if c.tools == (ToolSyntax{}) {
+		return "", ErrNoTools
+	}
+	return c.render(turns, tools)
+}
+
 // render renders turns with tools (nil: none given, as the template's tools is None).
 func (c *Chat) render(turns []chat.Message, tools json.RawMessage) (string, error) {
 	if c.tmpl == nil {
@@ -188,6 +238,10 @@ func (c *Chat) render(turns []chat.Message, tools json.RawMessage) (string, erro
 	opts := chat.Options{AddGenerationPrompt: true, SpecialTokens: c.special}
 	if tools != nil {
 		opts.Tools = tools
+		var err error
+		if turns, err = c.tools.toolTurns(turns); err != nil {
+			return "", err
+		}
 	}
 	return c.tmpl.Render(turns, opts)
 }
@@ -198,13 +252,33 @@ func (c *Chat) Reply(ctx context.Context, turns []chat.Message, opts Options) (R
 	if opts.Tools != nil && c.tools == (ToolSyntax{}) {
 		return Reply{Context: c.s.Context()}, ErrNoTools
 	}
-	text, err := c.render(turns, opts.Tools)
+	ids, err := c.prompt(turns, opts.Tools)
 	if err != nil {
 		return Reply{Context: c.s.Context()}, err
 	}
-	// As apply_chat_template(tokenize=True) does: special-token text becomes those tokens and
-	// nothing is added beyond what the template wrote.
-	return c.answer(ctx, c.tok.Encode(text, true), opts)
+	return c.answer(ctx, ids, opts, resume{})
+}
+
+// prompt returns the tokens Reply evaluates for turns with tools: the template's rendering
+// read as apply_chat_template(tokenize=True) reads it, special-token text as those tokens and
+// nothing added beyond what the template wrote.
+func (c *Chat) prompt(turns []chat.Message, tools json.RawMessage) ([]int32, error) {
+	text, err := c.render(turns, tools)
+	if err != nil {
+		return nil, err
+	}
+	return c.tok.Encode(text, true), nil
+}
+
+// Count returns the tokens of the prompt Reply would evaluate for turns with opts.Tools (the
+// other options do not change it), rendering and tokenizing only: nothing is evaluated and
+// the session is left as it is.
+func (c *Chat) Count(turns []chat.Message, opts Options) (int, error) {
+	if opts.Tools != nil && c.tools == (ToolSyntax{}) {
+		return 0, ErrNoTools
+	}
+	ids, err := c.prompt(turns, opts.Tools)
+	return len(ids), err
 }
 
 // Complete continues raw text (no chat template): the tokenizer's BOS first when it adds
@@ -214,14 +288,16 @@ func (c *Chat) Complete(ctx context.Context, text string, opts Options) (Reply, 
 	if c.tok.AddBOS() {
 		ids = append(ids, c.tok.BOS())
 	}
-	return c.answer(ctx, c.tok.AppendEncode(ids, text, opts.SpecialText), opts)
+	return c.answer(ctx, c.tok.AppendEncode(ids, text, opts.SpecialText), opts, resume{})
 }
 
 // errStopText ends a generation at a stop text; it never leaves answer.
 var errStopText = errors.New("stop text")
 
-func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, error) {
-	r := Reply{Prompt: len(ids), Context: c.s.Context()}
+// answer evaluates what of ids the session does not hold and generates; res is the answer it
+// goes on with (Continue), whose tokens end ids, or none.
+func (c *Chat) answer(ctx context.Context, ids []int32, opts Options, res resume) (Reply, error) {
+	r := Reply{Prompt: len(ids), Context: c.s.Context(), Inexact: res.inexact != "", InexactReason: res.inexact}
 	if len(ids) == 0 {
 		return r, errors.New("the prompt is no tokens")
 	}
@@ -244,13 +320,27 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	if room := c.s.Context() - len(ids) + 1; maxTokens <= 0 || maxTokens > room {
 		maxTokens = room
 	}
-	dec := c.tok.NewStreamDecoder()
+	dec := res.dec
+	if dec == nil {
+		dec = c.tok.NewStreamDecoder()
+	}
 	out := newStopWriter(opts.Stop, opts.OnText)
+	out.resume(res.kept)
 	var stop []int32
 	if !opts.IgnoreEOS {
-		stop = []int32{c.eos}
+		stop = c.ends
 	}
+	isEnd := func(id int32) bool { return slices.Contains(c.ends, id) }
 	var constraint engine.Constraint
+	if opts.ToolCall != nil {
+		if opts.Format != nil {
+			return r, errors.New("a tool call's format and another format cannot both hold one answer")
+		}
+		if opts.IgnoreEOS && opts.ForceToolCall {
+			return r, errors.New("a forced tool call ends the answer: it cannot ignore the end-of-sequence token")
+		}
+		constraint = opts.ToolCall.constraint(c, opts.ForceToolCall)
+	}
 	if opts.Format != nil {
 		if opts.IgnoreEOS && opts.Trigger == "" {
 			return r, errors.New("a structured answer ends with the document: it cannot ignore the end-of-sequence token")
@@ -275,7 +365,7 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	if opts.Logprobs {
 		var tops []engine.TokenProb
 		onLogits = func(id int32, logits []float32) error {
-			if id == c.eos && !opts.IgnoreEOS {
+			if isEnd(id) && !opts.IgnoreEOS {
 				return nil
 			}
 			var lp float32
@@ -295,16 +385,17 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 		MaxTokens:  maxTokens,
 		Stop:       stop,
 		Sampling:   opts.Sampling,
+		Drawn:      res.drawn,
 		Draft:      opts.Draft,
 		Before:     ids[:keep],
 		OnLogits:   onLogits,
 		Constraint: constraint,
 		Batch:      opts.Batch,
 		OnToken: func(id int32) error {
-			if opts.Logprobs && (id != c.eos || opts.IgnoreEOS) {
+			if opts.Logprobs && (!isEnd(id) || opts.IgnoreEOS) {
 				starts = append(starts, shown) // where this token's text begins in the answer
 			}
-			if id == c.eos {
+			if isEnd(id) {
 				return nil
 			}
 			piece := tokenizer.ValidUTF8(dec.Next(id))
@@ -327,7 +418,11 @@ func (c *Chat) answer(ctx context.Context, ids []int32, opts Options) (Reply, er
 	all := append(append(c.held[:0:0], ids...), g.Tokens...)
 	c.held = all[:min(c.s.Pos(), len(all))]
 
-	r.Text = out.text()
+	// A continuation's text is what follows the answer so far, less what it takes back of it.
+	whole := out.text()
+	from := min(len(res.kept), len(whole))
+	r.Text, r.Replaced = whole[from:], len(res.shown)-from
+	c.remember(ids, res, opts, g, whole, r.Stopped, err, maxTokens)
 	if r.Stopped { // the tokens whose text begins past the stop text's start are not in the answer
 		for i, at := range starts {
 			if at >= len(r.Text) && i < len(r.Logprobs) {
@@ -371,19 +466,30 @@ func (b biased) Accept(tok int32) error {
 }
 
 // vocabulary returns the tokens' bytes as structured answers need them: text tokens (Normal
-// and UserDefined) with their bytes, every other token never chosen, the end-of-sequence
-// token ending the answer. It has a token for every logit (rows past the tokenizer's tokens
-// are never text).
+// and UserDefined) with their bytes, and the control tokens the tool syntax's markers are
+// written with ([TOOL_CALLS], [ARGS]: the model writes its calls with them); every other token
+// never chosen, the end tokens ending the answer. It has a token for every logit (rows past the
+// tokenizer's tokens are never text).
 func (c *Chat) vocabulary() *structured.Vocabulary {
 	if c.vocab == nil {
+		// Each marker on its own: a token spanning two of them (say "][") is none of them.
+		markers := []string{c.tools.Open, c.tools.IDMarker, c.tools.ArgsMarker}
+		inMarker := func(t string) bool {
+			return slices.ContainsFunc(markers, func(m string) bool { return strings.Contains(m, t) })
+		}
 		tokens := make([][]byte, c.m.Config().Vocab)
 		for id := range tokens {
 			switch c.tok.Type(int32(id)) {
 			case tokenizer.Normal, tokenizer.UserDefined:
 				tokens[id] = c.tok.AppendDecode(nil, []int32{int32(id)})
+			case tokenizer.Control:
+				if t := c.tok.Token(int32(id)); t != "" && inMarker(t) && !slices.Contains(c.ends, int32(id)) {
+					tokens[id] = c.tok.AppendDecode(nil, []int32{int32(id)})
+				}
 			}
 		}
-		c.vocab = structured.NewVocabulary(tokens, []int32{c.eos})
+		c.texts = tokens
+		c.vocab = structured.NewVocabulary(tokens, c.ends)
 	}
 	return c.vocab
 }

@@ -10,6 +10,7 @@ type stopWriter struct {
 	buf    strings.Builder
 	sent   int // bytes of buf passed on
 	end    int // where a stop text begins, or -1
+	skip   int // bytes still to pass on that were shown already (resume)
 }
 
 func newStopWriter(stops []string, onText func(string)) *stopWriter {
@@ -20,6 +21,15 @@ func newStopWriter(stops []string, onText func(string)) *stopWriter {
 		}
 	}
 	return w
+}
+
+// resume starts the writer with the text of the answer it continues, shown already: a stop
+// text that begins in its tail and ends in what follows is found as in the uninterrupted
+// answer, and none of it is passed on again.
+func (w *stopWriter) resume(text string) {
+	w.buf.WriteString(text)
+	w.sent = len(text) - w.held(text)
+	w.skip = len(text) - w.sent
 }
 
 // write adds s to the answer and reports whether a stop text now ends it.
@@ -65,7 +75,10 @@ func (w *stopWriter) emit(s string) {
 		return
 	}
 	w.sent += len(s)
-	if w.onText != nil {
+	if n := min(w.skip, len(s)); n > 0 {
+		s, w.skip = s[n:], w.skip-n
+	}
+	if s != "" && w.onText != nil {
 		w.onText(s)
 	}
 }

@@ -56,7 +56,7 @@ type clientError struct {
 	Param   *string
 }
 
-// TestClientLibraries serves the tiny model to the client libraries people use, unchanged (npm
+// TestClientLibraries serves the trained tiny model to the client libraries people use, unchanged (npm
 // openai and ollama, pinned by tools/deps.sh), and checks every answer against what the engine
 // computes for the same request: greedy, seeded, streamed and whole, chat and raw completion,
 // the model lists, and that a refusal reaches the client as the error it reads.
@@ -67,7 +67,7 @@ func TestClientLibraries(t *testing.T) {
 	for _, pkg := range []string{"zod", "@langchain/openai", "ai", "@ai-sdk/openai"} {
 		oracle.NPM(t, pkg)
 	}
-	f := newFixture(t)
+	f := newTrainedFixture(t)
 	q := newQwen3Fixture(t)
 	cmd := exec.Command(node, filepath.Join(oracle.Root(t), "tools", "clients", "check.js"))
 	cmd.Env = append(os.Environ(), "TROCHILUS_URL="+f.srv.URL, "TROCHILUS_TOOLS_URL="+q.srv.URL, "NODE_PATH="+oracle.NodeModules(t))
@@ -145,7 +145,7 @@ func TestClientLibraries(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the schema zod wrote: %v", err)
 	}
-	person := f.reply(t, []chat.Message{{Role: "user", Content: "A person as JSON."}}, assistant.Options{MaxTokens: 60, Format: format})
+	person := f.reply(t, []chat.Message{{Role: "user", Content: "A person as JSON."}}, assistant.Options{MaxTokens: 256, Format: format})
 	var want map[string]any
 	if err := json.Unmarshal([]byte(person.Text), &want); err != nil || got.Structured != person.Text || !reflect.DeepEqual(got.StructuredParsed, want) {
 		t.Errorf("openai parse with zodResponseFormat: %q parsed as %v, want %q (%v)", got.Structured, got.StructuredParsed, person.Text, err)
@@ -162,7 +162,11 @@ func TestClientLibraries(t *testing.T) {
 	}
 	var tools json.RawMessage = []byte(got.ToolsSent)
 	call := q.reply(t, []chat.Message{{Role: "user", Content: "Weather in Paris?"}}, assistant.Options{MaxTokens: 300, Format: tf, Tools: tools})
-	_, calls := assistant.ParseToolCalls(call.Text, assistant.ToolSyntax{Open: "<tool_call>\n", Close: "\n</tool_call>"})
+	syntax, ok := q.want.ToolSyntax()
+	if !ok {
+		t.Fatal("the Qwen3 fixture's template writes no tool calls")
+	}
+	_, calls := assistant.ParseToolCalls(call.Text, syntax)
 	if len(calls) != 1 || got.ToolName != calls[0].Name || got.ToolFinish != "tool_calls" {
 		t.Fatalf("openai tool call %q (%s), want %q", got.ToolName, got.ToolFinish, call.Text)
 	}

@@ -52,6 +52,17 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{srv: srv, want: newChat(t, path)}
 }
 
+// newTrainedFixture serves tools/train's trained tiny model (testdata/trained), whose answers
+// are text a client can parse, not the noise of random weights.
+func newTrainedFixture(t *testing.T) *fixture {
+	path := modelgentest.TrainedModel(t, "q8_0")
+	s := New(newChat(t, path), "tiny")
+	s.Log = t.Logf
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return &fixture{srv: srv, want: newChat(t, path)}
+}
+
 func (f *fixture) post(t *testing.T, path, body string) (*http.Response, []byte) {
 	t.Helper()
 	return do(t, f.srv.URL, http.MethodPost, path, body, nil)

@@ -14,22 +14,24 @@ import (
 
 // Tools. The model's own chat template shows it the tools (as apply_chat_template(tools=…)
 // does), and its answer is read for the calls it writes in the template's syntax
-// (assistant.ToolSyntax). tool_choice "auto" (the default with tools) lets the model choose
-// between text and calls, and a call it begins is held to the tools (by constrained decoding
-// from the syntax's opening on: a name of the tools', that tool's arguments); "required" and a
-// named function make the answer one call the same way; "none" shows the tools and reads no
-// call (whatever the model writes stays text).
+// (assistant.ToolSyntax: Hermes/Qwen <tool_call>, Llama 3.1's JSON message, Mistral's
+// [TOOL_CALLS]). tool_choice "auto" (the default with tools) lets the model choose between text
+// and calls, and a call it begins is held to the tools (by constrained decoding from the
+// syntax's opening on: a name of the tools', that tool's arguments; for Llama, whose call has no
+// marker and is the whole message, from an answer that begins with {"name"); "required" and a
+// named function make the answer one call the same way, from its first token; "none" shows the
+// tools and reads no call (whatever the model writes stays text).
 
 // toolPlan is what a request's tools, tool_choice and parallel_tool_calls ask for.
 type toolPlan struct {
-	tools  json.RawMessage    // the tools for the template; nil without tools
-	read   bool               // read calls from the answer
-	forced *structured.Format // one call, constrained; nil when the model chooses
+	tools  json.RawMessage       // the tools for the template; nil without tools
+	read   bool                  // read calls from the answer
+	forced *assistant.ToolFormat // one call, constrained; nil when the model chooses
 	// lazy, when the model chooses, constrains the calls it writes (from the syntax's opening
 	// on); nil when a tool's parameters use keywords the matcher cannot enforce: such calls
 	// are read as written.
-	lazy   *structured.Format
-	one    bool // at most one call (parallel_tool_calls false)
+	lazy   *assistant.ToolFormat
+	one    bool // at most one call (parallel_tool_calls false, or a syntax of one call)
 	syntax assistant.ToolSyntax
 }
 
@@ -109,9 +111,9 @@ func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assi
 	}
 	p.tools, p.syntax = rawTools, syntax
 	p.read = choice != "none"
-	p.one = parallel != nil && !*parallel
+	p.one = parallel != nil && !*parallel || syntax.Single
 	if choice == "auto" {
-		p.lazy, _ = structured.ToolCall(defs, syntax.Open, syntax.Close)
+		p.lazy, _ = syntax.Format(defs)
 	}
 	if choice == "required" || choice == "function" {
 		chosen := defs
@@ -126,7 +128,7 @@ func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assi
 				return p, badParam("tool_choice", "tool_choice names %q, which is not among the tools", named)
 			}
 		}
-		f, err := structured.ToolCall(chosen, syntax.Open, syntax.Close)
+		f, err := syntax.Format(chosen)
 		if err != nil {
 			e := badParam("tools", "tools: %v", err)
 			e.code = "unsupported_parameter"
@@ -173,16 +175,24 @@ func (p *toolPlan) calls(reply *assistant.Reply) (string, []map[string]any) {
 	for _, c := range calls {
 		var args bytes.Buffer
 		json.Compact(&args, c.Arguments)
-		out = append(out, map[string]any{"id": newID("call_"), "type": "function",
+		id := newID("call_")
+		if n := p.syntax.IDLen; n > 0 {
+			// The template takes back only ids of its length (Mistral's nine alphanumerics):
+			// the client sends this one back with the call and its result.
+			id = newID("")[:n]
+		}
+		out = append(out, map[string]any{"id": id, "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": args.String()}})
 	}
 	return text, out
 }
 
 // A holdBack passes an answer's text on as it streams, except from where a tool call begins
-// (and the blanks before it): that part is kept until the answer is read whole.
+// (and the blanks before it): that part is kept until the answer is read whole. With start, a
+// call begins only at the answer's beginning (a syntax whose call is the whole message).
 type holdBack struct {
 	marker string
+	start  bool
 	out    func(string)
 	buf    string // not passed on yet
 	hit    bool   // the marker was seen: everything from it is kept
@@ -201,6 +211,21 @@ func (h *holdBack) tail(text string) {
 func (h *holdBack) write(s string) {
 	h.buf += s
 	if h.hit {
+		return
+	}
+	if h.start {
+		// Everything is kept while the answer may still begin with the marker; once it cannot,
+		// it all streams.
+		t := strings.TrimLeft(h.buf, " \n")
+		if strings.HasPrefix(t, h.marker) || strings.HasPrefix(h.marker, t) {
+			h.hit = strings.HasPrefix(t, h.marker)
+			return
+		}
+		h.start = false
+		h.out(h.buf)
+		h.passed += len(h.buf)
+		h.buf = ""
+		h.marker = "\x00" // no call can begin later
 		return
 	}
 	cut := len(h.buf)
@@ -282,14 +307,15 @@ func (p *toolPlan) apply(opts *assistant.Options) {
 	opts.Tools = p.tools
 	switch {
 	case p.forced != nil:
-		opts.Format = p.forced
+		opts.ToolCall, opts.ForceToolCall = p.forced, true
 	case p.lazy != nil && opts.Format == nil:
-		opts.Format, opts.Trigger = p.lazy, p.marker()
+		opts.ToolCall = p.lazy
 	}
 }
 
-// marker is the text a call begins with: the syntax's opening without its newline.
-func (p *toolPlan) marker() string { return strings.TrimRight(p.syntax.Open, "\n") }
+// marker is the text a call begins with: the first word of the syntax's opening, or for a call
+// that is the whole message (no opening) the start of its object.
+func (p *toolPlan) marker() string { return p.syntax.Trigger() }
 
 // holdBack returns, for a plan that reads calls, a holdBack passing a streamed answer's text on
 // to out; nil for one that reads none (its text streams as it comes).
@@ -297,5 +323,5 @@ func (p *toolPlan) holdBack(out func(string)) *holdBack {
 	if p == nil || !p.read {
 		return nil
 	}
-	return &holdBack{marker: p.marker(), out: out}
+	return &holdBack{marker: p.marker(), start: p.syntax.Open == "", out: out}
 }

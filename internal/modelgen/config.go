@@ -65,6 +65,14 @@ type Config struct {
 	// Tokenizer is the tokenizer written into the file's metadata; nil writes none (a file
 	// the engine can run on token ids but not on text).
 	Tokenizer *Tokenizer
+
+	// Values, when not nil, gives every tensor's weights (trained ones, tools/train) in place
+	// of random numbers: called with a tensor's name and element count, it returns the values
+	// in ggml order (ne0 fastest), which are quantized to the tensor's type by gguf/quant.
+	// Seed is then unused.
+	Values func(name string, elems int) ([]float32, error)
+	// Description is written as general.description; empty means the random weights' one.
+	Description string
 }
 
 // HeadDim returns the width of one attention head: HeadDimension, or Hidden/Heads.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/gguf/quant"
 )
 
 // Version is the generator's version, written into general.description. It changes whenever
@@ -66,11 +67,40 @@ func newWriter(ctx context.Context, cfg *Config) (*gguf.Writer, error) {
 	bufs := make([][]byte, 2*workers)
 	for _, t := range cfg.tensors() {
 		g := tensorGen{spec: t, seed: cfg.Seed, workers: workers, bufs: bufs}
-		if err := w.AddTensorFunc(t.name, t.typ, t.dims, func(dst io.Writer) error { return g.stream(ctx, dst) }); err != nil {
+		write := func(dst io.Writer) error { return g.stream(ctx, dst) }
+		if cfg.Values != nil {
+			write = func(dst io.Writer) error { return writeValues(dst, cfg.Values, t) }
+		}
+		if err := w.AddTensorFunc(t.name, t.typ, t.dims, write); err != nil {
 			return nil, fmt.Errorf("modelgen: %w", err)
 		}
 	}
 	return w, nil
+}
+
+// writeValues writes tensor t from the floats values gives for it, quantized to its type.
+func writeValues(dst io.Writer, values func(string, int) ([]float32, error), t tensorSpec) error {
+	elems := 1
+	for _, d := range t.dims {
+		elems *= int(d)
+	}
+	x, err := values(t.name, elems)
+	if err != nil {
+		return fmt.Errorf("tensor %s: %w", t.name, err)
+	}
+	if len(x) != elems {
+		return fmt.Errorf("tensor %s: %d values given, its shape %v holds %d", t.name, len(x), t.dims, elems)
+	}
+	n, err := t.typ.RowBytes(int64(elems))
+	if err != nil {
+		return fmt.Errorf("tensor %s: %w", t.name, err)
+	}
+	b := make([]byte, n)
+	if err := quant.Quantize(t.typ, x, b); err != nil {
+		return fmt.Errorf("tensor %s: %w", t.name, err)
+	}
+	_, err = dst.Write(b)
+	return err
 }
 
 // metadata returns the file's key/value pairs, in the order llama.cpp's converter writes them.
@@ -80,12 +110,15 @@ func (c *Config) metadata() ([]gguf.KV, error) {
 		name = fmt.Sprintf("OLMoE-shaped random %s", c.Weights.Name)
 	}
 	a := c.arch()
+	desc := c.Description
+	if desc == "" {
+		desc = fmt.Sprintf("random weights written by trochilus modelgen version %d, seed %d", Version, c.Seed)
+	}
 	kvs := []gguf.KV{
 		{Key: "general.architecture", Value: gguf.String(a)},
 		{Key: "general.type", Value: gguf.String("model")},
 		{Key: "general.name", Value: gguf.String(name)},
-		{Key: "general.description", Value: gguf.String(fmt.Sprintf(
-			"random weights written by trochilus modelgen version %d, seed %d", Version, c.Seed))},
+		{Key: "general.description", Value: gguf.String(desc)},
 		{Key: a + ".block_count", Value: gguf.Uint32(uint32(c.Layers))},
 		{Key: a + ".context_length", Value: gguf.Uint32(uint32(c.Context))},
 		{Key: a + ".embedding_length", Value: gguf.Uint32(uint32(c.Hidden))},

@@ -62,11 +62,12 @@ async function main() {
   out.afterAbort = (await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0 })).choices[0].message.content;
 
   // Structured output as the SDK's zod helper asks for it; the schema it sent is reported, so
-  // that the test computes the same answer.
+  // that the test computes the same answer. 256 tokens hold the longest document the schema
+  // and the matcher's bounded whitespace allow, one character a token.
   const Person = z.object({ name: z.string().max(6), age: z.number().int(), member: z.boolean() });
   const format = zodResponseFormat(Person, 'person');
   const parsed = await openai.chat.completions.parse({ model: 'tiny', messages: [{ role: 'user', content: 'A person as JSON.' }],
-    max_tokens: 60, temperature: 0, response_format: format });
+    max_tokens: 256, temperature: 0, response_format: format });
   out.structuredSchema = JSON.stringify(format.json_schema.schema);
   out.structured = parsed.choices[0].message.content;
   out.structuredParsed = parsed.choices[0].message.parsed;
@@ -77,7 +78,7 @@ async function main() {
   let ls = '';
   for await (const chunk of await lc.stream(messages)) ls += chunk.content;
   out.langchainStream = ls;
-  const lcLong = new ChatOpenAI({ model: 'tiny', apiKey: 'unused', temperature: 0, maxTokens: 60, maxRetries: 0, configuration: { baseURL: base + '/v1' } });
+  const lcLong = new ChatOpenAI({ model: 'tiny', apiKey: 'unused', temperature: 0, maxTokens: 256, maxRetries: 0, configuration: { baseURL: base + '/v1' } });
   out.langchainStructured = await lcLong.withStructuredOutput(Person, { name: 'person' }).invoke([{ role: 'user', content: 'A person as JSON.' }]);
 
   // The AI SDK's default provider: /v1/responses, text.format json_schema for generateObject.
@@ -87,7 +88,7 @@ async function main() {
   for await (const piece of streamText({ model: provider('tiny'), messages, maxOutputTokens: 12, temperature: 0 }).textStream) at += piece;
   out.aiStream = at;
   out.aiObject = (await generateObject({ model: provider('tiny'), schema: Person, messages: [{ role: 'user', content: 'A person as JSON.' }],
-    maxOutputTokens: 60, temperature: 0 })).object;
+    maxOutputTokens: 256, temperature: 0 })).object;
 
   if (process.env.TROCHILUS_TOOLS_URL) {
     const tools = new OpenAI({ baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1', apiKey: 'unused', maxRetries: 0 });

@@ -34,6 +34,10 @@ type Message struct {
 	Rate    float64 `json:"rate,omitempty"`    // generated tokens per second
 	Stopped bool    `json:"stopped,omitempty"` // cut short (Stop, an error, the context's end)
 	Seed    *uint64 `json:"seed,omitempty"`    // sampled with this seed (any value, 0 included); nil: greedy
+	// Length marks an answer that ended because it took the most tokens it could (the
+	// answer length setting, or the room the context had), not because the model ended it:
+	// Continue can go on from it. A Stopped answer is not one (Stop, an error).
+	Length bool `json:"length,omitempty"`
 
 	// Versions, for an answer regenerated, holds every answer made for this turn, the oldest
 	// first, and Shown the one the fields above are (Versions[Shown]): regenerating never
@@ -50,17 +54,18 @@ type Answer struct {
 	Rate    float64 `json:"rate,omitempty"`
 	Stopped bool    `json:"stopped,omitempty"`
 	Seed    *uint64 `json:"seed,omitempty"`
+	Length  bool    `json:"length,omitempty"`
 }
 
 // AnswerOf returns the answer m shows.
 func AnswerOf(m Message) Answer {
-	return Answer{Content: m.Content, Tokens: m.Tokens, Rate: m.Rate, Stopped: m.Stopped, Seed: m.Seed}
+	return Answer{Content: m.Content, Tokens: m.Tokens, Rate: m.Rate, Stopped: m.Stopped, Seed: m.Seed, Length: m.Length}
 }
 
 // Answered returns the assistant message showing the last of versions (at least one).
 func Answered(versions []Answer) Message {
 	a := versions[len(versions)-1]
-	m := Message{Role: Assistant, Content: a.Content, Tokens: a.Tokens, Rate: a.Rate, Stopped: a.Stopped, Seed: a.Seed}
+	m := Message{Role: Assistant, Content: a.Content, Tokens: a.Tokens, Rate: a.Rate, Stopped: a.Stopped, Seed: a.Seed, Length: a.Length}
 	if len(versions) > 1 {
 		m.Versions, m.Shown = slices.Clone(versions), len(versions)-1
 	}
@@ -82,7 +87,7 @@ func (m *Message) Show(i int) bool {
 		return false
 	}
 	a := m.Versions[i]
-	m.Content, m.Tokens, m.Rate, m.Stopped, m.Seed, m.Shown = a.Content, a.Tokens, a.Rate, a.Stopped, a.Seed, i
+	m.Content, m.Tokens, m.Rate, m.Stopped, m.Seed, m.Length, m.Shown = a.Content, a.Tokens, a.Rate, a.Stopped, a.Seed, a.Length, i
 	return true
 }
 
@@ -93,8 +98,14 @@ type Conversation struct {
 	Model    string    `json:"model,omitempty"` // the file of the model last used
 	System   string    `json:"system,omitempty"`
 	Messages []Message `json:"messages"`
-	Created  time.Time `json:"created"`
-	Updated  time.Time `json:"updated"`
+	// Rolled is the number of messages at the start that no longer fit the model's context
+	// with the rest: the model reads the system prompt and Messages[Rolled:]. They stay in
+	// the chat (shown, saved, exported); only the model no longer sees them. It only grows
+	// while the conversation does, so that what the model reads keeps its beginning and the
+	// KV cache of it is reused from one turn to the next.
+	Rolled  int       `json:"rolled,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
 }
 
 // New starts an empty conversation at now.
@@ -122,15 +133,35 @@ func (c *Conversation) Clone() *Conversation {
 
 // Turns returns the conversation as the chat template takes it: the system prompt (when set)
 // and then every message.
-func (c *Conversation) Turns() []chat.Message {
-	out := make([]chat.Message, 0, len(c.Messages)+1)
+func (c *Conversation) Turns() []chat.Message { return c.TurnsFrom(0) }
+
+// TurnsFrom returns the conversation as the model reads it when the messages before first have
+// rolled out of its context: the system prompt (when set) and Messages[first:].
+func (c *Conversation) TurnsFrom(first int) []chat.Message {
+	first = min(max(first, 0), len(c.Messages))
+	out := make([]chat.Message, 0, len(c.Messages)-first+1)
 	if strings.TrimSpace(c.System) != "" {
 		out = append(out, chat.Message{Role: System, Content: c.System})
 	}
-	for _, m := range c.Messages {
+	for _, m := range c.Messages[first:] {
 		out = append(out, chat.Message{Role: m.Role, Content: m.Content})
 	}
 	return out
+}
+
+// RollPoints returns where the model's view of the conversation may begin, in order: Rolled
+// and then each later user message up to the last one. Each drops whole turns (a user
+// message and what answered it), never part of one, never the last user message.
+func (c *Conversation) RollPoints() []int {
+	last := c.LastUser()
+	first := min(max(c.Rolled, 0), max(last, 0))
+	points := []int{first}
+	for i := first + 1; i <= last; i++ {
+		if c.Messages[i].Role == User {
+			points = append(points, i)
+		}
+	}
+	return points
 }
 
 // Add appends a message, naming the conversation after its first user message.

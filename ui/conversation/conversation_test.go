@@ -259,3 +259,57 @@ func FuzzLoad(f *testing.F) {
 		c.Turns()
 	})
 }
+
+// The model's view of a rolled conversation begins at a user message: RollPoints starts at
+// Rolled and offers each later user message up to the last, so whole turns go, never the last
+// question; TurnsFrom puts the system prompt before the messages kept.
+func TestRollPoints(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c := New(now)
+	c.System = "Be brief."
+	for _, m := range []Message{{Role: User, Content: "q1"}, {Role: Assistant, Content: "a1"}, {Role: User, Content: "q2"},
+		{Role: User, Content: "q3"}, {Role: Assistant, Content: "a3"}, {Role: User, Content: "q4"}} {
+		c.Add(m, now)
+	}
+	if got := c.RollPoints(); !reflect.DeepEqual(got, []int{0, 2, 3, 5}) {
+		t.Fatalf("roll points %v", got)
+	}
+	c.Rolled = 3
+	if got := c.RollPoints(); !reflect.DeepEqual(got, []int{3, 5}) {
+		t.Fatalf("roll points from 3: %v", got)
+	}
+	turns := c.TurnsFrom(3)
+	if len(turns) != 4 || turns[0].Content != "Be brief." || turns[1].Content != "q3" || turns[3].Content != "q4" {
+		t.Fatalf("turns from 3: %+v", turns)
+	}
+	c.Rolled = 9 // past the last question (messages removed since): the last question stays
+	if got := c.RollPoints(); !reflect.DeepEqual(got, []int{5}) {
+		t.Fatalf("roll points from 9: %v", got)
+	}
+	if got := New(now).RollPoints(); !reflect.DeepEqual(got, []int{0}) {
+		t.Fatalf("empty chat: %v", got)
+	}
+}
+
+// Where the model's view begins and an answer cut at the length limit are saved, and the
+// limit follows the version shown.
+func TestRolledAndLengthSaved(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := Store{Dir: t.TempDir()}
+	c := New(now)
+	c.Add(Message{Role: User, Content: "q"}, now)
+	c.Add(Answered([]Answer{{Content: "cut", Tokens: 4, Stopped: true, Length: true}, {Content: "whole", Tokens: 2}}), now)
+	c.Messages = append([]Message{{Role: User, Content: "old"}, {Role: Assistant, Content: "old answer"}}, c.Messages...)
+	c.Rolled = 2
+	if err := s.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(c.ID)
+	if err != nil || got.Rolled != 2 || got.Messages[3].Length || !got.Messages[3].Versions[0].Length {
+		t.Fatalf("loaded %+v, %v", got, err)
+	}
+	m := got.Messages[3]
+	if !m.Show(0) || !m.Length || m.Content != "cut" || !AnswerOf(m).Length {
+		t.Fatalf("version 0 shown: %+v", m)
+	}
+}

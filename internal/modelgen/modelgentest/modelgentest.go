@@ -52,7 +52,58 @@ func TestModel(t testing.TB, cfg modelgen.Config) string {
 	if err != nil {
 		t.Fatalf("modelgen: %v", err)
 	}
+	e := entry(t, key+".gguf")
+	e.once.Do(func() { e.err = modelgen.Write(context.Background(), e.path, cfg) })
+	if e.err != nil {
+		t.Fatalf("modelgen: writing a test model: %v", e.err)
+	}
+	return e.path
+}
+
+// File returns the path of the file called name in the directory TestModel writes to, made by
+// write the first time a test binary asks for that name and shared by every later call, as
+// TestModel's models are: for files as costly to make, such as a model another program
+// quantized. name must be a plain file name that says everything the bytes depend on; write
+// is given the path to create, and a file it leaves after an error is removed.
+func File(t testing.TB, name string, write func(path string) error) string {
+	t.Helper()
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		t.Fatalf("modelgentest: %q is not a plain file name", name)
+	}
+	e := entry(t, "file-"+name)
+	e.once.Do(func() {
+		if e.err = write(e.path); e.err != nil {
+			os.Remove(e.path)
+		}
+	})
+	if e.err != nil {
+		t.Fatalf("modelgentest: making %s: %v", name, e.err)
+	}
+	return e.path
+}
+
+// TrainedModel returns the path of the trained tiny model (testdata/trained) as weights
+// ("q4_k_m": the committed model, expanded; "q8_0": it requantized), written once per test
+// binary.
+func TrainedModel(t testing.TB, weights string) string {
+	t.Helper()
+	full := File(t, "trained-q4_k_m.gguf", func(path string) error {
+		return modelgen.ExpandTrainedFile(context.Background(), path)
+	})
+	if weights == "q4_k_m" {
+		return full
+	}
+	return File(t, "trained-"+weights+".gguf", func(path string) error {
+		return modelgen.RequantizeTrainedFile(path, full, weights)
+	})
+}
+
+// entry returns the cache entry of the file called name, making the test binary's directory
+// on first use.
+func entry(t testing.TB, name string) *testEntry {
+	t.Helper()
 	testModels.mu.Lock()
+	defer testModels.mu.Unlock()
 	if testModels.entries == nil {
 		testModels.entries = map[string]*testEntry{}
 	}
@@ -60,23 +111,16 @@ func TestModel(t testing.TB, cfg modelgen.Config) string {
 		sweepStale()
 		dir, err := os.MkdirTemp("", testDirPrefix)
 		if err != nil {
-			testModels.mu.Unlock()
 			t.Fatalf("modelgen: %v", err)
 		}
 		testModels.dir = dir
 	}
-	e := testModels.entries[key]
+	e := testModels.entries[name]
 	if e == nil {
-		e = &testEntry{path: filepath.Join(testModels.dir, key+".gguf")}
-		testModels.entries[key] = e
+		e = &testEntry{path: filepath.Join(testModels.dir, name)}
+		testModels.entries[name] = e
 	}
-	testModels.mu.Unlock()
-
-	e.once.Do(func() { e.err = modelgen.Write(context.Background(), e.path, cfg) })
-	if e.err != nil {
-		t.Fatalf("modelgen: writing a test model: %v", e.err)
-	}
-	return e.path
+	return e
 }
 
 // TinyModel returns the path of modelgen.Tiny(w) with OLMoE's tokenizer, written once per test

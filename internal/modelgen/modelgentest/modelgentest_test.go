@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -87,4 +89,58 @@ func TestTestModel(t *testing.T) {
 func mini(w modelgen.Weights) modelgen.Config {
 	return modelgen.Config{Layers: 2, Hidden: 256, Heads: 4, KVHeads: 2, Experts: 4, ExpertsUsed: 2,
 		ExpertFFN: 256, Vocab: 512, Context: 128, RopeTheta: 10000, RMSEps: 1e-5, Weights: w, Seed: 9}
+}
+
+// TestFile checks File's cache: one call of write per name, its path shared, and a failed
+// write's file removed and its error reported to every caller.
+func TestFile(t *testing.T) {
+	calls := 0
+	write := func(path string) error {
+		calls++
+		return os.WriteFile(path, []byte("made once"), 0o644)
+	}
+	a, b := File(t, "derived.bin", write), File(t, "derived.bin", write)
+	if a != b || calls != 1 {
+		t.Errorf("File gave %s then %s after %d writes; want one path, one write", a, b, calls)
+	}
+	if got, err := os.ReadFile(a); err != nil || string(got) != "made once" {
+		t.Errorf("%s holds %q (%v)", a, got, err)
+	}
+	var failed string
+	broken := func(path string) error {
+		failed = path
+		if err := os.WriteFile(path, []byte("half"), 0o644); err != nil {
+			return err
+		}
+		return fmt.Errorf("deliberate")
+	}
+	for range 2 {
+		f := &fatalTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			File(f, "broken.bin", broken)
+			f.msg = "returned"
+		}()
+		<-done
+		if !strings.Contains(f.msg, "deliberate") {
+			t.Errorf("File after a failed write: %q, want its error", f.msg)
+		}
+	}
+	if _, err := os.Stat(failed); !os.IsNotExist(err) {
+		t.Errorf("the failed write's %s is still there (stat: %v)", failed, err)
+	}
+}
+
+// fatalTB records a Fatalf and ends its goroutine, as testing's does, without failing the test.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
 }

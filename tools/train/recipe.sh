@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole recipe of the trained tiny model, from the corpus to the committed GGUF:
+#   tools/train/recipe.sh [DIR]      (default build/train; about 75 minutes on 2 cores)
+# 1. the tokens of the corpus and the chat examples (go run ./tools/train data);
+# 2. training (train.py: Debian's PyTorch, 2 threads, seed 1, 1000 steps);
+# 3. the float32 export checked against the oracle (check.py: train.py's forward pass and
+#    tools/oracle/olmoe_ref.py agree on held-out text);
+# 4. the Q4_K_M export and its compact form (what is committed: testdata/trained), compared
+#    with testdata/trained/SHA256SUMS (the tests make their Q8_0 from it).
+# The same machine class gives the same bytes (the gate's `go test ./tools/train` checks the
+# data step on every run); another CPU may round differently inside PyTorch's kernels, so a
+# differing GGUF is reported with both loss curves' ends, not silently accepted.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+dir=${1:-build/train}
+steps=${TRAIN_STEPS:-1000}
+py=/usr/bin/python3
+mkdir -p "$dir"
+go run ./tools/train data -o "$dir"
+rm -f "$dir/log.jsonl"
+# glibc would hand each step's large tensors back to the kernel and fault them in again: a
+# third of the step time. Keep freed memory in the process.
+MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=100000000000 \
+  "$py" tools/train/train.py --data "$dir" --out "$dir/olmoe.safetensors" --steps "$steps" \
+  --threads 2 --seed 1 --log "$dir/log.jsonl" >/dev/null
+go run ./tools/train export -w "$dir/olmoe.safetensors" -type f32 -o "$dir/olmoe-tiny-f32.gguf"
+"$py" tools/train/check.py --weights "$dir/olmoe.safetensors" --gguf "$dir/olmoe-tiny-f32.gguf" --data "$dir"
+go run ./tools/train export -w "$dir/olmoe.safetensors" -type q4_k_m -o "$dir/olmoe-tiny-q4_k_m.gguf" \
+  -compact "$dir/olmoe-tiny-q4_k_m.compact.gguf.gz"
+rm -f "$dir/olmoe-tiny-f32.gguf"
+echo "recipe: last step $(tail -1 "$dir/log.jsonl")"
+echo "recipe: committed $(tail -1 testdata/trained/train-log.jsonl)"
+( cd "$dir" && sha256sum olmoe-tiny-q4_k_m.gguf text.bin chat.bin ) > "$dir/SHA256SUMS"
+if diff -u <(head -3 testdata/trained/SHA256SUMS) "$dir/SHA256SUMS"; then
+  echo "recipe: reproduced testdata/trained bit for bit"
+else
+  echo "recipe: the result differs from testdata/trained (above); $(grep -m1 'model name' /proc/cpuinfo)" >&2
+  exit 1
+fi
