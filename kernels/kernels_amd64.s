@@ -22334,63 +22334,110 @@ done:
 	RET
 
 // func expShiftAVX2(dst []float32, src []float32, shift float32, tab *[80]float64) int
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2
 TEXT ·expShiftAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), AX
-	MOVQ src_base+24(FP), CX
-	MOVQ src_len+32(FP), DX
-	MOVQ tab+56(FP), BX
-	SHRQ $0x03, DX
-	XORQ SI, SI
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         src_len+32(FP), DX
+	MOVQ         tab+56(FP), BX
+	VBROADCASTSS shift+48(FP), Y0
+	SHRQ         $0x03, DX
+	XORQ         SI, SI
 
 group:
 	TESTQ        DX, DX
 	JZ           out
-	VMOVUPS      (CX)(SI*4), Y0
-	MOVSS        shift+48(FP), X1
-	VBROADCASTSS X1, Y1
-	VSUBPS       Y1, Y0, Y1
-	VBROADCASTSS 592(BX), Y0
-	VCMPPS       $0x1e, Y0, Y1, Y4
-	VBROADCASTSS 600(BX), Y0
-	VCMPPS       $0x11, Y0, Y1, Y5
-	VCMPPS       $0x07, Y1, Y1, Y6
-	VORPS        Y5, Y4, Y0
-	VANDNPS      Y6, Y0, Y6
-	VANDPS       Y6, Y1, Y0
-	VMOVAPS      X0, X1
+	VMOVUPS      (CX)(SI*4), Y1
+	VSUBPS       Y0, Y1, Y1
+	VBROADCASTSS 592(BX), Y4
+	VCMPPS       $0x1e, Y4, Y1, Y5
+	VBROADCASTSS 600(BX), Y4
+	VCMPPS       $0x11, Y4, Y1, Y6
+	VCMPPS       $0x07, Y1, Y1, Y7
+	VORPS        Y6, Y5, Y4
+	VANDNPS      Y7, Y4, Y7
+	VANDPS       Y7, Y1, Y1
+	VMOVAPS      X1, X2
+	VCVTPS2PD    X2, Y4
+	VBROADCASTSD 512(BX), Y8
+	VMULPD       Y4, Y8, Y8
+	VBROADCASTSD 520(BX), Y9
+	VADDPD       Y9, Y8, Y8
+	VPSUBQ       Y9, Y8, Y10
+	VSUBPD       Y9, Y8, Y8
+	VBROADCASTSD 528(BX), Y9
+	VMULPD       Y8, Y9, Y9
+	VSUBPD       Y9, Y4, Y4
+	VBROADCASTSD 536(BX), Y9
+	VMULPD       Y8, Y9, Y9
+	VSUBPD       Y9, Y4, Y4
+	VBROADCASTSD 544(BX), Y8
+	VMULPD       Y4, Y8, Y8
+	VBROADCASTSD 552(BX), Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y4, Y8, Y8
+	VBROADCASTSD 560(BX), Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y4, Y8, Y8
+	VBROADCASTSD 568(BX), Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y4, Y4, Y9
+	VMULPD       Y8, Y9, Y9
+	VADDPD       Y4, Y9, Y9
+	VPCMPEQQ     Y4, Y4, Y4
+	VPSRLQ       $0x3a, Y4, Y4
+	VPAND        Y10, Y4, Y4
+	VPCMPEQQ     Y8, Y8, Y8
+	VXORPD       Y11, Y11, Y11
+	VGATHERQPD   Y8, (BX)(Y4*8), Y11
+	VMULPD       Y11, Y9, Y9
+	VADDPD       Y11, Y9, Y9
+	VPBROADCASTQ 608(BX), Y4
+	VPADDQ       Y4, Y10, Y10
+	VPSRLQ       $0x06, Y10, Y10
+	VPSLLQ       $0x34, Y10, Y10
+	VMULPD       Y10, Y9, Y9
+	VBROADCASTSD 576(BX), Y4
+	VMULPD       Y9, Y4, Y4
+	VCVTPD2PSY   Y4, X2
+	VBROADCASTSD 584(BX), Y4
+	VMULPD       Y9, Y4, Y4
+	VCVTPD2PSY   Y4, X3
+	VMOVAPS      X2, X2
+	VMOVAPS      X3, X3
+	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VBROADCASTSD 512(BX), Y7
-	VMULPD       Y1, Y7, Y7
+	VBROADCASTSD 512(BX), Y4
+	VMULPD       Y1, Y4, Y4
 	VBROADCASTSD 520(BX), Y8
-	VADDPD       Y8, Y7, Y7
-	VPSUBQ       Y8, Y7, Y9
-	VSUBPD       Y8, Y7, Y7
+	VADDPD       Y8, Y4, Y4
+	VPSUBQ       Y8, Y4, Y9
+	VSUBPD       Y8, Y4, Y4
 	VBROADCASTSD 528(BX), Y8
-	VMULPD       Y7, Y8, Y8
+	VMULPD       Y4, Y8, Y8
 	VSUBPD       Y8, Y1, Y1
 	VBROADCASTSD 536(BX), Y8
-	VMULPD       Y7, Y8, Y8
+	VMULPD       Y4, Y8, Y8
 	VSUBPD       Y8, Y1, Y1
-	VBROADCASTSD 544(BX), Y7
-	VMULPD       Y1, Y7, Y7
+	VBROADCASTSD 544(BX), Y4
+	VMULPD       Y1, Y4, Y4
 	VBROADCASTSD 552(BX), Y8
-	VADDPD       Y8, Y7, Y7
-	VMULPD       Y1, Y7, Y7
+	VADDPD       Y8, Y4, Y4
+	VMULPD       Y1, Y4, Y4
 	VBROADCASTSD 560(BX), Y8
-	VADDPD       Y8, Y7, Y7
-	VMULPD       Y1, Y7, Y7
+	VADDPD       Y8, Y4, Y4
+	VMULPD       Y1, Y4, Y4
 	VBROADCASTSD 568(BX), Y8
-	VADDPD       Y8, Y7, Y7
+	VADDPD       Y8, Y4, Y4
 	VMULPD       Y1, Y1, Y8
-	VMULPD       Y7, Y8, Y8
+	VMULPD       Y4, Y8, Y8
 	VADDPD       Y1, Y8, Y8
 	VPCMPEQQ     Y1, Y1, Y1
 	VPSRLQ       $0x3a, Y1, Y1
 	VPAND        Y9, Y1, Y1
-	VPCMPEQQ     Y7, Y7, Y7
+	VPCMPEQQ     Y4, Y4, Y4
 	VXORPD       Y10, Y10, Y10
-	VGATHERQPD   Y7, (BX)(Y1*8), Y10
+	VGATHERQPD   Y4, (BX)(Y1*8), Y10
 	VMULPD       Y10, Y8, Y8
 	VADDPD       Y10, Y8, Y8
 	VPBROADCASTQ 608(BX), Y1
@@ -22398,74 +22445,26 @@ group:
 	VPSRLQ       $0x06, Y9, Y9
 	VPSLLQ       $0x34, Y9, Y9
 	VMULPD       Y9, Y8, Y8
-	VBROADCASTSD 576(BX), Y1
-	VMULPD       Y8, Y1, Y1
-	VCVTPD2PSY   Y1, X2
-	VBROADCASTSD 584(BX), Y1
-	VMULPD       Y8, Y1, Y1
-	VCVTPD2PSY   Y1, X1
-	VMOVAPS      X2, X2
-	VMOVAPS      X1, X3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VBROADCASTSD 512(BX), Y1
-	VMULPD       Y0, Y1, Y1
-	VBROADCASTSD 520(BX), Y7
-	VADDPD       Y7, Y1, Y1
-	VPSUBQ       Y7, Y1, Y8
-	VSUBPD       Y7, Y1, Y1
-	VBROADCASTSD 528(BX), Y7
-	VMULPD       Y1, Y7, Y7
-	VSUBPD       Y7, Y0, Y0
-	VBROADCASTSD 536(BX), Y7
-	VMULPD       Y1, Y7, Y7
-	VSUBPD       Y7, Y0, Y0
-	VBROADCASTSD 544(BX), Y1
-	VMULPD       Y0, Y1, Y1
-	VBROADCASTSD 552(BX), Y7
-	VADDPD       Y7, Y1, Y1
-	VMULPD       Y0, Y1, Y1
-	VBROADCASTSD 560(BX), Y7
-	VADDPD       Y7, Y1, Y1
-	VMULPD       Y0, Y1, Y1
-	VBROADCASTSD 568(BX), Y7
-	VADDPD       Y7, Y1, Y1
-	VMULPD       Y0, Y0, Y7
-	VMULPD       Y1, Y7, Y7
-	VADDPD       Y0, Y7, Y7
-	VPCMPEQQ     Y0, Y0, Y0
-	VPSRLQ       $0x3a, Y0, Y0
-	VPAND        Y8, Y0, Y0
-	VPCMPEQQ     Y1, Y1, Y1
-	VXORPD       Y9, Y9, Y9
-	VGATHERQPD   Y1, (BX)(Y0*8), Y9
-	VMULPD       Y9, Y7, Y7
-	VADDPD       Y9, Y7, Y7
-	VPBROADCASTQ 608(BX), Y0
-	VPADDQ       Y0, Y8, Y8
-	VPSRLQ       $0x06, Y8, Y8
-	VPSLLQ       $0x34, Y8, Y8
-	VMULPD       Y8, Y7, Y7
-	VBROADCASTSD 576(BX), Y1
-	VMULPD       Y7, Y1, Y1
-	VCVTPD2PSY   Y1, X0
-	VBROADCASTSD 584(BX), Y1
-	VMULPD       Y7, Y1, Y1
-	VCVTPD2PSY   Y1, X1
-	VINSERTF128  $0x01, X0, Y2, Y2
-	VINSERTF128  $0x01, X1, Y3, Y3
-	VCMPPS       $0x00, Y3, Y2, Y0
-	VANDPS       Y6, Y0, Y0
-	VORPS        Y4, Y0, Y1
-	VORPS        Y5, Y1, Y1
-	VMOVMSKPS    Y1, DI
+	VBROADCASTSD 576(BX), Y4
+	VMULPD       Y8, Y4, Y4
+	VCVTPD2PSY   Y4, X1
+	VBROADCASTSD 584(BX), Y4
+	VMULPD       Y8, Y4, Y4
+	VCVTPD2PSY   Y4, X4
+	VINSERTF128  $0x01, X1, Y2, Y2
+	VINSERTF128  $0x01, X4, Y3, Y3
+	VCMPPS       $0x00, Y3, Y2, Y1
+	VANDPS       Y7, Y1, Y1
+	VORPS        Y5, Y1, Y4
+	VORPS        Y6, Y4, Y4
+	VMOVMSKPS    Y4, DI
 	CMPL         DI, $0xff
 	JNE          out
-	VANDPS       Y0, Y2, Y0
-	VBROADCASTSS 616(BX), Y1
-	VANDPS       Y4, Y1, Y1
-	VORPS        Y1, Y0, Y0
-	VMOVUPS      Y0, (AX)(SI*4)
+	VANDPS       Y1, Y2, Y1
+	VBROADCASTSS 616(BX), Y4
+	VANDPS       Y5, Y4, Y4
+	VORPS        Y4, Y1, Y1
+	VMOVUPS      Y1, (AX)(SI*4)
 	ADDQ         $0x08, SI
 	DECQ         DX
 	JMP          group
@@ -22810,17 +22809,17 @@ done:
 	RET
 
 // func attendScoresAVX2(out []float32, q []float32, keys []float32, stride int, scale float32)
-// Requires: AVX, AVX2, MMX+, SSE
+// Requires: AVX, AVX2, MMX+
 TEXT ·attendScoresAVX2(SB), NOSPLIT, $0-84
-	MOVQ  out_base+0(FP), AX
-	MOVQ  out_len+8(FP), CX
-	MOVQ  q_base+24(FP), DX
-	MOVQ  q_len+32(FP), BX
-	SHLQ  $0x02, BX
-	MOVQ  keys_base+48(FP), SI
-	MOVQ  stride+72(FP), DI
-	SHLQ  $0x02, DI
-	MOVSS scale+80(FP), X0
+	MOVQ   out_base+0(FP), AX
+	MOVQ   out_len+8(FP), CX
+	MOVQ   q_base+24(FP), DX
+	MOVQ   q_len+32(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   keys_base+48(FP), SI
+	MOVQ   stride+72(FP), DI
+	SHLQ   $0x02, DI
+	VMOVSS scale+80(FP), X0
 
 four:
 	CMPQ  CX, $0x04
@@ -22972,17 +22971,17 @@ done:
 	RET
 
 // func attendScoresAVX512(out []float32, q []float32, keys []float32, stride int, scale float32)
-// Requires: AVX, AVX512F, MMX+, SSE
+// Requires: AVX, AVX512F, MMX+
 TEXT ·attendScoresAVX512(SB), NOSPLIT, $0-84
-	MOVQ  out_base+0(FP), AX
-	MOVQ  out_len+8(FP), CX
-	MOVQ  q_base+24(FP), DX
-	MOVQ  q_len+32(FP), BX
-	SHLQ  $0x02, BX
-	MOVQ  keys_base+48(FP), SI
-	MOVQ  stride+72(FP), DI
-	SHLQ  $0x02, DI
-	MOVSS scale+80(FP), X0
+	MOVQ   out_base+0(FP), AX
+	MOVQ   out_len+8(FP), CX
+	MOVQ   q_base+24(FP), DX
+	MOVQ   q_len+32(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   keys_base+48(FP), SI
+	MOVQ   stride+72(FP), DI
+	SHLQ   $0x02, DI
+	VMOVSS scale+80(FP), X0
 
 four:
 	CMPQ   CX, $0x04

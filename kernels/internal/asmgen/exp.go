@@ -68,6 +68,14 @@ func expKernel(swiglu bool) {
 	}
 	tab := Load(Param("tab"), GP64())
 	slot := func(i int) Mem { return Mem{Base: tab, Disp: 8 * i} }
+	var shift reg.VecVirtual
+	if !swiglu {
+		// Broadcast from memory once, before the loop: a legacy-SSE load (what Load emits for
+		// a float32) in the loop, with the upper halves dirty, cost an SSE/AVX transition a
+		// group on Intel and made the kernel 3× slower than the scalar Exp (LESSONS 46).
+		shift = YMM()
+		VBROADCASTSS(paramAddr("shift"), shift)
+	}
 	SHRQ(U8(3), n) // whole groups
 	done := GP64()
 	XORQ(done, done)
@@ -81,9 +89,7 @@ func expKernel(swiglu bool) {
 		VBROADCASTSS(slot(expSignF32), xs)
 		VXORPS(g, xs, xs) // −g, exactly
 	} else {
-		sf := Load(Param("shift"), XMM())
-		VBROADCASTSS(sf, xs)
-		VSUBPS(xs, g, xs) // src − shift, rounded
+		VSUBPS(shift, g, xs) // src − shift, rounded
 	}
 	lim, over, under := YMM(), YMM(), YMM()
 	VBROADCASTSS(slot(expOverflowF32), lim)

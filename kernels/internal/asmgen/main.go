@@ -132,6 +132,16 @@ func declare(name string, a attr.Attribute, sig, doc string) {
 	Doc(doc)
 }
 
+// paramAddr is the memory operand of the scalar parameter name, for a VEX instruction to read
+// it directly (Load would emit a legacy-SSE MOVSS for a float32).
+func paramAddr(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
 // declareTile declares the tile kernel name: with eight inputs (eight set) the signature sig8
 // and the doc name+doc8, else sig4 and name+doc4.
 func declareTile(name string, eight bool, sig8, doc8, sig4, doc4 string) {

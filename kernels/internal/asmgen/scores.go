@@ -33,7 +33,9 @@ func scoresKernel(s isa) {
 	k0 := Load(Param("keys").Base(), GP64())
 	stride := Load(Param("stride"), GP64())
 	SHLQ(U8(2), stride) // bytes
-	scale := Load(Param("scale"), XMM())
+	// A VEX load: no SSE/AVX transition (see expKernel).
+	scale := XMM()
+	VMOVSS(paramAddr("scale"), scale)
 	W := 4 * s.width() // bytes per register
 
 	// rows runs n positions (1 or 4) from the key rows at ptrs, stores their scores at out.
