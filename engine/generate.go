@@ -236,8 +236,10 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			room := min(opts.MaxTokens-len(g.Tokens), s.ctxLen-s.pos-1)
 			if d := dr.propose(room); len(d) > 0 {
 				batch := append(append(dr.batch[:0], tok), d...)
-				t0 := time.Now()
-				if err := s.EvalAll(ctx, batch, rows[:len(batch)*vocab]); err != nil {
+				threads, t0 := s.m.tuneBegin(len(batch)), time.Now()
+				err := s.EvalAll(ctx, batch, rows[:len(batch)*vocab])
+				s.m.tuneEnd(len(batch), threads, time.Since(t0), err == nil)
+				if err != nil {
 					return g, err
 				}
 				dr.observe(len(batch), time.Since(t0))
@@ -249,6 +251,10 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			}
 		}
 		one[0] = tok
+		threads := 0
+		if opts.Batch == nil { // a shared pass's width is the batch's: not tuned here
+			threads = s.m.tuneBegin(1)
+		}
 		t0 := time.Now()
 		switch {
 		case bounded:
@@ -259,6 +265,7 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 		default:
 			logits, err = s.Eval(ctx, one[:])
 		}
+		s.m.tuneEnd(1, threads, time.Since(t0), err == nil)
 		if err != nil {
 			return g, err
 		}

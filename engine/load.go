@@ -18,7 +18,8 @@ import (
 // Options configure Load.
 type Options struct {
 	// Threads is the number of worker threads (the caller's included); 0 means
-	// kernels.DefaultThreads(). The logits do not depend on it.
+	// kernels.DefaultThreads(), of which decode and verify passes run on as many as they
+	// were timed fastest on (threads.go). The logits do not depend on it.
 	Threads int
 
 	// Tier is the kernel implementation; nil means kernels.Best(): the fastest this CPU runs,
@@ -108,6 +109,10 @@ type Model struct {
 	store *experts.Store
 
 	plan Plan // the memory plan the load followed
+
+	// tuner chooses the threads of decode and verify passes (threads.go); nil when the
+	// caller named a thread count, which every pass then runs on.
+	tuner *threadTuner
 
 	closed atomic.Bool
 }
@@ -226,8 +231,12 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 			return nil, err
 		}
 	}
-	return &Model{path: path, cfg: cfg, file: f, data: data, pool: kernels.NewPool(opts.Threads),
-		tier: tier, net: net, store: store, plan: plan}, nil
+	m := &Model{path: path, cfg: cfg, file: f, data: data, pool: kernels.NewPool(opts.Threads),
+		tier: tier, net: net, store: store, plan: plan}
+	if opts.Threads == 0 && m.pool.Threads() > 1 {
+		m.tuner = newThreadTuner(m.pool.Threads())
+	}
+	return m, nil
 }
 
 // PlanLoad returns the plan Load would follow for the model whose header f is (gguf.Open, or

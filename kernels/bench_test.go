@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -92,6 +93,37 @@ func BenchmarkExp(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/exp")
 	_ = s
+}
+
+// BenchmarkTierExp times ExpShifted over a vocabulary of logits (σ 3.75, as a sampler at
+// temperature 0.8 sees them) in every tier against the scalar Exp a value: the vector kernel
+// must beat the loop it replaces (a legacy-SSE load in its loop once made it 3× slower, LESSONS
+// 46).
+func BenchmarkTierExp(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, 50304)
+	top := float32(math.Inf(-1))
+	for i := range src {
+		src[i] = float32(rng.NormFloat64() * 3 / 0.8)
+		top = max(top, src[i])
+	}
+	dst := make([]float32, len(src))
+	for _, t := range Tiers() {
+		b.Run(t.Name, func(b *testing.B) {
+			for b.Loop() {
+				t.ExpShifted(dst, src, top)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(src)), "ns/exp")
+		})
+	}
+	b.Run("scalar-loop", func(b *testing.B) {
+		for b.Loop() {
+			for i, v := range src {
+				dst[i] = Exp(v - top)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(src)), "ns/exp")
+	})
 }
 
 func BenchmarkPrepareQ4K(b *testing.B) {

@@ -26,16 +26,20 @@ const spinFor = 500 * time.Microsecond
 // called from inside fn of the same pool.
 type Pool struct {
 	threads int
+	active  atomic.Int32 // how many of the threads For uses (see SetActive)
 
 	mu         sync.Mutex // serializes For calls and Close
 	closed     bool
 	dispatches uint64 // jobs handed to the workers, each a wake-up and a join
 
-	gen     atomic.Uint64 // job generation; a change tells workers a new job (or Close) is out
-	pending atomic.Int32  // workers that have not finished the current job
+	// job is the current job's generation (its high bits, a change tells workers a new job
+	// or Close is out) and its chunk count (its low 16 bits): a worker reads both in one load,
+	// so one that missed a job it had no chunk of cannot pair a later job's word with the
+	// count of another.
+	job     atomic.Uint64
+	pending atomic.Int32 // workers that have not finished the current job
 	fn      func(lo, hi int)
 	n       int
-	chunks  int
 
 	caller  parker // the caller waiting for the last worker
 	workers []workerSlot
@@ -98,9 +102,11 @@ type poolOptions struct {
 	minRun    int64 // the shortest run of weight bytes MatMulMany hands a thread; 0 means minRunBytes
 }
 
-// newPool starts a pool of threads threads (> 0).
+// newPool starts a pool of threads threads (> 0; at most maxThreads are used).
 func newPool(threads int, o poolOptions) *Pool {
+	threads = min(threads, maxThreads)
 	p := &Pool{threads: threads, workers: make([]workerSlot, threads), spinYield: o.spinYield}
+	p.active.Store(int32(threads))
 	if p.spinYield == 0 {
 		p.spinYield = 64
 	}
@@ -122,8 +128,21 @@ func newPool(threads int, o poolOptions) *Pool {
 	return p
 }
 
-// Threads returns the number of threads For splits work over.
+// Threads returns the number of threads the pool has: the most For splits work over.
 func (p *Pool) Threads() int { return p.threads }
+
+// maxThreads is the most threads a pool runs: a job's chunk count has 16 bits of its word.
+const maxThreads = 1<<16 - 1
+
+// SetActive makes For use n of the pool's threads (clamped to [1, Threads()]) from its next
+// call on; the others stay parked. It changes how fast work is done, never what: every loop
+// over the pool writes by index, whichever thread runs the index. The engine times passes at
+// several counts and keeps the fastest (a memory-bound decode can run as fast on fewer
+// threads, and the spare cores' spinning and wake-ups only cost).
+func (p *Pool) SetActive(n int) { p.active.Store(int32(min(max(n, 1), p.threads))) }
+
+// Active returns how many threads For uses now.
+func (p *Pool) Active() int { return int(p.active.Load()) }
 
 // Dispatches returns how many jobs the pool has handed to its workers so far, each a wake-up
 // and a join of every worker (a call that runs on the caller alone is not one): a figure of
@@ -134,7 +153,7 @@ func (p *Pool) Dispatches() uint64 {
 	return p.dispatches
 }
 
-// For calls fn over [0, n) split into at most Threads() contiguous chunks [lo, hi), chunk i
+// For calls fn over [0, n) split into at most Active() contiguous chunks [lo, hi), chunk i
 // being [i·n/c, (i+1)·n/c), and returns when all have finished. Chunks run concurrently, so fn
 // must only write what its own range owns. For itself does not allocate; a func value made once
 // (not a fresh closure each call) keeps the whole call allocation-free. After Close, For runs
@@ -150,20 +169,26 @@ func (p *Pool) For(n int, fn func(lo, hi int)) {
 
 // forLocked is For with p.mu held.
 func (p *Pool) forLocked(n int, fn func(lo, hi int)) {
-	chunks := min(p.threads, n)
-	if chunks == 1 || p.closed {
+	p.forChunks(n, min(p.Active(), n), fn)
+}
+
+// forChunks runs fn over [0, n) in chunks (≤ Threads()) chunks, worker i taking chunk i.
+// p.mu must be held.
+func (p *Pool) forChunks(n, chunks int, fn func(lo, hi int)) {
+	if chunks <= 1 || p.closed {
 		fn(0, n)
 		return
 	}
 	p.dispatches++
-	p.fn, p.n, p.chunks = fn, n, chunks
-	p.pending.Store(int32(p.threads - 1))
-	p.gen.Add(1) // publishes fn, n, chunks to the workers
-	for i := 1; i < p.threads; i++ {
+	p.fn, p.n = fn, n
+	p.pending.Store(int32(chunks - 1))
+	// Publishes fn and n to the workers with the new word: a new generation, this count.
+	p.job.Store((p.job.Load()>>16+1)<<16 | uint64(chunks))
+	for i := 1; i < chunks; i++ {
 		p.workers[i].wakeIfAsleep()
 	}
 	fn(0, n/chunks)
-	p.caller.waitFor(func() bool { return p.pending.Load() == 0 })
+	p.caller.waitFor(func() bool { return p.pending.Load() == 0 }, true)
 	p.fn = nil
 }
 
@@ -200,12 +225,13 @@ func (p *Pool) forBalanced(n, minBlock int64, fn func(lo, hi int64)) {
 		return
 	}
 	j := &p.bal
-	j.fn, j.n, j.threads = fn, n, p.threads
-	j.blocks = min(max(n/int64(p.threads)/max(minBlock, 1), 1), maxBlocks)
-	for i := range j.claims {
+	threads := p.Active()
+	j.fn, j.n, j.threads = fn, n, threads
+	j.blocks = min(max(n/int64(threads)/max(minBlock, 1), 1), maxBlocks)
+	for i := range j.claims[:threads] {
 		j.claims[i].next.Store(0)
 	}
-	p.forLocked(p.threads, p.balRun)
+	p.forChunks(threads, threads, p.balRun)
 	j.fn = nil
 }
 
@@ -245,7 +271,7 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	p.gen.Add(1)
+	p.job.Store((p.job.Load()>>16 + 1) << 16)
 	for i := 1; i < p.threads; i++ {
 		p.workers[i].wakeIfAsleep()
 	}
@@ -260,36 +286,42 @@ func (p *Pool) work(id int) {
 		p.pin(id)
 	}
 	slot := &p.workers[id].parker
-	// Generation 0 is the pool's start; reading p.gen here instead could skip a job published
+	// Word 0 is the pool's start; reading p.job here instead could skip a job published
 	// before this goroutine first ran.
 	var seen uint64
+	spin := true
 	for {
-		slot.waitFor(func() bool { return p.gen.Load() != seen })
-		seen = p.gen.Load()
+		slot.waitFor(func() bool { return p.job.Load() != seen }, spin)
+		seen = p.job.Load()
 		if p.closed {
 			return
 		}
-		if id < p.chunks {
-			lo := int(int64(id) * int64(p.n) / int64(p.chunks))
-			hi := int(int64(id+1) * int64(p.n) / int64(p.chunks))
-			p.fn(lo, hi)
+		chunks := int(seen & maxThreads)
+		// A worker without a chunk owes the job nothing and parks at once: SetActive's spare
+		// threads must not spin on the cores the others use.
+		spin = id < chunks
+		if !spin {
+			continue
 		}
+		lo := int(int64(id) * int64(p.n) / int64(chunks))
+		hi := int(int64(id+1) * int64(p.n) / int64(chunks))
+		p.fn(lo, hi)
 		if p.pending.Add(-1) == 0 {
 			p.caller.wakeIfAsleep()
 		}
 	}
 }
 
-// waitFor returns once ready() is true: it polls for spinFor, then parks. A wake-up may be
+// waitFor returns once ready() is true: it polls for spinFor (when spin is set), then parks. A wake-up may be
 // stale (the last worker of the previous job can wake the caller after it already saw that job
 // finish by polling), so every wake-up is followed by a fresh look at ready().
-func (k *parker) waitFor(ready func() bool) {
+func (k *parker) waitFor(ready func() bool, spin bool) {
 	start := time.Now()
 	for i := 1; !ready(); i++ {
-		if i&63 != 0 {
+		if spin && i&63 != 0 {
 			continue
 		}
-		if time.Since(start) < spinFor {
+		if spin && time.Since(start) < spinFor {
 			if i&(k.yield-1) == 0 {
 				runtime.Gosched()
 			}

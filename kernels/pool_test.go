@@ -37,6 +37,62 @@ func TestPoolCoversRange(t *testing.T) {
 	}
 }
 
+// TestPoolActive checks SetActive: For and the balanced loop split over that many threads
+// (clamped to [1, Threads()]), each index exactly once, with the goroutines of the spare
+// threads running nothing; and the counts change back and forth between calls, with idle gaps
+// that let the spare threads park, without a lost or doubled chunk.
+func TestPoolActive(t *testing.T) {
+	const threads = 4
+	p := NewPool(threads)
+	defer p.Close()
+	for round, active := range []int{1, 2, 4, 3, 0, 9, 2, 4, 1, 3} {
+		p.SetActive(active)
+		want := min(max(active, 1), threads)
+		if got := p.Active(); got != want {
+			t.Fatalf("SetActive(%d): Active() = %d, want %d", active, got, want)
+		}
+		for _, n := range []int{1, 3, 7, 100, 1001} {
+			hits := make([]int32, n)
+			var calls atomic.Int32
+			p.For(n, func(lo, hi int) {
+				calls.Add(1)
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&hits[i], 1)
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("active %d n %d: index %d run %d times", active, n, i, h)
+				}
+			}
+			if c := int(calls.Load()); c != min(want, n) {
+				t.Errorf("active %d n %d: %d chunks, want %d", active, n, c, min(want, n))
+			}
+			hits64 := make([]int32, n)
+			var blocks atomic.Int32
+			p.mu.Lock()
+			p.forBalanced(int64(n), 1, func(lo, hi int64) {
+				blocks.Add(1)
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&hits64[i], 1)
+				}
+			})
+			p.mu.Unlock()
+			for i, h := range hits64 {
+				if h != 1 {
+					t.Fatalf("active %d n %d: balanced index %d run %d times", active, n, i, h)
+				}
+			}
+			if c := int(blocks.Load()); c > want*maxBlocks {
+				t.Errorf("active %d n %d: %d balanced blocks, more than %d threads allow", active, n, c, want*maxBlocks)
+			}
+		}
+		if round%3 == 2 {
+			time.Sleep(2 * spinFor) // let the spare workers park
+		}
+	}
+}
+
 // TestPoolManyCalls runs many short jobs back to back and some after idle gaps long enough for
 // the workers to park, so both the spinning and the parked hand-over are exercised. Each call
 // must have finished all its chunks when For returns (a stale wake-up once let the caller

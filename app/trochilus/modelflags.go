@@ -35,7 +35,7 @@ type modelFlags struct {
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	return &modelFlags{
 		path:    fs.String("m", "", "the GGUF model to run: a path, or a name in the models folder (required)"),
-		threads: fs.Int("t", 0, "worker threads (0: one per physical core)"),
+		threads: fs.Int("t", 0, "worker threads (0: one per physical core, and each kind of decode pass on as many of them as it is timed fastest on)"),
 		pass:    fs.Int("b", engine.DefaultPassSize, "most tokens evaluated in one forward pass"),
 		context: fs.Int("c", 0, fmt.Sprintf("positions the session holds (0: %d, or the model's context when shorter; less when that does not fit)", engine.DefaultContext)),
 		profile: fs.String("cpuprofile", "", "write a CPU profile of the run (pprof format) to this file"),
