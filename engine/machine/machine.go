@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
@@ -40,6 +41,9 @@ type Profile struct {
 
 	RAMTotal     uint64 // physical memory
 	RAMAvailable uint64 // memory that can be had without swapping (Linux MemAvailable)
+	// RAMCgroup: a memory cgroup holds this process to less than the machine has, and the
+	// two figures above are its limit and what is left under it (see RAM).
+	RAMCgroup bool
 
 	GPUs      []gpu.Device // NVIDIA GPUs the CUDA driver sees
 	CUDA      string       // the CUDA version the driver supports, "" without one
@@ -138,11 +142,14 @@ func Probe(ctx context.Context) (Profile, error) {
 		p.PhysicalCores = p.LogicalCores
 	}
 
-	total, avail, err := ram(ctx)
+	total, avail, err := RAM(ctx)
 	if err != nil {
-		return p, fmt.Errorf("machine: reading memory size: %w", err)
+		return p, err
 	}
 	p.RAMTotal, p.RAMAvailable = total, avail
+	if phys, _, err := ram(ctx); err == nil && total < phys {
+		p.RAMCgroup = true
+	}
 
 	// A missing or broken driver is a fact about the machine, not a failure to probe it.
 	if p.GPUs, p.CUDA, err = gpu.Probe(); err != nil {
@@ -210,7 +217,11 @@ func (p Profile) Write(w io.Writer) error {
 	if p.Hypervisor != "" {
 		lines = append(lines, [2]string{"hypervisor", p.Hypervisor})
 	}
-	lines = append(lines, [2]string{"ram", fmt.Sprintf("%s total, %s available", units.Bytes(p.RAMTotal), units.Bytes(p.RAMAvailable))})
+	ramLine := fmt.Sprintf("%s total, %s available", units.Bytes(p.RAMTotal), units.Bytes(p.RAMAvailable))
+	if p.RAMCgroup {
+		ramLine += " (the limit of this process's memory cgroup)"
+	}
+	lines = append(lines, [2]string{"ram", ramLine})
 	for _, g := range p.GPUs {
 		lines = append(lines, [2]string{"gpu", fmt.Sprintf("%v, CUDA %s", g, p.CUDA)})
 	}
@@ -244,11 +255,17 @@ func hz(v int64) string {
 }
 
 // RAM returns the machine's physical memory and the part of it that can be had now without
-// swapping (on Linux MemAvailable, which counts the page cache the kernel can drop).
+// swapping (on Linux MemAvailable, which counts the page cache the kernel can drop) — and
+// where a memory cgroup holds this process to less (a container, a systemd slice, an emulated
+// smaller machine), the cgroup's limit and what is left under it: the machine the process
+// really has, past which the kernel kills it.
 func RAM(ctx context.Context) (total, available uint64, err error) {
 	total, available, err = ram(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("machine: reading memory size: %w", err)
+	}
+	if limit, left, ok := cgroupMemory(os.DirFS("/")); ok {
+		total, available = min(total, limit), min(available, left)
 	}
 	return total, available, nil
 }

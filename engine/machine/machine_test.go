@@ -77,6 +77,12 @@ func TestWrite(t *testing.T) {
 	if got := p.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
+	// In a memory cgroup (a container, tools/emulate.sh): the limit, said to be one.
+	p.RAMCgroup = true
+	want = strings.Replace(want, "1.50 GiB available\n", "1.50 GiB available (the limit of this process's memory cgroup)\n", 1)
+	if got := p.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
 }
 
 func TestProcessCPUTime(t *testing.T) {
