@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -11,8 +12,11 @@ import (
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
-// referenceSampler is the sampler before its radix ranking: candidates sorted with
-// slices.SortFunc.
+// referenceSampler is the sampler as session 6 wrote it: candidates sorted with
+// slices.SortFunc, probabilities summed in float64 in rank order. The sampler now sums exact
+// integer masses instead (sample.go), which needs no full ranking; the two agree draw for draw
+// on every vector TestSamplerMatchesReference tries (they could part only where a float64
+// rounding of the old sum decides a cut, and a token of p below 2^-63 cannot be drawn now).
 type referenceSampler struct {
 	sp   Sampling
 	rng  *rand.Rand
@@ -28,8 +32,7 @@ func newReferenceSampler(sp Sampling) *referenceSampler {
 	return &referenceSampler{sp: sp, rng: rand.New(rand.NewPCG(sp.Seed, 0x74726f6368696c75))}
 }
 
-// next is the sampler as session 6 wrote it (a full sort of the kept vocabulary each token),
-// kept as the definition the fast sampler must match draw for draw:
+// next is the sampler as session 6 wrote it (a full sort of the kept vocabulary each token):
 //
 //  1. z = float32(logit / T) for every token whose logit is not NaN; z_max the largest;
 //  2. tokens with z − z_max below −104 (whose exp rounds to 0: they cannot be drawn) dropped,
@@ -186,9 +189,10 @@ func samplingLogits(rng *rand.Rand, n, shape int) []float32 {
 	return l
 }
 
-// TestSamplerMatchesReference draws with the radix-ranked sampler and the sort-based one it
-// replaced, the same seeds, on many logit vectors and settings: every draw (and every error)
-// must be the same, five draws in a row from each stream.
+// TestSamplerMatchesReference draws with the sampler and the sort-based one it replaced (the
+// float64 sums), the same seeds, on many logit vectors and settings: every draw (and every
+// error) must be the same, five draws in a row from each stream — the draws of a seed did not
+// change when the sums became exact.
 func TestSamplerMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	trials := 0
@@ -284,6 +288,178 @@ func BenchmarkSample(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// exactNext is the sampler's definition (sample.go's next) written plainly, as an oracle kept
+// apart from the code it checks: every kept token ranked by a sort, masses ⌊p·2^63⌋ summed
+// with math/big, the cuts computed as exact rationals.
+func exactNext(sp Sampling, rng *rand.Rand, logits []float32) (int32, error) {
+	t := sp.Temperature
+	top := float32(math.Inf(-1))
+	seen := false
+	for _, l := range logits {
+		if l == l {
+			seen = true
+			top = max(top, l/t)
+		}
+	}
+	switch {
+	case !seen:
+		return 0, fmt.Errorf("every logit is NaN")
+	case math.IsInf(float64(top), -1):
+		return 0, fmt.Errorf("every logit is -Inf")
+	}
+	inf := math.IsInf(float64(top), 1)
+	var cand []candidate
+	for id, l := range logits {
+		z := l / t
+		if l == l && (!inf && z-top >= -104 || inf && math.IsInf(float64(z), 1)) {
+			cand = append(cand, candidate{int32(id), z})
+		}
+	}
+	slices.SortFunc(cand, func(a, b candidate) int {
+		if c := cmp.Compare(b.z, a.z); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	if k := sp.TopK; k > 0 && k < len(cand) {
+		cand = cand[:k]
+	}
+	masses := make([]*big.Int, len(cand))
+	total := new(big.Int)
+	for i, c := range cand {
+		p := 1.0
+		if !inf {
+			p = float64(kernels.Exp(c.z - top))
+		}
+		masses[i], _ = new(big.Float).SetFloat64(p * (1 << 63)).Int(nil)
+		total.Add(total, masses[i])
+	}
+	walk := func(want *big.Int) int {
+		sum := new(big.Int)
+		for i, m := range masses {
+			if sum.Add(sum, m).Cmp(want) >= 0 {
+				return i + 1
+			}
+		}
+		return len(masses)
+	}
+	if tp := sp.TopP; tp > 0 && tp < 1 {
+		w := new(big.Rat).Mul(new(big.Rat).SetFloat64(float64(tp)), new(big.Rat).SetInt(total))
+		want := new(big.Int).Quo(w.Num(), w.Denom()) // ⌊·⌋, then up unless exact
+		if new(big.Int).Mul(want, w.Denom()).Cmp(w.Num()) != 0 {
+			want.Add(want, big.NewInt(1))
+		}
+		n := walk(want)
+		masses = masses[:n]
+		total = new(big.Int)
+		for _, m := range masses {
+			total.Add(total, m)
+		}
+	}
+	k := new(big.Int).SetUint64(rng.Uint64() << 11 >> 11)
+	want := new(big.Int).Rsh(new(big.Int).Mul(k, total), 53)
+	return cand[walk(want.Add(want, big.NewInt(1)))-1].id, nil
+}
+
+// TestSamplerMatchesDefinition draws with the sampler (scalar and every tier's vector Exp) and
+// with exactNext, the same seeds, on the vectors of TestSamplerMatchesReference and on ones
+// built to sit on the cuts: many equal probabilities, so that the top-p mass and the draw's
+// target fall exactly on a token's boundary, and probabilities that straddle the buckets.
+func TestSamplerMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 13))
+	trials := 0
+	for _, n := range []int{1, 2, 3, 5, 64, 1000, 4096, 50304} {
+		for shape := range 8 {
+			reps := 10
+			if n > 10000 {
+				reps = 2
+			}
+			for range reps {
+				var logits []float32
+				switch shape {
+				case 6: // equal halves: top-p 0.5 ends exactly at a boundary
+					logits = make([]float32, n)
+					for i := range logits {
+						logits[i] = float32(i % 2)
+					}
+				case 7: // one bucket apart: p just above and below a bucket's edge
+					logits = make([]float32, n)
+					for i := range logits {
+						logits[i] = -float32(i%7) * 0.0215
+					}
+				default:
+					logits = samplingLogits(rng, n, shape)
+				}
+				sp := Sampling{
+					Temperature: []float32{1, 0.7, 0.1, 1.5, 1e-30}[rng.IntN(5)],
+					TopK:        []int{0, 0, 1, 5, 40, n / 4, n/4 + 1, n, n + 3}[rng.IntN(9)],
+					TopP:        []float32{0, 1, 0.9, 0.5, 0.3, 0.999, 1e-30, 0.75}[rng.IntN(8)],
+					Seed:        rng.Uint64(),
+				}
+				fasts := []*sampler{newSampler(sp)}
+				for _, tier := range kernels.Tiers() {
+					f := newSampler(sp)
+					f.tier = tier
+					fasts = append(fasts, f)
+				}
+				stream := newSampler(sp).rng // the same stream, for the definition
+				for draw := range 5 {
+					want, werr := exactNext(sp, stream, logits)
+					for i, fast := range fasts {
+						got, gerr := fast.next(logits)
+						if got != want || (gerr == nil) != (werr == nil) {
+							t.Fatalf("n %d shape %d %+v, draw %d, sampler %d: token %d (%v), definition %d (%v)",
+								n, shape, sp, draw, i, got, gerr, want, werr)
+						}
+					}
+				}
+				trials++
+			}
+		}
+	}
+	t.Logf("%d logit vectors, 5 draws each, identical to the definition", trials)
+}
+
+// TestMassArithmetic checks the sampler's 128-bit helpers against math/big on random and edge
+// operands: ⌈m·f⌉ for float32 f in (0, 1) and ⌊m·k/2^53⌋.
+func TestMassArithmetic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	big128 := func(a u128) *big.Int {
+		v := new(big.Int).SetUint64(a.hi)
+		return v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(a.lo))
+	}
+	fs := []float32{math.Float32frombits(1), 1e-30, 0.5, 0.9, 0.999, math.Nextafter32(1, 0), 0.3}
+	for trial := range 20000 {
+		m := u128{rng.Uint64() >> 47, rng.Uint64()} // below 2^81
+		switch trial % 5 {
+		case 0:
+			m = u128{0, 1 << 63}
+		case 1:
+			m = u128{1<<17 - 1, math.MaxUint64}
+		}
+		f := fs[trial%len(fs)]
+		if trial%2 == 0 {
+			f = math.Float32frombits(uint32(rng.Uint64N(0x3f800000-1)) + 1)
+		}
+		w := new(big.Rat).Mul(new(big.Rat).SetFloat64(float64(f)), new(big.Rat).SetInt(big128(m)))
+		want := new(big.Int).Quo(w.Num(), w.Denom())
+		if new(big.Int).Mul(want, w.Denom()).Cmp(w.Num()) != 0 {
+			want.Add(want, big.NewInt(1))
+		}
+		if got := big128(ceilMul(m, f)); got.Cmp(want) != 0 {
+			t.Fatalf("ceilMul(%v, %g) = %v, want %v", big128(m), f, got, want)
+		}
+		k := rng.Uint64() >> 11
+		if trial%7 == 0 {
+			k = 1<<53 - 1
+		}
+		want = new(big.Int).Rsh(new(big.Int).Mul(big128(m), new(big.Int).SetUint64(k)), 53)
+		if got := big128(mulShift(m, k, 53)); got.Cmp(want) != 0 {
+			t.Fatalf("mulShift(%v, %d) = %v, want %v", big128(m), k, got, want)
 		}
 	}
 }
