@@ -129,7 +129,12 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 	if opts.Draft > 0 {
 		dr = newDrafter(opts.Before, prompt, min(opts.Draft, s.pass-1, maxDraft))
 		dr.untimed = opts.draftByLengthOnly
-		rows = make([]float32, (dr.most+1)*s.m.cfg.Vocab)
+		// Kept by the session: drafts are on by default, and a verify pass's rows are
+		// (most+1)·Vocab floats, 10 MB for Qwen3's vocabulary, on every request.
+		if n := (dr.most + 1) * s.m.cfg.Vocab; len(s.draftRows) < n {
+			s.draftRows = make([]float32, n)
+		}
+		rows = s.draftRows
 	}
 	// bounded: every choice is greedy and nothing else reads the logits, so the head's bound
 	// may choose each token of a one-token pass (next, with chosen set) without them. A draft's

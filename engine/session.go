@@ -42,6 +42,10 @@ type Session struct {
 	// its logits out; Logits computes them when asked.
 	headPending bool
 
+	// draftRows holds a verify pass's logits (Generate with drafts): kept so that each
+	// generation does not allocate them again.
+	draftRows []float32
+
 	// Model.Step's buffers when this session leads a step: kept so that a step allocates
 	// nothing once they have grown.
 	stepLogits []float32

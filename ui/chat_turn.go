@@ -213,7 +213,7 @@ func (s *chatScreen) startTurn(prev *conversation.Message, cont bool, sampling *
 			mu.Unlock()
 			s.u.later(func() { s.rolled(t, first) })
 		}
-		opts := assistant.Options{MaxTokens: maxAnswer, Sampling: sampling, OnText: onText}
+		opts := assistant.Options{MaxTokens: maxAnswer, Sampling: sampling, OnText: onText, Draft: engine.DefaultDraft}
 		var r Reply
 		if cont {
 			r, err = model.Continue(ctx, turns, opts)

@@ -40,7 +40,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 		context: fs.Int("c", 0, fmt.Sprintf("positions the session holds (0: %d, or the model's context when shorter; less when that does not fit)", engine.DefaultContext)),
 		profile: fs.String("cpuprofile", "", "write a CPU profile of the run (pprof format) to this file"),
 		experts: fs.String("expert-budget", "", "stream the experts from disk through this many MiB of RAM, or \"min\" (default: only when the file does not fit)"),
-		draft:   fs.Int("draft", 0, "draft up to N tokens at a time from the context and verify them in one pass (speculative decoding: the same tokens, faster where the text repeats itself); 0: off"),
+		draft:   fs.Int("draft", engine.DefaultDraft, "draft up to N tokens at a time from the context and verify them in one pass where that is measured to be faster (speculative decoding: the same tokens, faster where the text repeats itself); 0: off"),
 		head:    fs.String("head-bound", "auto", "on: choose greedy tokens computing only the output rows a bound says can win (the same tokens); off: every row; auto: on for heads wide enough to gain"),
 	}
 }
