@@ -182,15 +182,15 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			}
 		}
 		tok := next
-		if !chosen {
-			tok = int32(kernels.Argmax(logits))
-		}
-		chosen = false
-		if smp != nil {
+		switch {
+		case smp != nil:
 			if tok, err = smp.next(logits); err != nil {
 				return g, err
 			}
+		case !chosen:
+			tok = int32(kernels.Argmax(logits))
 		}
+		chosen = false
 		if opts.Constraint != nil {
 			if err := opts.Constraint.Accept(tok); err != nil {
 				return g, err
