@@ -24,9 +24,7 @@ import (
 // the fastest, and checks that all of them and this test binary's engine give the same logits
 // bytes: no definition anywhere in the engine's path leaves a rounding to the compiler.
 func TestCLIGOAMD64Long(t *testing.T) {
-	if os.Getenv("TROCHILUS_LONG") != "1" {
-		t.Skip("set TROCHILUS_LONG=1 to run (builds the CLI twice)")
-	}
+	oracle.Long(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("GOAMD64 levels exist on amd64 only, not %s", runtime.GOARCH)
 	}

@@ -2,9 +2,10 @@ package tokenizer
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/trochilus-llm/trochilus/internal/oracle"
 )
 
 // TestOracleCorpus compares our tokenizer, built from each HF tokenizer.json through hfconv,
@@ -36,9 +37,7 @@ func TestOracleCorpus(t *testing.T) {
 }
 
 func TestOracleCorpusLong(t *testing.T) {
-	if os.Getenv("TROCHILUS_LONG") != "1" {
-		t.Skip("set TROCHILUS_LONG=1")
-	}
+	oracle.Long(t)
 	h := startHF(t)
 	chunks, files, size := corpus(t)
 	t.Logf("corpus: %d files, %d bytes, %d strings", files, size, len(chunks))

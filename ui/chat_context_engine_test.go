@@ -10,8 +10,6 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/trochilus-llm/trochilus/engine/assistant"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 	"github.com/trochilus-llm/trochilus/ui/conversation"
@@ -66,7 +64,7 @@ const countTo = "Count to ten, please."
 // continued equals a fresh session's answer of the two lengths together, and the continuation
 // evaluates one token (the last one chosen, never evaluated), the rest of the KV cache kept.
 func TestEngineContinueIsUninterrupted(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	cm, err := (&EngineBackend{Context: chatContext}).Load(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -123,13 +121,8 @@ func TestEngineContinueIsUninterrupted(t *testing.T) {
 // Through the window: an answer at the length limit, continued, is the uninterrupted answer,
 // its tokens counted together.
 func TestEngineContinueThroughTheWindow(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	be := &recordingBackend{EngineBackend: EngineBackend{Context: chatContext}}
-	u, dirs := newTestUI(t, be, Options{MaxAnswer: 6})
-	if err := dirs.AddOpened(path); err != nil {
-		t.Fatal(err)
-	}
-	pickAndLoad(t, u, path)
+	u, path := newTinyEngineUI(t, be, Options{MaxAnswer: 6})
 	say(t, u, countTo)
 	if a := u.chat.conv.Messages[1]; !a.Length || a.Tokens != 6 || u.chat.views[1].contBtn == nil {
 		t.Fatalf("answer %+v", a)
@@ -152,13 +145,8 @@ func TestEngineContinueThroughTheWindow(t *testing.T) {
 // common beginning is kept (the system prompt's), the next turn reuses the whole prompt before
 // it, and a message too long for any roll is refused with the numbers.
 func TestEngineContextRoll(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
 	be := &recordingBackend{EngineBackend: EngineBackend{Context: chatContext}}
-	u, dirs := newTestUI(t, be, Options{MaxAnswer: 12})
-	if err := dirs.AddOpened(path); err != nil {
-		t.Fatal(err)
-	}
-	pickAndLoad(t, u, path)
+	u, path := newTinyEngineUI(t, be, Options{MaxAnswer: 12})
 	s := u.chat
 	s.system.SetText("You are a helpful assistant who answers in one short line.")
 	// The first question is long, the later ones shorter: rolling it out leaves room for a

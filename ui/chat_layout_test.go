@@ -12,9 +12,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/trochilus-llm/trochilus/engine/assistant"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
-	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 	"github.com/trochilus-llm/trochilus/ui/conversation"
 )
@@ -90,12 +87,7 @@ func (m *stoppingModel) Reply(ctx context.Context, turns []chat.Message, opts as
 // A stopped answer shows its true speed (the engine times the tokens made before the stop),
 // in the status, the answer's heading and the saved chat: not 0.0 tok/s.
 func TestStoppedAnswerSpeed(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
-	u, dirs := newTestUI(t, &stoppingBackend{EngineBackend: EngineBackend{Context: chatContext}, after: 4}, Options{MaxAnswer: 40})
-	if err := dirs.AddOpened(path); err != nil {
-		t.Fatal(err)
-	}
-	pickAndLoad(t, u, path)
+	u, _ := newTinyEngineUI(t, &stoppingBackend{EngineBackend: EngineBackend{Context: chatContext}, after: 4}, Options{MaxAnswer: 40})
 	say(t, u, "Count to ten, please.")
 	msgs := u.chat.conv.Messages
 	if len(msgs) != 2 || !msgs[1].Stopped || msgs[1].Tokens < 4 {
@@ -110,7 +102,7 @@ func TestStoppedAnswerSpeed(t *testing.T) {
 		!strings.Contains(u.chat.views[1].head.Text, st.rate.Text) {
 		t.Fatalf("saved rate %v, status %q, heading %q", msgs[1].Rate, st, u.chat.views[1].head.Text)
 	}
-	saved, err := conversation.Store{Dir: dirs.Chats}.Load(u.chat.conv.ID)
+	saved, err := conversation.Store{Dir: u.dirs.Chats}.Load(u.chat.conv.ID)
 	if err != nil || saved.Messages[1].Rate != msgs[1].Rate {
 		t.Fatalf("saved %+v, %v", saved, err)
 	}

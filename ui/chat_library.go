@@ -39,10 +39,7 @@ func newChatLibrary(s *chatScreen) *chatLibrary {
 	l.list = newKeyList(k,
 		func() int { return len(l.shown) },
 		func() fyne.CanvasObject {
-			title := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-			title.Truncation = fyne.TextTruncateEllipsis
-			sub := widget.NewLabel("")
-			sub.Truncation = fyne.TextTruncateEllipsis
+			title, sub := newRowLabels()
 			sub.SizeName = theme.SizeNameCaptionText
 			rename := newKeyButton(k, "", theme.DocumentCreateIcon(), nil)
 			rename.Importance = widget.LowImportance
@@ -151,17 +148,27 @@ func (l *chatLibrary) summary(id string) (conversation.Summary, bool) {
 	return conversation.Summary{}, false
 }
 
+// changeable returns the summary of chat id when the chat may be renamed or deleted now: not
+// while its answer is being written, which a note then says (doing names the change).
+func (l *chatLibrary) changeable(id, doing string) (conversation.Summary, bool) {
+	sum, ok := l.summary(id)
+	if !ok {
+		return sum, false
+	}
+	if s := l.s; s.busy() && id == s.conv.ID {
+		s.status.setNote("Stop the answer (Esc) before " + doing + " its chat.")
+		return sum, false
+	}
+	return sum, true
+}
+
 // askRename asks for chat id's new title; Enter renames, Esc leaves it.
 func (l *chatLibrary) askRename(id string) {
-	sum, ok := l.summary(id)
+	sum, ok := l.changeable(id, "renaming")
 	if !ok {
 		return
 	}
 	s := l.s
-	if s.busy() && id == s.conv.ID {
-		s.status.setNote("Stop the answer (Esc) before renaming its chat.")
-		return
-	}
 	entry := newKeyEntry(s.u.keys, false)
 	entry.SetText(sum.Title)
 	d := s.u.keys.newDialog(s.u.win, dialogSpec{title: "Rename chat", content: entry, confirm: "Rename",
@@ -192,15 +199,11 @@ func (l *chatLibrary) rename(id, title string) error {
 
 // askDelete asks whether to delete chat id; Enter deletes, Esc keeps it.
 func (l *chatLibrary) askDelete(id string) {
-	sum, ok := l.summary(id)
+	sum, ok := l.changeable(id, "deleting")
 	if !ok {
 		return
 	}
 	s := l.s
-	if s.busy() && id == s.conv.ID {
-		s.status.setNote("Stop the answer (Esc) before deleting its chat.")
-		return
-	}
 	msg := widget.NewLabel(fmt.Sprintf("“%s” and its %d messages will be removed from this computer. This cannot be undone.", sum.Title, sum.Messages))
 	msg.Wrapping = fyne.TextWrapWord
 	s.u.keys.newDialog(s.u.win, dialogSpec{title: "Delete chat?", icon: theme.DeleteIcon(), content: msg, confirm: "Delete",

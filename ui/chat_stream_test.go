@@ -2,6 +2,7 @@ package ui
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,22 +12,30 @@ import (
 	"github.com/trochilus-llm/trochilus/ui/conversation"
 )
 
-// A fast stream is shown at most every streamEvery, never a piece at a time, and the whole
-// answer at the end.
-func TestStreamCoalesces(t *testing.T) {
-	const pieces = 200
-	answer := make([]string, pieces)
-	for i := range answer {
-		answer[i] = "w "
-	}
-	be := &fakeBackend{prof: bigMachine(), answer: answer, pause: time.Millisecond}
-	u := newLoadedUI(t, be)
-	typeInto(u, u.chat.input, "Talk.")
+// newStreamingUI loads a window whose model answers n copies of piece, a millisecond apart: a
+// fast stream.
+func newStreamingUI(t *testing.T, piece string, n int) *UI {
+	t.Helper()
+	return newLoadedUI(t, &fakeBackend{prof: bigMachine(), answer: slices.Repeat([]string{piece}, n), pause: time.Millisecond})
+}
+
+// sendTimed types text into the chat and sends it, waits for the whole answer and returns its
+// turn and how long it took.
+func sendTimed(u *UI, text string) (*turn, time.Duration) {
+	typeInto(u, u.chat.input, text)
 	start := time.Now()
 	u.chat.send()
 	tr := u.chat.turn
 	u.Wait()
-	took := time.Since(start)
+	return tr, time.Since(start)
+}
+
+// A fast stream is shown at most every streamEvery, never a piece at a time, and the whole
+// answer at the end.
+func TestStreamCoalesces(t *testing.T) {
+	const pieces = 200
+	u := newStreamingUI(t, "w ", pieces)
+	tr, took := sendTimed(u, "Talk.")
 	most := int(took/streamEvery) + 1 // updates are at least streamEvery apart
 	if tr.shown < 1 || tr.shown > most {
 		t.Fatalf("%d pieces in %v shown in %d updates, want 1 to %d", pieces, took, tr.shown, most)
@@ -78,19 +87,9 @@ func TestAnswerSavedAsItStreams(t *testing.T) {
 // time.
 func TestStreamSavesSpaced(t *testing.T) {
 	const pieces = 150
-	answer := make([]string, pieces)
-	for i := range answer {
-		answer[i] = "x"
-	}
-	be := &fakeBackend{prof: bigMachine(), answer: answer, pause: time.Millisecond}
-	u := newLoadedUI(t, be)
+	u := newStreamingUI(t, "x", pieces)
 	u.chat.saveEvery = 40 * time.Millisecond
-	typeInto(u, u.chat.input, "Go.")
-	start := time.Now()
-	u.chat.send()
-	tr := u.chat.turn
-	u.Wait()
-	took := time.Since(start)
+	tr, took := sendTimed(u, "Go.")
 	saves := tr.saves
 	if most := int(took/u.chat.saveEvery) + 1; saves < 2 || saves > most {
 		t.Fatalf("%d saves in %v, want 2 to %d", saves, took, most)

@@ -42,7 +42,7 @@ func replyAsFresh(t *testing.T, cm ChatModel, path string, turns []chat.Message,
 }
 
 func TestEngineChatThroughTheWindow(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	u, dirs := newTestUI(t, &EngineBackend{Context: chatContext}, Options{MaxAnswer: 12})
 	if err := dirs.AddOpened(path); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestEngineChatThroughTheWindow(t *testing.T) {
 }
 
 func TestEngineReplyStopEditAndContext(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	be := &EngineBackend{Context: chatContext}
 	cm, err := be.Load(context.Background(), path)
 	if err != nil {

@@ -44,15 +44,22 @@ type modelRow struct {
 	hasPlan bool
 }
 
+// newRowLabels returns the labels of a list's row, the models' and the chats': a bold title
+// over a line of detail, each cut short with an ellipsis rather than widening the list.
+func newRowLabels() (title, sub *widget.Label) {
+	title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title.Truncation = fyne.TextTruncateEllipsis
+	sub = widget.NewLabel("")
+	sub.Truncation = fyne.TextTruncateEllipsis
+	return title, sub
+}
+
 func newModelsScreen(u *UI) *modelsScreen {
 	s := &modelsScreen{u: u}
 	s.list = widget.NewList(
 		func() int { return len(s.rows) },
 		func() fyne.CanvasObject {
-			title := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-			title.Truncation = fyne.TextTruncateEllipsis
-			sub := widget.NewLabel("")
-			sub.Truncation = fyne.TextTruncateEllipsis
+			title, sub := newRowLabels()
 			return container.NewVBox(title, sub)
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {

@@ -11,8 +11,6 @@ import (
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/trochilus-llm/trochilus/engine/download"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
@@ -24,7 +22,7 @@ func TestScreenshots(t *testing.T) {
 	if dir == "" {
 		t.Skip("set TROCHILUS_SCREENSHOTS to a folder to draw the screenshots")
 	}
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	be := &EngineBackend{Context: chatContext}
 	u, dirs := newTestUI(t, be, Options{MaxAnswer: 24})
 	be.ModelsDir = dirs.Models

@@ -261,6 +261,20 @@ func pickAndLoad(t *testing.T, u *UI, path string) {
 	}
 }
 
+// newTinyEngineUI builds the window over be (an engine backend) with fresh folders, the tiny
+// Q8_0 model among the files opened and loaded through the Models screen; it returns the
+// window and the model's path.
+func newTinyEngineUI(t *testing.T, be Backend, opts Options) (*UI, string) {
+	t.Helper()
+	path := modelgentest.TinyQ8(t)
+	u, dirs := newTestUI(t, be, opts)
+	if err := dirs.AddOpened(path); err != nil {
+		t.Fatal(err)
+	}
+	pickAndLoad(t, u, path)
+	return u, path
+}
+
 // newLoadedUI builds the window over be with fresh folders and loads a tiny model file through
 // it, ready to chat.
 func newLoadedUI(t *testing.T, be Backend) *UI {

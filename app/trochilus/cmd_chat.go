@@ -16,7 +16,7 @@ import (
 )
 
 // runChat holds a conversation on the terminal: each line read is the user's turn.
-func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runChat(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
 	// Ctrl-C stops the answer being written and returns to the prompt; at the prompt it ends
 	// the chat. The command's own context (cancelled by the first Ctrl-C) is left out of the
 	// turns for that reason.
@@ -27,7 +27,7 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		interactive = true
 	}
-	return chatLoop(ctx, args, chatIO{in: os.Stdin, out: stdout, err: stderr, interrupts: interrupts, prompt: interactive})
+	return chatLoop(ctx, cl, chatIO{in: os.Stdin, out: stdout, err: stderr, interrupts: interrupts, prompt: interactive})
 }
 
 // chatIO is where a chat reads and writes.
@@ -44,22 +44,15 @@ type chatIO struct {
 const chatHelp = `Type a message and press Enter. Commands: /reset starts a new conversation
 (the system message stays), /exit ends (so does end of input). Ctrl-C stops an answer.`
 
-func chatLoop(ctx context.Context, args []string, term chatIO) error {
-	cl := commandLine{
-		name:     "chat",
-		synopsis: "trochilus chat -m MODEL [-system TEXT] [-n N] [-t T] [-b B] [-c C]",
-		about: "Chat with the model on the terminal, through its own chat template: greedily, or sampled\n" +
-			"with -temp (the same seed gives the same answers on any machine).\n" + chatHelp,
-	}
-	fs := cl.flags(term.err)
-	mf := addModelFlags(fs)
-	system := fs.String("system", "", "a system message that opens the conversation")
-	n := fs.Int("n", 0, "most tokens an answer may have (0: as many as the context has room for)")
-	temp := fs.Float64("temp", 0, "sampling temperature (0: greedy, the most likely token each time)")
-	topK := fs.Int("top-k", 0, "with -temp: draw from the K most likely tokens only (0: all)")
-	topP := fs.Float64("top-p", 1, "with -temp: draw from the most likely tokens adding up to P")
-	seed := fs.Uint64("seed", 0, "with -temp: the random seed (default: a fresh one, printed); answer i uses seed+i")
-	if err := cl.parse(fs, args); err != nil {
+func chatLoop(ctx context.Context, cl *commandLine, term chatIO) error {
+	mf := addModelFlags(cl.FlagSet)
+	system := cl.String("system", "", "a system message that opens the conversation")
+	n := cl.Int("n", 0, "most tokens an answer may have (0: as many as the context has room for)")
+	temp := cl.Float64("temp", 0, "sampling temperature (0: greedy, the most likely token each time)")
+	topK := cl.Int("top-k", 0, "with -temp: draw from the K most likely tokens only (0: all)")
+	topP := cl.Float64("top-p", 1, "with -temp: draw from the most likely tokens adding up to P")
+	seed := cl.Uint64("seed", 0, "with -temp: the random seed (default: a fresh one, printed); answer i uses seed+i")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	if *n < 0 {
@@ -71,7 +64,7 @@ func chatLoop(ctx context.Context, args []string, term chatIO) error {
 		if err := sampling.Check(); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
-		if !flagSet(fs, "seed") {
+		if !cl.given("seed") {
 			sampling.Seed = engine.NewSeed()
 		}
 	}

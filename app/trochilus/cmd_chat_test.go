@@ -52,7 +52,7 @@ func TestChatCommand(t *testing.T) {
 	want := replies(t, path, []string{"Hello!", "And then?"}, 10)
 	var out, errb bytes.Buffer
 	in := strings.NewReader("Hello!\n\nAnd then?\n/reset\nHello!\n")
-	err := chatLoop(context.Background(), []string{"-m", path, "-n", "10", "-c", "512"},
+	err := chatLoop(context.Background(), newCommandLine("chat", []string{"-m", path, "-n", "10", "-c", "512"}, &errb),
 		chatIO{in: in, out: &out, err: &errb})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
@@ -92,7 +92,7 @@ func TestChatInterruptStopsTheAnswer(t *testing.T) {
 	var errb bytes.Buffer
 	// The first answer is interrupted; the chat goes on with the stopped answer in the
 	// conversation, and a /reset brings the whole first answer back.
-	err := chatLoop(context.Background(), []string{"-m", path, "-n", "12", "-c", "512"},
+	err := chatLoop(context.Background(), newCommandLine("chat", []string{"-m", path, "-n", "12", "-c", "512"}, &errb),
 		chatIO{in: strings.NewReader("Hello!\n/reset\nHello!\n"), out: out, err: &errb, interrupts: sig,
 			cancelled: func() { once.Do(func() { close(out.cancelled) }) }})
 	if err != nil {
@@ -109,7 +109,7 @@ func TestChatInterruptStopsTheAnswer(t *testing.T) {
 
 func TestChatRefusesAModelWithoutTemplate(t *testing.T) {
 	var errb bytes.Buffer
-	err := chatLoop(context.Background(), []string{"-m", "/nonexistent.gguf"}, chatIO{in: strings.NewReader(""), out: io.Discard, err: &errb})
+	err := chatLoop(context.Background(), newCommandLine("chat", []string{"-m", "/nonexistent.gguf"}, &errb), chatIO{in: strings.NewReader(""), out: io.Discard, err: &errb})
 	if err == nil {
 		t.Fatal("chat with a missing file")
 	}
@@ -162,7 +162,7 @@ func startServe(t *testing.T, ctx context.Context, path string, extra ...string)
 	errb = &lineWatch{want: "serving ", seen: make(chan struct{})}
 	res := make(chan error, 1)
 	go func() {
-		res <- runServe(ctx, append([]string{"-m", path, "-addr", "127.0.0.1:0"}, extra...), io.Discard, errb)
+		res <- runServe(ctx, newCommandLine("serve", append([]string{"-m", path, "-addr", "127.0.0.1:0"}, extra...), errb), io.Discard, errb)
 	}()
 	select {
 	case <-errb.seen:
@@ -219,7 +219,7 @@ func TestChatSampling(t *testing.T) {
 	var outs []string
 	for range 2 {
 		var out, errb bytes.Buffer
-		err := chatLoop(context.Background(), []string{"-m", path, "-n", "10", "-c", "512", "-temp", "0.7", "-top-k", "20", "-top-p", "0.9", "-seed", "5"},
+		err := chatLoop(context.Background(), newCommandLine("chat", []string{"-m", path, "-n", "10", "-c", "512", "-temp", "0.7", "-top-k", "20", "-top-p", "0.9", "-seed", "5"}, &errb),
 			chatIO{in: strings.NewReader("Hello!\nAgain?\n"), out: &out, err: &errb})
 		if err != nil || !strings.Contains(errb.String(), "seed 5") {
 			t.Fatalf("%v: %s", err, errb.String())

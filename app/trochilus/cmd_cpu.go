@@ -14,18 +14,11 @@ import (
 
 // runCPU prints the machine profile: processor, cores, SIMD features and RAM; with -m, how a
 // model would sit in that memory.
-func runCPU(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "cpu",
-		synopsis: "trochilus cpu [-json] [-m MODEL [-c C]]",
-		about: "Print what this machine offers: processor, cores, SIMD features, RAM. With -m, the memory plan\n" +
-			"a load of the model would follow: every weight in RAM, experts from disk, or won't fit, with the numbers.",
-	}
-	fs := cl.flags(stderr)
-	asJSON := fs.Bool("json", false, "print the profile (and with -m the plan) as JSON")
-	model := fs.String("m", "", "also plan this GGUF model in this machine's memory: a path, or a name in the models folder")
-	positions := fs.Int("c", 0, "with -m: positions the session holds (0: the default a load opens)")
-	if err := cl.parse(fs, args); err != nil {
+func runCPU(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	asJSON := cl.Bool("json", false, "print the profile (and with -m the plan) as JSON")
+	model := cl.String("m", "", "also plan this GGUF model in this machine's memory: a path, or a name in the models folder")
+	positions := cl.Int("c", 0, "with -m: positions the session holds (0: the default a load opens)")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	if *positions < 0 || *positions > 0 && *model == "" {

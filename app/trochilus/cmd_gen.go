@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,34 +14,28 @@ import (
 )
 
 // runGen writes a deterministic OLMoE- or Qwen3-MoE-shaped model with random weights.
-func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "gen",
-		synopsis: "trochilus gen -o FILE [-preset tiny|full] [-type TYPE] [-seed N] [overrides]",
-		about:    "Write an OLMoE- or Qwen3-MoE-shaped GGUF with random weights; the same flags give the same bytes.",
-	}
-	fs := cl.flags(stderr)
-	out := fs.String("o", "", "the GGUF file to write (required)")
-	preset := fs.String("preset", "tiny", "the shape to start from: tiny, full (OLMoE-1B-7B), qwen3-tiny or qwen3-full (Qwen3-30B-A3B)")
-	typ := fs.String("type", "q8_0", "weight types: "+strings.Join(modelgen.MixNames(), ", "))
-	seed := fs.Uint64("seed", 1, "the random seed")
-	name := fs.String("name", "", "general.name (default: made from the preset and type)")
-	tokDir := fs.String("tokenizer", "", "folder holding the tokenizer.json (default: OLMoE's, built in; Qwen3's from .deps/npm in a source tree)")
-	noTok := fs.Bool("no-tokenizer", false, "write no tokenizer metadata")
-	layers := fs.Int("layers", 0, "override: layers")
-	hidden := fs.Int("hidden", 0, "override: hidden width")
-	heads := fs.Int("heads", 0, "override: attention heads")
-	kvHeads := fs.Int("kv-heads", 0, "override: key/value heads")
-	experts := fs.Int("experts", 0, "override: experts per layer")
-	used := fs.Int("experts-used", 0, "override: experts used per token")
-	ffn := fs.Int("ffn", 0, "override: expert FFN width")
-	vocab := fs.Int("vocab", 0, "override: vocabulary rows")
-	ctxLen := fs.Int("context", 0, "override: context length")
-	theta := fs.Float64("rope-theta", 0, "override: RoPE theta")
-	eps := fs.Float64("rms-eps", 0, "override: RMSNorm epsilon")
-	normTopK := fs.Bool("norm-topk-prob", false, "renormalise the chosen experts' weights (olmoe.expert_weights_norm)")
-	clip := fs.Float64("clip-qkv", 0, "clamp q, k, v to this magnitude (olmoe.attention.clamp_kqv); 0: no clamp")
-	if err := cl.parse(fs, args); err != nil {
+func runGen(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	out := cl.String("o", "", "the GGUF file to write (required)")
+	preset := cl.String("preset", "tiny", "the shape to start from: tiny, full (OLMoE-1B-7B), qwen3-tiny or qwen3-full (Qwen3-30B-A3B)")
+	typ := cl.String("type", "q8_0", "weight types: "+strings.Join(modelgen.MixNames(), ", "))
+	seed := cl.Uint64("seed", 1, "the random seed")
+	name := cl.String("name", "", "general.name (default: made from the preset and type)")
+	tokDir := cl.String("tokenizer", "", "folder holding the tokenizer.json (default: OLMoE's, built in; Qwen3's from .deps/npm in a source tree)")
+	noTok := cl.Bool("no-tokenizer", false, "write no tokenizer metadata")
+	layers := cl.Int("layers", 0, "override: layers")
+	hidden := cl.Int("hidden", 0, "override: hidden width")
+	heads := cl.Int("heads", 0, "override: attention heads")
+	kvHeads := cl.Int("kv-heads", 0, "override: key/value heads")
+	experts := cl.Int("experts", 0, "override: experts per layer")
+	used := cl.Int("experts-used", 0, "override: experts used per token")
+	ffn := cl.Int("ffn", 0, "override: expert FFN width")
+	vocab := cl.Int("vocab", 0, "override: vocabulary rows")
+	ctxLen := cl.Int("context", 0, "override: context length")
+	theta := cl.Float64("rope-theta", 0, "override: RoPE theta")
+	eps := cl.Float64("rms-eps", 0, "override: RMSNorm epsilon")
+	normTopK := cl.Bool("norm-topk-prob", false, "renormalise the chosen experts' weights (olmoe.expert_weights_norm)")
+	clip := cl.Float64("clip-qkv", 0, "clamp q, k, v to this magnitude (olmoe.attention.clamp_kqv); 0: no clamp")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -71,19 +64,19 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	// An override replaces the preset's value only where its flag is given: a 0 given is a
 	// value for Validate to judge, not "the preset's".
-	override(fs, "layers", &cfg.Layers, *layers)
-	override(fs, "hidden", &cfg.Hidden, *hidden)
+	override(cl, "layers", &cfg.Layers, *layers)
+	override(cl, "hidden", &cfg.Hidden, *hidden)
 	// -heads sets the key/value heads too, unless -kv-heads, applied after it, says otherwise.
-	override(fs, "heads", &cfg.Heads, *heads)
-	override(fs, "heads", &cfg.KVHeads, *heads)
-	override(fs, "kv-heads", &cfg.KVHeads, *kvHeads)
-	override(fs, "experts", &cfg.Experts, *experts)
-	override(fs, "experts-used", &cfg.ExpertsUsed, *used)
-	override(fs, "ffn", &cfg.ExpertFFN, *ffn)
-	override(fs, "vocab", &cfg.Vocab, *vocab)
-	override(fs, "context", &cfg.Context, *ctxLen)
-	override(fs, "rope-theta", &cfg.RopeTheta, float32(*theta))
-	override(fs, "rms-eps", &cfg.RMSEps, float32(*eps))
+	override(cl, "heads", &cfg.Heads, *heads)
+	override(cl, "heads", &cfg.KVHeads, *heads)
+	override(cl, "kv-heads", &cfg.KVHeads, *kvHeads)
+	override(cl, "experts", &cfg.Experts, *experts)
+	override(cl, "experts-used", &cfg.ExpertsUsed, *used)
+	override(cl, "ffn", &cfg.ExpertFFN, *ffn)
+	override(cl, "vocab", &cfg.Vocab, *vocab)
+	override(cl, "context", &cfg.Context, *ctxLen)
+	override(cl, "rope-theta", &cfg.RopeTheta, float32(*theta))
+	override(cl, "rms-eps", &cfg.RMSEps, float32(*eps))
 	if cfg.Arch != "qwen3moe" { // Qwen3-MoE always renormalises and clamps nothing
 		cfg.NormTopKProb = *normTopK
 		cfg.ClipQKV = float32(*clip)
@@ -130,8 +123,8 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // override sets *field to v when the flag called name was given on the command line.
-func override[T any](fs *flag.FlagSet, name string, field *T, v T) {
-	if flagSet(fs, name) {
+func override[T any](cl *commandLine, name string, field *T, v T) {
+	if cl.given(name) {
 		*field = v
 	}
 }

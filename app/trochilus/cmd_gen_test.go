@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
@@ -109,7 +107,7 @@ func fmt3(v any) string { return fmt.Sprint(v) }
 // TestInspectText checks the text report of a tiny model with its tokenizer: each section is
 // there, long arrays are elided with their length, and the totals add up.
 func TestInspectText(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	code, out, errOut := runCLI("inspect", path)
 	if code != 0 {
 		t.Fatalf("inspect: exit %d: %s", code, errOut)

@@ -47,19 +47,13 @@ func reportRates(stderr io.Writer, g *engine.Generation, vocab int) {
 }
 
 // runGenerate generates greedily from token ids and prints the new ids.
-func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "generate",
-		synopsis: "trochilus generate -m MODEL --tokens 1,2,3 [-n N] [-t T] [-b B] [-c C] [-repeat R]",
-		about:    "Generate greedily from token ids; print the new ids, comma-separated, on stdout.",
-	}
-	fs := cl.flags(stderr)
-	mf := addModelFlags(fs)
-	tokens := fs.String("tokens", "", "the prompt: comma-separated token ids (required)")
-	n := fs.Int("n", 32, "most tokens to generate")
-	ignoreEOS := fs.Bool("ignore-eos", false, "do not stop at the model's end-of-sequence token")
-	repeat := fs.Int("repeat", 1, "run the whole generation this many times in one process (a benchmark: the rates of each run go to stderr, the ids of the last to stdout)")
-	if err := cl.parse(fs, args); err != nil {
+func runGenerate(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	mf := addModelFlags(cl.FlagSet)
+	tokens := cl.String("tokens", "", "the prompt: comma-separated token ids (required)")
+	n := cl.Int("n", 32, "most tokens to generate")
+	ignoreEOS := cl.Bool("ignore-eos", false, "do not stop at the model's end-of-sequence token")
+	repeat := cl.Int("repeat", 1, "run the whole generation this many times in one process (a benchmark: the rates of each run go to stderr, the ids of the last to stdout)")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	prompt, err := parseTokens(*tokens)

@@ -15,8 +15,6 @@ import (
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/kernels"
 	"github.com/trochilus-llm/trochilus/tokenizer"
@@ -27,7 +25,7 @@ import (
 // because serve names the model after its file, and the tests expect that name.
 func tinyModel(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0)))
+	data, err := os.ReadFile(modelgentest.TinyQ8(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +222,7 @@ func TestGenerateInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errb bytes.Buffer
-	err := runGenerate(ctx, []string{"-m", path, "--tokens", "1,2,3", "-n", "4"}, &out, &errb)
+	err := runGenerate(ctx, newCommandLine("generate", []string{"-m", path, "--tokens", "1,2,3", "-n", "4"}, &errb), &out, &errb)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("generate with a cancelled context: %v", err)
 	}

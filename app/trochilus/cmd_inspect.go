@@ -18,19 +18,12 @@ import (
 
 // runInspect describes a GGUF file: its architecture's configuration, its metadata, its tensors
 // and what they add up to. Only the header is read.
-func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "inspect",
-		synopsis: "trochilus inspect [-json] FILE",
-		about:    "Describe a GGUF file: architecture config, metadata, tensors, totals.",
-		args:     oneArg("FILE"),
-	}
-	fs := cl.flags(stderr)
-	asJSON := fs.Bool("json", false, "print the description as JSON")
-	if err := cl.parse(fs, args); err != nil {
+func runInspect(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	asJSON := cl.Bool("json", false, "print the description as JSON")
+	if err := cl.parse(); err != nil {
 		return err
 	}
-	path := fs.Arg(0)
+	path := cl.Arg(0)
 	cpu0, cpuOK := machine.ProcessCPUTime()
 	start := time.Now()
 	f, err := gguf.Open(path)

@@ -13,19 +13,12 @@ import (
 )
 
 // runLogits evaluates token ids and writes the float32 logits of every position.
-func runLogits(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	cl := commandLine{
-		name:     "logits",
-		synopsis: "trochilus logits -m MODEL --tokens 1,2,3 [-o FILE] [--hex] [-t T] [-b B] [-c C]",
-		about: "Evaluate token ids and write the logits after every token: float32 little-endian,\n" +
-			"[tokens][vocab], to FILE or stdout; --hex writes one line of hex per position instead.",
-	}
-	fs := cl.flags(stderr)
-	mf := addModelFlags(fs)
-	tokens := fs.String("tokens", "", "comma-separated token ids (required)")
-	out := fs.String("o", "", "write the logits to this file (default: stdout)")
-	asHex := fs.Bool("hex", false, "print each position's logits as one line of hex (the little-endian bytes)")
-	if err := cl.parse(fs, args); err != nil {
+func runLogits(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) (err error) {
+	mf := addModelFlags(cl.FlagSet)
+	tokens := cl.String("tokens", "", "comma-separated token ids (required)")
+	out := cl.String("o", "", "write the logits to this file (default: stdout)")
+	asHex := cl.Bool("hex", false, "print each position's logits as one line of hex (the little-endian bytes)")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	ids, err := parseTokens(*tokens)

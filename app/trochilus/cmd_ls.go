@@ -21,15 +21,8 @@ import (
 
 // runLs lists the models the app knows: those in its models folder, unfinished downloads,
 // and the files opened from elsewhere that it remembers.
-func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "ls",
-		synopsis: "trochilus ls",
-		about: "List the app's models folder ($" + library.HomeEnv + "/models when set) and the models opened from\n" +
-			"elsewhere: size, architecture, weight types and whether each fits this machine's memory.",
-	}
-	fs := cl.flags(stderr)
-	if err := cl.parse(fs, args); err != nil {
+func runLs(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	dirs, found, err := readModelsFolder()

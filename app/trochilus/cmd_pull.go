@@ -19,30 +19,18 @@ import (
 )
 
 // runPull downloads a model from Hugging Face into the app's models folder.
-func runPull(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runPull(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
 	// No overall timeout: a multi-gigabyte transfer takes as long as it takes, and
 	// download.Fetch ends the attempts that stall.
-	return pull(ctx, args, stdout, stderr, &http.Client{})
+	return pull(ctx, cl, stdout, stderr, &http.Client{})
 }
 
 // pull is runPull with the HTTP client given, so tests can act at exact points of a transfer.
-func pull(ctx context.Context, args []string, stdout, stderr io.Writer, client *http.Client) error {
-	cl := commandLine{
-		name:     "pull",
-		synopsis: "trochilus pull REPO[:FILE]",
-		about: "Download a GGUF model from Hugging Face ($" + hub.EndpointEnv + " replaces https://huggingface.co) into\n" +
-			"the app's models folder ($" + library.HomeEnv + "/models when set), verifying the SHA-256 the\n" +
-			"repository publishes. FILE is a file name (foo-Q4_K_M.gguf) or a quant tag (Q4_K_M); without\n" +
-			"it the repository's only .gguf, or its Q4_K_M one, is taken. An interrupted pull (Ctrl-C, a\n" +
-			"lost connection) keeps what it received; pulling again resumes there.\n\n" +
-			"example: trochilus pull allenai/OLMoE-1B-7B-0125-Instruct-GGUF:Q4_K_M",
-		args: oneArg("REPO[:FILE]"),
-	}
-	fs := cl.flags(stderr)
-	if err := cl.parse(fs, args); err != nil {
+func pull(ctx context.Context, cl *commandLine, stdout, stderr io.Writer, client *http.Client) error {
+	if err := cl.parse(); err != nil {
 		return err
 	}
-	target := fs.Arg(0)
+	target := cl.Arg(0)
 	repo, want, err := parseTarget(target)
 	if err != nil {
 		return err

@@ -353,7 +353,7 @@ func pullInterrupted(t *testing.T, target string, cut int64) (stdout, stderr str
 	defer cancel()
 	client := &http.Client{Transport: &interrupter{base: http.DefaultTransport, after: cut, cancel: cancel}}
 	var out, errOut bytes.Buffer
-	if err := pull(ctx, []string{target}, &out, &errOut, client); !errors.Is(err, context.Canceled) {
+	if err := pull(ctx, newCommandLine("pull", []string{target}, &errOut), &out, &errOut, client); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted pull returned %v, want context.Canceled\n%s%s", err, out.String(), errOut.String())
 	}
 	return out.String(), errOut.String()

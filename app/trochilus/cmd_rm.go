@@ -11,28 +11,13 @@ import (
 	"strings"
 
 	"github.com/trochilus-llm/trochilus/engine/download"
-	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
 // runRm deletes models from the app's models folder, with what unfinished downloads of them
 // left.
-func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "rm",
-		synopsis: "trochilus rm NAME...",
-		about: "Delete models from the app's models folder ($" + library.HomeEnv + "/models when set), with any\n" +
-			"unfinished download of them. NAME is a file name there, with or without .gguf, or the start\n" +
-			"of one that no other model shares ('trochilus ls' lists them). Files elsewhere are never touched.",
-		args: func(names []string) error {
-			if len(names) == 0 {
-				return fmt.Errorf("%w: name the model to delete", errUsage)
-			}
-			return nil
-		},
-	}
-	fs := cl.flags(stderr)
-	if err := cl.parse(fs, args); err != nil {
+func runRm(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	dirs, found, err := readModelsFolder()
@@ -42,7 +27,7 @@ func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Every name is resolved before anything is deleted, so a typo in the second name does not
 	// leave the first deleted and the command failed.
 	var names []string
-	for _, arg := range fs.Args() {
+	for _, arg := range cl.Args() {
 		name, err := rmTarget(dirs.Models, found.names(), arg)
 		if err != nil {
 			return err

@@ -10,20 +10,14 @@ import (
 
 // runRun continues raw text (no chat template) greedily through assistant.Complete, so that it
 // streams the same valid UTF-8 text as chat and serve, and prints it.
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "run",
-		synopsis: "trochilus run -m MODEL (-p TEXT | -f FILE) [-n N] [-t T] [-b B] [-c C]",
-		about:    "Tokenize raw text (no chat template), generate greedily and print the new text.",
-	}
-	fs := cl.flags(stderr)
-	mf := addModelFlags(fs)
-	prompt := fs.String("p", "", "the prompt text")
-	file := fs.String("f", "", "read the prompt text from this file")
-	n := fs.Int("n", 128, "most tokens to generate")
-	special := fs.Bool("special", false, "turn control-token text in the prompt (<|endoftext|>, ...) into those tokens")
-	ignoreEOS := fs.Bool("ignore-eos", false, "do not stop at the end-of-sequence token")
-	if err := cl.parse(fs, args); err != nil {
+func runRun(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	mf := addModelFlags(cl.FlagSet)
+	prompt := cl.String("p", "", "the prompt text")
+	file := cl.String("f", "", "read the prompt text from this file")
+	n := cl.Int("n", 128, "most tokens to generate")
+	special := cl.Bool("special", false, "turn control-token text in the prompt (<|endoftext|>, ...) into those tokens")
+	ignoreEOS := cl.Bool("ignore-eos", false, "do not stop at the end-of-sequence token")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	if (*prompt == "") == (*file == "") {

@@ -15,34 +15,22 @@ import (
 )
 
 // runSearch finds GGUF models on Hugging Face: repositories by name, or one repository's models.
-func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return search(ctx, args, stdout, stderr, &http.Client{Timeout: time.Minute})
+func runSearch(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	return search(ctx, cl, stdout, stderr, &http.Client{Timeout: time.Minute})
 }
 
 // search is runSearch with the HTTP client given, for tests.
-func search(ctx context.Context, args []string, stdout, stderr io.Writer, client *http.Client) error {
-	cl := commandLine{
-		name:     "search",
-		synopsis: "trochilus search [-n N] [-fit] TEXT | OWNER/NAME",
-		about: "Search Hugging Face ($" + hub.EndpointEnv + " replaces https://huggingface.co) for repositories of GGUF\n" +
-			"models whose names contain TEXT, most downloaded first; or, given a repository, list its models:\n" +
-			"each file (a split model's parts as one), its size and quant tag, and with -fit whether it fits\n" +
-			"this machine, read from its header by range requests before any download.\n\n" +
-			"examples: trochilus search olmoe\n" +
-			"          trochilus search -fit allenai/OLMoE-1B-7B-0125-Instruct-GGUF",
-		args: oneArg("TEXT or OWNER/NAME"),
-	}
-	fs := cl.flags(stderr)
-	n := fs.Int("n", 20, fmt.Sprintf("the most repositories to list (1 to %d)", hub.MaxSearchResults))
-	fit := fs.Bool("fit", false, "with a repository: read each model's header and say whether it fits this machine")
-	if err := cl.parse(fs, args); err != nil {
+func search(ctx context.Context, cl *commandLine, stdout, stderr io.Writer, client *http.Client) error {
+	n := cl.Int("n", 20, fmt.Sprintf("the most repositories to list (1 to %d)", hub.MaxSearchResults))
+	fit := cl.Bool("fit", false, "with a repository: read each model's header and say whether it fits this machine")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	if *n < 1 || *n > hub.MaxSearchResults {
 		return fmt.Errorf("%w: -n %d: want 1 to %d", errUsage, *n, hub.MaxSearchResults)
 	}
 	endpoint := hub.Endpoint()
-	what := fs.Arg(0)
+	what := cl.Arg(0)
 	if hub.IsRepo(what) {
 		return listRepo(ctx, stdout, client, endpoint, what, *fit)
 	}

@@ -16,7 +16,7 @@ func TestSearchRepositories(t *testing.T) {
 	h.searchAnswer = `[{"id":"owner/Model-GGUF","downloads":1200,"likes":7,"lastModified":"2026-11-02T10:00:00.000Z"},
 		{"id":"../etc","downloads":5},{"id":"other/Model-2-GGUF","downloads":3,"likes":0}]`
 	var out, errOut bytes.Buffer
-	if err := search(context.Background(), []string{"-n", "5", "model"}, &out, &errOut, h.ts.Client()); err != nil {
+	if err := search(context.Background(), newCommandLine("search", []string{"-n", "5", "model"}, &errOut), &out, &errOut, h.ts.Client()); err != nil {
 		t.Fatal(err)
 	}
 	q := h.searchQuery
@@ -34,10 +34,10 @@ func TestSearchRepositories(t *testing.T) {
 	}
 
 	h.searchAnswer = `{"error":"bad"}`
-	if err := search(context.Background(), []string{"model"}, &out, &errOut, h.ts.Client()); err == nil || !strings.Contains(err.Error(), `"model"`) {
+	if err := search(context.Background(), newCommandLine("search", []string{"model"}, &errOut), &out, &errOut, h.ts.Client()); err == nil || !strings.Contains(err.Error(), `"model"`) {
 		t.Errorf("a broken answer: %v", err)
 	}
-	if err := search(context.Background(), []string{"-n", "0", "model"}, &out, &errOut, h.ts.Client()); !errors.Is(err, errUsage) {
+	if err := search(context.Background(), newCommandLine("search", []string{"-n", "0", "model"}, &errOut), &out, &errOut, h.ts.Client()); !errors.Is(err, errUsage) {
 		t.Errorf("-n 0: %v", err)
 	}
 }
@@ -54,7 +54,7 @@ func TestSearchRepository(t *testing.T) {
 	h.add("big/Model-UD-Q2_K_XL-00002-of-00002.gguf", make([]byte, 200))
 	h.add("README.md", []byte("hi"))
 	var out, errOut bytes.Buffer
-	if err := search(context.Background(), []string{"-fit", "owner/Model-GGUF"}, &out, &errOut, h.ts.Client()); err != nil {
+	if err := search(context.Background(), newCommandLine("search", []string{"-fit", "owner/Model-GGUF"}, &errOut), &out, &errOut, h.ts.Client()); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

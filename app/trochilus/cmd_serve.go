@@ -20,30 +20,19 @@ import (
 )
 
 // runServe answers OpenAI- and Ollama-style HTTP requests with the model until interrupted.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl := commandLine{
-		name:     "serve",
-		synopsis: "trochilus serve -m MODEL [-addr HOST:PORT] [-api-key KEY] [-cors ORIGINS] [-name ID] [-parallel N] [-t T] [-b B] [-c C]",
-		about: "Answer HTTP requests in the shape of OpenAI's API: POST /v1/chat/completions,\n" +
-			"POST /v1/completions, POST /v1/responses (\"stream\": true for server-sent events),\n" +
-			"GET /v1/models[/ID], GET /health;\n" +
-			"greedy unless a request sets a temperature (then sampled with its seed, or a fresh one the\n" +
-			"response reports). And in the shape of Ollama's: POST /api/chat, /api/generate (lines of JSON\n" +
-			"unless \"stream\": false; Ollama's sampling defaults, a seed in the options reproduces),\n" +
-			"/api/show, GET /api/tags, /api/ps, /api/version. -parallel N answers N requests at once\n" +
-			"(each with its own session and KV cache, their tokens sharing forward passes: the same answers).\n" +
-			"Listens on loopback unless -addr says otherwise, which then needs -api-key. SIGINT or\n" +
-			"SIGTERM stops it.",
-	}
-	fs := cl.flags(stderr)
-	mf := addModelFlags(fs)
-	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on, host:port (port 0: any free port)")
-	name := fs.String("name", "", "the model id clients see (default: the file name without .gguf)")
-	apiKey := fs.String("api-key", "", "the key every /v1 and /api request must send as \"Authorization: Bearer KEY\" (default: $TROCHILUS_API_KEY); required off loopback")
-	parallel := fs.Int("parallel", 1, "requests answered at once, each with a session of its own (the memory plan counts them all)")
-	cors := fs.String("cors", "", "browser origins allowed to call the server, comma-separated (\"http://localhost:3000\"; \"*\": any); none by default")
-	if err := cl.parse(fs, args); err != nil {
+func runServe(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	mf := addModelFlags(cl.FlagSet)
+	addr := cl.String("addr", "127.0.0.1:8080", "the address to listen on, host:port (port 0: any free port)")
+	name := cl.String("name", "", "the model id clients see (default: the file name without .gguf)")
+	apiKey := cl.String("api-key", "", "the key every /v1 and /api request must send as \"Authorization: Bearer KEY\" (default: $TROCHILUS_API_KEY); required off loopback")
+	parallel := cl.Int("parallel", 1, "requests answered at once, each with a session of its own (the memory plan counts them all)")
+	cors := cl.String("cors", "", "browser origins allowed to call the server, comma-separated (\"http://localhost:3000\"; \"*\": any); none by default")
+	queue := cl.Int("queue", serve.DefaultQueue, "requests that may wait while every session answers; past it a request gets 429 with Retry-After (0: none waits)")
+	if err := cl.parse(); err != nil {
 		return err
+	}
+	if *queue < 0 {
+		return fmt.Errorf("%w: -queue %d: want 0 or more", errUsage, *queue)
 	}
 	if *apiKey == "" {
 		*apiKey = os.Getenv("TROCHILUS_API_KEY")
@@ -56,10 +45,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// SIGTERM (a service manager's stop) ends the server as gracefully as an interrupt, and as
-	// a normal end (status 0); an interrupt stays "interrupted" (130), as for every command.
-	interrupted := ctx
-	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM)
+	// SIGTERM (a service manager's stop) and SIGINT (Ctrl-C) both stop the server gracefully,
+	// as its normal end (status 0: stopping is how a server ends). main catches SIGINT too; it
+	// is caught here as well so that serve stops the same way however it is started.
+	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stopSignals()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -91,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	srv.APIKey, srv.Hosts, srv.Draft = *apiKey, hosts, *mf.draft
+	srv.APIKey, srv.Hosts, srv.Draft, srv.Queue = *apiKey, hosts, *mf.draft, *queue
 	for _, o := range strings.Split(*cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			srv.Origins = append(srv.Origins, o)
@@ -111,6 +100,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *parallel > 1 {
 		at = fmt.Sprintf("%d requests at once", *parallel)
 	}
+	at += fmt.Sprintf(", %d more waiting at most (-queue)", *queue)
 	fmt.Fprintf(stderr, "serving %s at http://%s: %s, /v1/models, /health; %s\n", id, ln.Addr(), chatNote, at)
 	if *apiKey != "" {
 		fmt.Fprintln(stderr, "every /v1 request needs the API key (Authorization: Bearer KEY)")
@@ -119,16 +109,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "pages of %s may call the server\n", strings.Join(srv.Origins, ", "))
 	}
 
-	// Requests live in a context that a signal cancels with serve.ErrShuttingDown: the answers
-	// in flight stop at their next token and say why (a 503, or a last error event of a stream),
-	// then the server closes and the command ends with status 0.
+	// Requests live in a context that a signal cancels with serve.ErrShuttingDown: a streamed
+	// answer in flight finishes the token it is making, then ends with an error event saying why
+	// and the stream's end; a whole answer stops at once with a 503. Then the server closes and
+	// the command ends with status 0.
 	//
 	// The timeouts bound what a client can hold without asking anything: the header, the body
 	// (8 MiB at most) and an idle keep-alive connection. There is no WriteTimeout: it counts
 	// from the request's end to the response's, so it would cut off every long stream.
 	base, cancelBase := context.WithCancelCause(context.Background())
 	defer cancelBase(nil)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 2 * time.Minute,
+	var handler http.Handler = srv
+	if wrapHandler != nil {
+		handler = wrapHandler(handler)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 2 * time.Minute,
 		IdleTimeout: 2 * time.Minute, BaseContext: func(net.Listener) context.Context { return base }}
 	stopped := make(chan struct{})
 	go func() {
@@ -142,13 +137,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	err = hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		<-stopped
-		fmt.Fprintln(stderr, "stopped")
-		err = interrupted.Err()
+		// A signal's context ends with the signal as its cause (signal.NotifyContext): that is
+		// the server's normal stop. A caller's plain cancellation (a test's, another program's),
+		// whose cause is the context error itself, stays the error it is. (A signal's cause
+		// also reads as context.Canceled to errors.Is: only identity tells them apart.)
+		why := context.Cause(ctx)
+		fmt.Fprintf(stderr, "stopped (%v)\n", why)
+		err = nil
+		if why == context.Canceled || why == context.DeadlineExceeded {
+			err = ctx.Err()
+		}
 	}
 	// No answer may still be running when done closes the model.
 	srv.Close()
 	return err
 }
+
+// wrapHandler, when a test sets it, wraps the server's handler: to see or hold what it writes.
+var wrapHandler func(http.Handler) http.Handler
 
 // servedHosts checks that a server on addr is safe to start and returns the Host names it
 // answers besides loopback ones. On loopback (the default) nothing else; anywhere else other

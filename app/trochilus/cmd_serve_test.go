@@ -39,7 +39,8 @@ func TestServedHosts(t *testing.T) {
 			t.Errorf("servedHosts(%q, %q) = %q, %v; want %q (usage error %v)", c.addr, c.key, hosts, err, c.hosts, c.usage)
 		}
 	}
-	err := runServe(context.Background(), []string{"-m", "unused.gguf", "-addr", "0.0.0.0:0"}, io.Discard, &syncBuffer{})
+	errb := &syncBuffer{}
+	err := runServe(context.Background(), newCommandLine("serve", []string{"-m", "unused.gguf", "-addr", "0.0.0.0:0"}, errb), io.Discard, errb)
 	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "-api-key") {
 		t.Fatalf("serve on every address without a key: %v", err)
 	}
@@ -74,9 +75,7 @@ func TestServeParallel(t *testing.T) {
 	errs := make([]error, len(questions))
 	var wg sync.WaitGroup
 	for i, q := range questions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			resp, err := http.Post(url+"/v1/chat/completions", "application/json",
 				strings.NewReader(`{"max_tokens":8,"messages":[{"role":"user","content":"`+q+`"}]}`))
 			if err != nil {
@@ -90,7 +89,7 @@ func TestServeParallel(t *testing.T) {
 			if errs[i] = json.NewDecoder(resp.Body).Decode(&r); errs[i] == nil && len(r.Choices) == 1 {
 				got[i] = r.Choices[0].Message.Content
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for i := range questions {
@@ -105,7 +104,7 @@ func TestServeParallel(t *testing.T) {
 	if err := <-result; err != context.Canceled {
 		t.Fatalf("serve ended with %v", err)
 	}
-	err := runServe(context.Background(), []string{"-m", path, "-parallel", "0"}, io.Discard, io.Discard)
+	err := runServe(context.Background(), newCommandLine("serve", []string{"-m", path, "-parallel", "0"}, io.Discard), io.Discard, io.Discard)
 	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "-parallel 0: want 1 to 64") {
 		t.Errorf("-parallel 0: %v", err)
 	}

@@ -13,14 +13,13 @@ import (
 )
 
 // runTokenize prints the ids and pieces the model's tokenizer gives for a text.
-func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tokenize", stderr)
-	model := fs.String("m", "", "model GGUF `file` (its tokenizer is used)")
-	text := fs.String("p", "", "the `text` to tokenize")
-	file := fs.String("f", "", "read the text from `file` instead")
-	special := fs.Bool("special", false, "turn special-token text (e.g. <|endoftext|>) into its id")
-	idsOnly := fs.Bool("ids", false, "print only the ids, comma-separated")
-	if err := parseFlags(fs, args); err != nil {
+func runTokenize(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	model := cl.String("m", "", "model GGUF `file` (its tokenizer is used)")
+	text := cl.String("p", "", "the `text` to tokenize")
+	file := cl.String("f", "", "read the text from `file` instead")
+	special := cl.Bool("special", false, "turn special-token text (e.g. <|endoftext|>) into its id")
+	idsOnly := cl.Bool("ids", false, "print only the ids, comma-separated")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	if *model == "" {
@@ -61,12 +60,11 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // runTemplate renders a conversation with the model's chat template, as transformers'
 // apply_chat_template renders it.
-func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("template", stderr)
-	model := fs.String("m", "", "model GGUF `file` (its tokenizer.chat_template is used)")
-	messages := fs.String("messages", "", "conversation as a JSON `file`: a list of {role, content} objects")
-	addGen := fs.Bool("add-generation-prompt", false, "end with the prompt for the assistant's turn")
-	if err := parseFlags(fs, args); err != nil {
+func runTemplate(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+	model := cl.String("m", "", "model GGUF `file` (its tokenizer.chat_template is used)")
+	messages := cl.String("messages", "", "conversation as a JSON `file`: a list of {role, content} objects")
+	addGen := cl.Bool("add-generation-prompt", false, "end with the prompt for the assistant's turn")
+	if err := cl.parse(); err != nil {
 		return err
 	}
 	if *model == "" || *messages == "" {

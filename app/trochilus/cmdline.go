@@ -8,37 +8,40 @@ import (
 	"os"
 )
 
-// A commandLine describes a subcommand's command line: the help -h prints and the arguments
-// that may follow the flags. Made here, every subcommand's help has one layout and a stray
-// argument one message.
+// A commandLine is a subcommand's command line as its function gets it: the flag set, made with
+// the help the command table gives, and the arguments to parse into it. Made here, every
+// subcommand's help has one layout and a stray argument one message.
 type commandLine struct {
-	name     string // the subcommand, as typed after "trochilus"
-	synopsis string // the usage line, after "usage: "
-	about    string // what the command does, printed between the synopsis and the flags
-	// args checks the arguments after the flags, returning a usage error; nil allows none.
-	args func(args []string) error
+	*flag.FlagSet
+	args []string
+	// check checks the arguments left after the flags, returning a usage error; nil allows none.
+	check func(args []string) error
 }
 
-// flags returns the subcommand's flag set, with its help.
-func (cl commandLine) flags(stderr io.Writer) *flag.FlagSet {
-	fs := newFlags(cl.name, stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: "+cl.synopsis+"\n\n"+cl.about)
-		fs.PrintDefaults()
+// newCommandLine returns the command line of the subcommand called name with the arguments
+// after its name, its flags' errors and help written to stderr.
+func newCommandLine(name string, args []string, stderr io.Writer) *commandLine {
+	cmd := commands()[name]
+	fs := newFlags(name, stderr)
+	if cmd.synopsis != "" {
+		fs.Usage = func() {
+			fmt.Fprintln(stderr, "usage: "+cmd.synopsis+"\n\n"+cmd.about)
+			fs.PrintDefaults()
+		}
 	}
-	return fs
+	return &commandLine{FlagSet: fs, args: args, check: cmd.args}
 }
 
-// parse parses args into fs and checks the arguments left after the flags.
-func (cl commandLine) parse(fs *flag.FlagSet, args []string) error {
-	if err := parseFlags(fs, args); err != nil {
+// parse parses the arguments into the flags and checks the arguments left after them.
+func (cl *commandLine) parse() error {
+	if err := parseFlags(cl.FlagSet, cl.args); err != nil {
 		return err
 	}
-	if cl.args != nil {
-		return cl.args(fs.Args())
+	if cl.check != nil {
+		return cl.check(cl.Args())
 	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if cl.NArg() != 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, cl.Arg(0))
 	}
 	return nil
 }
@@ -53,9 +56,20 @@ func oneArg(what string) func([]string) error {
 	}
 }
 
-// newFlags returns a flag set for a subcommand that reports errors instead of exiting. A
-// commandLine gives it its help; tokenize and template, which have none of their own, keep
-// the flag package's.
+// someArgs allows one argument or more after the flags; none is the usage error missing says.
+func someArgs(missing string) func([]string) error {
+	return func(args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%w: %s", errUsage, missing)
+		}
+		return nil
+	}
+}
+
+// anyArgs allows any arguments after the flags.
+func anyArgs([]string) error { return nil }
+
+// newFlags returns a flag set for a subcommand that reports errors instead of exiting.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("trochilus "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -73,10 +87,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// flagSet reports whether the flag called name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
+// given reports whether the flag called name was given on the command line.
+func (cl *commandLine) given(name string) bool {
 	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	cl.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
 

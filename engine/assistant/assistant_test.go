@@ -64,7 +64,7 @@ func replyAsFresh(t *testing.T, c *Chat, path string, turns []chat.Message, maxT
 }
 
 func TestReplyAsAFreshSession(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	c := open(t, path)
 	if !c.CanChat() {
 		t.Fatal("the tiny model has no chat template")
@@ -94,7 +94,7 @@ func TestReplyAsAFreshSession(t *testing.T) {
 }
 
 func TestStopTextEndsTheAnswer(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	turns := []chat.Message{{Role: "user", Content: "Count to ten, please."}}
 	full := freshReply(t, path, turns, 24)
 	if len(full) < 6 {
@@ -141,7 +141,7 @@ func TestCompleteRawText(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	c := open(t, path)
 	long := []chat.Message{{Role: "user", Content: strings.Repeat("word ", testContext)}}
 	if _, err := c.Reply(context.Background(), long, Options{}); !errors.Is(err, engine.ErrContextFull) {

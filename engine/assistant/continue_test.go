@@ -11,8 +11,6 @@ import (
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/structured"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -78,7 +76,7 @@ func roundTripless(t *testing.T, c *Chat, sampling *engine.Sampling, n int) stri
 // and several k; the continuation evaluates only the one token Generate left unevaluated and
 // says it is exact. Continued twice, it is still the answer of the three lengths together.
 func TestContinueIsUninterrupted(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	c, ref := open(t, path), open(t, path)
 	const m = 6
 	for _, mode := range continueModes {
@@ -148,7 +146,7 @@ func replyN(t *testing.T, c *Chat, turns []chat.Message, opts Options, n int) Re
 // answer that does not read back as itself. Asked with another seed, the chat that made the
 // answer still reads its tokens, but says the continuation is not the uninterrupted one.
 func TestContinueReopenedFallsBack(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	c := open(t, path)
 	q := roundTripless(t, c, nil, 12)
 	r1 := replyN(t, c, ask(q), Options{}, 12)
@@ -218,7 +216,7 @@ func TestContinueReopenedFallsBack(t *testing.T) {
 // session's positions and the reuse of the next answer are as they were); CountContinue is the
 // prompt Continue reads.
 func TestCountIsReplysPrompt(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	c := open(t, path)
 	turns := ask(continuePrompts[2])
 	for i, q := range continuePrompts[:4] {
@@ -253,7 +251,7 @@ func TestCountIsReplysPrompt(t *testing.T) {
 // the continuation stops it where it stops the uninterrupted answer: the continuation takes
 // the stop text's beginning back (Replaced) and ends on the same token.
 func TestContinueStopTextAcrossTheCut(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	c, ref := open(t, path), open(t, path)
 	q := continuePrompts[1]
 	full := replyN(t, ref, ask(q), Options{}, 24).Text
@@ -288,7 +286,7 @@ func TestContinueStopTextAcrossTheCut(t *testing.T) {
 // reads. The tiny model is pushed towards the bytes of 中 (E4 B8 AD) by a logit bias, and
 // sampled, so that some cut falls inside one.
 func TestContinueUnfinishedCharacter(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	c, ref := open(t, path), open(t, path)
 	bias := map[int32]float32{}
 	for id := range c.m.Config().Vocab {

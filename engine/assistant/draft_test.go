@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -15,7 +13,7 @@ import (
 // the user quotes the model's answers back (so that drafts come from the kept prefix, which
 // the engine does not see again): every answer is the one without drafts.
 func TestDraftedRepliesAsFresh(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	drafted, plain := open(t, path), open(t, path)
 	for _, sp := range []*engine.Sampling{nil, {Temperature: 0.7, TopK: 30, Seed: 11}} {
 		turns := []chat.Message{{Role: "user", Content: "Say something."}}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -15,8 +13,7 @@ import (
 // each the largest at its position (the first of the alternatives, which are in order), their
 // bytes spelling the answer; with a stop text, none past it.
 func TestReplyLogprobs(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
-	c := open(t, path)
+	c := open(t, modelgentest.TinyQ8(t))
 	turns := []chat.Message{{Role: "user", Content: "Count to ten."}}
 	r, err := c.Reply(context.Background(), turns, Options{MaxTokens: 20, Logprobs: true, TopLogprobs: 3})
 	if err != nil {

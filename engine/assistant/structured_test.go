@@ -20,8 +20,7 @@ import (
 // that ends is a JSON document of the format, and one that does not is a prefix of one (it
 // ran out of tokens); the same request gives the same bytes again.
 func TestStructuredReplies(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
-	c := open(t, path)
+	c := open(t, modelgentest.TinyQ8(t))
 	schema := `{"type":"object","properties":{"name":{"type":"string","maxLength":8},"n":{"type":"integer"},"ok":{"type":"boolean"}},"required":["name","n","ok"],"additionalProperties":false}`
 	formats := map[string]*structured.Format{"json_object": structured.JSONObject()}
 	var err error
@@ -69,18 +68,12 @@ func TestStructuredReplies(t *testing.T) {
 // 151,936) in the states a JSON answer spends its tokens in: inside a string, where a key may
 // begin, after a colon, inside a number.
 func BenchmarkStructuredMask(b *testing.B) {
-	qwen := modelgen.TinyQwen3(modelgen.Uniform(gguf.TypeQ8_0))
-	tok, err := modelgen.FindQwen3Tokenizer("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	qwen.Tokenizer = tok
 	for _, m := range []struct {
 		name string
 		path string
 	}{
-		{"olmoe", modelgentest.TinyModel(b, modelgen.Uniform(gguf.TypeQ8_0))},
-		{"qwen3", modelgentest.TestModel(b, qwen)},
+		{"olmoe", modelgentest.TinyQ8(b)},
+		{"qwen3", modelgentest.TinyQwen3Model(b, modelgen.Uniform(gguf.TypeQ8_0))},
 	} {
 		c := open(b, m.path)
 		v := c.vocabulary()

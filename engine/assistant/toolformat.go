@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/structured"
@@ -23,13 +25,17 @@ import (
 // in more tokens).
 type ToolFormat struct {
 	syntax ToolSyntax
-	// forced and lazy are the structured formats of one call: forced ends with the syntax's
-	// close (the answer is the call), lazy leaves a list open (the model may go on with it).
+	// forced and lazy are the structured formats of a call: forced is one call, ending with
+	// the syntax's close (the answer is the call); lazy is one call, or for a list the whole
+	// list of calls, each held to the tools.
 	forced, lazy *structured.Format
-	// Otherwise each tool's head and arguments, and the tails for a forced and a begun call.
+	// Otherwise each tool's head, and the tails for a forced and a begun call.
 	heads                [][]byte
-	args                 []*structured.Format
 	tailForced, tailLazy []byte
+	// Each tool's name and its arguments' format, in every syntax: the constraint writes the
+	// arguments with them, and Parse checks the calls it reads against them.
+	names []string
+	args  []*structured.Format
 }
 
 // Format returns the format of a call of one of tools in syntax s. A tool's parameters the
@@ -39,21 +45,36 @@ func (s ToolSyntax) Format(tools []structured.Tool) (*ToolFormat, error) {
 		return nil, ErrNoTools
 	}
 	f := &ToolFormat{syntax: s}
+	// The same checks, the same refusals, in every syntax.
+	if _, err := structured.ToolCall(tools, "", ""); err != nil {
+		return nil, err
+	}
+	for _, t := range tools {
+		args, err := argumentsFormat(t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
+		}
+		f.names = append(f.names, t.Name)
+		f.args = append(f.args, args)
+	}
 	if s.Key == "arguments" {
 		var err error
 		if f.forced, err = structured.ToolCall(tools, s.Open, s.Close); err != nil {
 			return nil, err
 		}
-		lazyClose := s.Close
-		if s.List {
-			lazyClose = ""
+		if open, ok := strings.CutSuffix(s.Open, "["); s.List && ok && s.Close == "]" {
+			// The list is a JSON array of calls after its marker: every call in it is held.
+			f.lazy, err = structured.ToolCallList(tools, open, "")
+		} else {
+			f.lazy, err = structured.ToolCall(tools, s.Open, s.Close)
 		}
-		f.lazy, _ = structured.ToolCall(tools, s.Open, lazyClose)
+		if err != nil {
+			return nil, err
+		}
 		return f, nil
 	}
-	// The same checks, the same refusals.
-	if _, err := structured.ToolCall(tools, "", ""); err != nil {
-		return nil, err
+	if s.List {
+		return nil, fmt.Errorf("assistant: a list of calls whose key is %q is not supported", s.Key)
 	}
 	for _, t := range tools {
 		var head string
@@ -64,19 +85,11 @@ func (s ToolSyntax) Format(tools []structured.Tool) (*ToolFormat, error) {
 		} else {
 			head = s.Open + t.Name + s.ArgsMarker
 		}
-		args, err := argumentsFormat(t.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
-		}
 		f.heads = append(f.heads, []byte(head))
-		f.args = append(f.args, args)
 	}
-	switch {
-	case s.Key == "":
+	if s.Key == "" {
 		f.tailForced, f.tailLazy = []byte(s.Close), []byte(s.Close)
-	case s.List:
-		f.tailForced, f.tailLazy = []byte("}"+s.Close), []byte("}")
-	default:
+	} else {
 		f.tailForced, f.tailLazy = []byte("}"+s.Close), []byte("}"+s.Close)
 	}
 	return f, nil
@@ -97,11 +110,16 @@ func argumentsFormat(params json.RawMessage) (*structured.Format, error) {
 }
 
 // Trigger is the text a call the model chooses to write begins with: the first word of the
-// syntax's opening, or for a call that is the whole message (where it counts only at the
-// answer's start) the beginning of its object.
+// syntax's opening (for a list, without the bracket that opens the list: ParseToolCalls reads
+// "[TOOL_CALLS] [" as "[TOOL_CALLS]["), or for a call that is the whole message (where it
+// counts only at the answer's start) the beginning of its object. Wherever ParseToolCalls reads
+// a call, the answer writes the trigger there first.
 func (s ToolSyntax) Trigger() string {
 	if s.Open == "" {
 		return `{"name"`
+	}
+	if t := firstWord(strings.TrimSuffix(s.Open, "[")); s.List && t != "" {
+		return t
 	}
 	return firstWord(s.Open)
 }
@@ -146,6 +164,13 @@ type callConstraint struct {
 	inner *structured.Constraint // the arguments
 	watch []byte                 // free text in which the trigger may be beginning
 	start bool                   // nothing but white space written yet
+
+	// trig is the syntax's trigger; crossers the tokens that can begin a call (they hold the
+	// trigger's last byte, or '{' for a call that is the whole message), found by the first
+	// free mask.
+	trig     []byte
+	crossers []int32
+	scratch  []byte
 }
 
 var errCall = errors.New("assistant: the token cannot continue the tool call")
@@ -162,6 +187,7 @@ func (c *callConstraint) Mask(logits []float32) error {
 	inf := float32(math.Inf(-1))
 	switch c.stage {
 	case stageFree:
+		c.maskFree(logits)
 		return nil
 	case stageArgs:
 		return c.inner.Mask(logits)
@@ -222,7 +248,9 @@ func (c *callConstraint) Accept(id int32) error {
 	}
 	switch c.stage {
 	case stageFree:
-		c.free(t)
+		if !c.free(t) {
+			return fmt.Errorf("token %d begins a call no head holds: %w", id, errCall)
+		}
 	case stageHead:
 		c.got = append(c.got, t...)
 		c.afterHead()
@@ -273,44 +301,105 @@ func (c *callConstraint) afterTail() {
 	c.stage, c.watch = stageFree, c.watch[:0]
 }
 
-// free reads free text: a call begins where the trigger is written (for a call that is the
-// whole message, only at the answer's start), when what follows it can begin a head; otherwise
-// the text stays free.
-func (c *callConstraint) free(t []byte) {
-	trig := []byte(c.f.syntax.Trigger())
-	if c.f.syntax.Open == "" {
-		if !c.start {
-			return
-		}
-		c.watch = append(c.watch, t...)
-		w := bytes.TrimLeftFunc(c.watch, unicode.IsSpace)
-		if len(w) < len(trig) {
-			c.start = bytes.HasPrefix(trig, w)
-			return
-		}
-		c.start = false
-		if bytes.HasPrefix(w, trig) {
-			c.begin(w)
-		}
-		return
+// In free text a call begins where ParseToolCalls would read one: at the trigger (for a call
+// that is the whole message, at a '{' that opens the answer, after white space: any object
+// there may read as a call). From there the text must be a tool's head as the template writes
+// it, so a token that would write the beginning of a call in any other spelling (`{"name":"`
+// unspaced, a space after the marker, a token that runs past the head) is masked, and every
+// call the parser reads is one the constraint held to the tools.
+
+// maskFree masks the tokens that would begin a call no head holds.
+func (c *callConstraint) maskFree(logits []float32) {
+	if c.f.syntax.Open == "" && !c.start {
+		return // text has begun: the message is not a call
 	}
-	c.watch = append(c.watch, t...)
-	if i := bytes.Index(c.watch, trig); i >= 0 {
-		w := slices.Clone(c.watch[i:])
-		c.watch = c.watch[:0]
-		c.begin(w)
-		return
+	if c.crossers == nil {
+		c.crossers = make([]int32, 0, 64)
+		last := byte('{')
+		if c.f.syntax.Open != "" {
+			last = c.trigger()[len(c.trigger())-1]
+		}
+		for id, t := range c.texts {
+			if bytes.IndexByte(t, last) >= 0 {
+				c.crossers = append(c.crossers, int32(id))
+			}
+		}
 	}
-	if keep := len(trig) - 1; len(c.watch) > keep {
-		c.watch = append(c.watch[:0], c.watch[len(c.watch)-keep:]...)
+	inf := float32(math.Inf(-1))
+	for _, id := range c.crossers {
+		if int(id) < len(logits) && !c.fits(c.texts[id]) {
+			logits[id] = inf
+		}
 	}
 }
 
-// begin starts a call whose text so far is w, when w can begin a head.
-func (c *callConstraint) begin(w []byte) {
-	if !slices.ContainsFunc(c.f.heads, func(h []byte) bool { return bytes.HasPrefix(h, w) }) {
-		return
+// trigger returns the syntax's trigger.
+func (c *callConstraint) trigger() []byte {
+	if c.trig == nil {
+		c.trig = []byte(c.f.syntax.Trigger())
 	}
-	c.stage, c.got = stageHead, append(c.got[:0], w...)
-	c.afterHead()
+	return c.trig
+}
+
+// fits reports whether token text t, after the free text so far, begins no call or the
+// beginning of one a head holds.
+func (c *callConstraint) fits(t []byte) bool {
+	w, begun := c.begins(t)
+	return !begun || c.headHolds(w)
+}
+
+// begins returns, for token text t after the free text so far, whether a call begins, and the
+// call's text so far when it does.
+func (c *callConstraint) begins(t []byte) ([]byte, bool) {
+	c.scratch = append(append(c.scratch[:0], c.watch...), t...)
+	if c.f.syntax.Open == "" {
+		w := bytes.TrimLeftFunc(c.scratch, unicode.IsSpace)
+		return w, len(w) > 0 && w[0] == '{'
+	}
+	i := bytes.Index(c.scratch, c.trigger())
+	if i < 0 {
+		return nil, false
+	}
+	return c.scratch[i:], true
+}
+
+// headHolds reports whether w is the beginning of a head (or a whole one).
+func (c *callConstraint) headHolds(w []byte) bool {
+	return slices.ContainsFunc(c.f.heads, func(h []byte) bool { return bytes.HasPrefix(h, w) })
+}
+
+// free reads free text, reporting false for a token that begins a call no head holds (one the
+// mask refused): a call begins where the trigger is written, or for a call that is the whole
+// message, at a '{' that opens the answer.
+func (c *callConstraint) free(t []byte) bool {
+	if c.f.syntax.Open == "" && !c.start {
+		return true
+	}
+	w, begun := c.begins(t)
+	if begun {
+		if !c.headHolds(w) {
+			return false
+		}
+		c.start = false
+		c.stage, c.got, c.watch = stageHead, append(c.got[:0], w...), c.watch[:0]
+		c.afterHead()
+		return true
+	}
+	if c.f.syntax.Open == "" {
+		// Only white space so far, or the first bytes of a character that may be white space:
+		// the answer may still open with a call.
+		w := bytes.TrimLeftFunc(c.scratch, unicode.IsSpace)
+		if len(w) > 0 && utf8.FullRune(w) {
+			c.start = false
+			c.watch = c.watch[:0]
+			return true
+		}
+		c.watch = append(c.watch[:0], w...)
+		return true
+	}
+	c.watch = append(c.watch[:0], c.scratch...)
+	if keep := len(c.trigger()) - 1; len(c.watch) > keep {
+		c.watch = append(c.watch[:0], c.watch[len(c.watch)-keep:]...)
+	}
+	return true
 }

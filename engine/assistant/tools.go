@@ -3,6 +3,7 @@ package assistant
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -258,12 +259,47 @@ type ToolCall struct {
 // read has no calls: all of it is text. White space in the syntax's markers matches any white
 // space, or none ("[TOOL_CALLS] [" reads "[TOOL_CALLS][" too). A call that is the whole message
 // (Open empty) is read only when it is: a message that holds more is text.
+//
+// ParseToolCalls does not know the tools: a client should read an answer with the ToolFormat
+// it was generated with (ToolFormat.Parse), which also checks each call's name and arguments.
 func ParseToolCalls(answer string, s ToolSyntax) (text string, calls []ToolCall) {
+	return s.parse(answer, nil)
+}
+
+// Parse splits an answer into its text and tool calls as ParseToolCalls does, reading as a
+// call only one of the format's tools whose arguments its schema holds, as the constraint
+// writes them (the properties in the schema's order; white space aside): a call that is not
+// is not read, and stays text as an unreadable one does. A call the constraint wrote always
+// reads; one the model wrote unconstrained (a format the answer was not generated with, a
+// response_format in its place) is never returned when it breaks the tools.
+func (f *ToolFormat) Parse(answer string) (text string, calls []ToolCall) {
+	return f.syntax.parse(answer, f.holds)
+}
+
+// holds reports whether call names one of the format's tools and its arguments are a document
+// of that tool's arguments' format.
+func (f *ToolFormat) holds(call ToolCall) bool {
+	i := slices.Index(f.names, call.Name)
+	if i < 0 {
+		return false
+	}
+	var args bytes.Buffer
+	if json.Compact(&args, call.Arguments) != nil {
+		return false
+	}
+	return f.args[i].Accepts(args.Bytes())
+}
+
+// parse is ParseToolCalls, reading as calls only those valid accepts (all, when nil).
+func (s ToolSyntax) parse(answer string, valid func(ToolCall) bool) (text string, calls []ToolCall) {
+	if valid == nil {
+		valid = func(ToolCall) bool { return true }
+	}
 	if s.Open == "" {
 		if s.Key == "" {
 			return answer, nil
 		}
-		call, n, ok := s.callObject(strings.TrimLeftFunc(answer, unicode.IsSpace))
+		call, n, ok := s.callObject(strings.TrimLeftFunc(answer, unicode.IsSpace), valid)
 		if !ok || strings.TrimSpace(strings.TrimLeftFunc(answer, unicode.IsSpace)[n:]) != "" {
 			return answer, nil
 		}
@@ -276,10 +312,10 @@ func ParseToolCalls(answer string, s ToolSyntax) (text string, calls []ToolCall)
 	text = strings.TrimRight(answer[:first], " \n")
 	rest := answer[first:]
 	if s.List {
-		calls, rest = s.list(rest)
+		calls, rest = s.list(rest, valid)
 	} else {
 		for {
-			call, after, ok := s.wrapped(rest)
+			call, after, ok := s.wrapped(rest, valid)
 			if !ok {
 				break
 			}
@@ -301,14 +337,14 @@ func ParseToolCalls(answer string, s ToolSyntax) (text string, calls []ToolCall)
 
 // list reads a list of calls at the start of s: the calls and what follows the list. A list
 // that is not whole has no calls.
-func (s ToolSyntax) list(in string) ([]ToolCall, string) {
+func (s ToolSyntax) list(in string, valid func(ToolCall) bool) ([]ToolCall, string) {
 	rest, ok := cutLoose(in, s.Open)
 	if !ok {
 		return nil, in
 	}
 	var calls []ToolCall
 	for {
-		call, n, ok := s.callObject(strings.TrimLeftFunc(rest, unicode.IsSpace))
+		call, n, ok := s.callObject(strings.TrimLeftFunc(rest, unicode.IsSpace), valid)
 		if !ok {
 			return nil, in
 		}
@@ -327,7 +363,7 @@ func (s ToolSyntax) list(in string) ([]ToolCall, string) {
 
 // wrapped reads one wrapped call at the start of in (after white space): the call and what
 // follows it.
-func (s ToolSyntax) wrapped(in string) (ToolCall, string, bool) {
+func (s ToolSyntax) wrapped(in string, valid func(ToolCall) bool) (ToolCall, string, bool) {
 	rest, ok := cutLoose(in, s.Open)
 	if !ok {
 		return ToolCall{}, in, false
@@ -335,7 +371,7 @@ func (s ToolSyntax) wrapped(in string) (ToolCall, string, bool) {
 	var call ToolCall
 	if s.Key != "" {
 		var n int
-		if call, n, ok = s.callObject(strings.TrimLeftFunc(rest, unicode.IsSpace)); !ok {
+		if call, n, ok = s.callObject(strings.TrimLeftFunc(rest, unicode.IsSpace), valid); !ok {
 			return ToolCall{}, in, false
 		}
 		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)[n:]
@@ -359,6 +395,9 @@ func (s ToolSyntax) wrapped(in string) (ToolCall, string, bool) {
 			return ToolCall{}, in, false
 		}
 		call = ToolCall{Name: name, Arguments: json.RawMessage(rest[:n])}
+		if !valid(call) {
+			return ToolCall{}, in, false
+		}
 		rest = rest[n:]
 	}
 	if rest, ok = cutLoose(rest, s.Close); !ok {
@@ -368,24 +407,34 @@ func (s ToolSyntax) wrapped(in string) (ToolCall, string, bool) {
 }
 
 // callObject reads the call object s begins with: a string "name" and an object under the
-// syntax's key; and its length.
-func (s ToolSyntax) callObject(in string) (ToolCall, int, bool) {
+// syntax's key, which valid accepts; and its length.
+func (s ToolSyntax) callObject(in string, valid func(ToolCall) bool) (ToolCall, int, bool) {
 	obj, n := firstObject(in)
 	var name string
 	if obj == nil || json.Unmarshal(obj["name"], &name) != nil || !isObject(obj[s.Key]) {
 		return ToolCall{}, 0, false
 	}
-	return ToolCall{Name: name, Arguments: obj[s.Key]}, n, true
+	call := ToolCall{Name: name, Arguments: obj[s.Key]}
+	if !valid(call) {
+		return ToolCall{}, 0, false
+	}
+	return call, n, true
 }
 
-// cutLoose cuts marker from the start of s, white space in either ignored (any white space in
-// s, or none, may come before each of the marker's characters), and returns what follows.
+// cutLoose cuts marker from the start of s (after white space) and returns what follows. White
+// space in the marker matches any white space in s, or none, and so may white space before a
+// bracket that opens JSON ('[', '{': "[TOOL_CALLS] [" reads as "[TOOL_CALLS]["); the marker's
+// other characters must be written as they are, so that a call is read only where the answer
+// wrote the syntax's trigger (ToolSyntax.Trigger), which is where the constraint holds it.
 func cutLoose(s, marker string) (string, bool) {
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
 	for _, r := range marker {
-		if unicode.IsSpace(r) {
-			continue
+		if unicode.IsSpace(r) || r == '[' || r == '{' {
+			s = strings.TrimLeftFunc(s, unicode.IsSpace)
+			if unicode.IsSpace(r) {
+				continue
+			}
 		}
-		s = strings.TrimLeftFunc(s, unicode.IsSpace)
 		if !strings.HasPrefix(s, string(r)) {
 			return "", false
 		}

@@ -12,6 +12,9 @@ import (
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/engine/structured"
+	"github.com/trochilus-llm/trochilus/gguf"
+	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -25,6 +28,10 @@ type clientReport struct {
 	ChatSeeded, Completion       string
 	Responses, ResponsesStream   string
 	ChatLogprobs                 []float32
+	ChatTopLogprobs              [][]struct {
+		Token   string
+		Logprob float32
+	}
 	ChatRefused, OllamaRefused   clientError
 	Tags                         []string
 	ShowFamily                   string
@@ -37,16 +44,14 @@ type clientReport struct {
 	ToolsSent, ToolFinish        string
 	ToolName, ToolArguments      string
 	ToolParsed                   map[string]any
-	ToolRoundTrip                string
+	ToolRoundTrip                *string
+	ParallelFalseCalls           []clientCall
 	AfterAbort                   string
 
 	LangchainInvoke, LangchainStream string
 	LangchainStructured, AIObject    map[string]any
 	AIText, AIStream                 string
-	LangchainToolCalls, AIToolCalls  []struct {
-		Name string
-		Args map[string]any
-	}
+	LangchainToolCalls, AIToolCalls  []clientCall
 }
 
 type clientError struct {
@@ -67,8 +72,9 @@ func TestClientLibraries(t *testing.T) {
 	for _, pkg := range []string{"zod", "@langchain/openai", "ai", "@ai-sdk/openai"} {
 		oracle.NPM(t, pkg)
 	}
-	f := newTrainedFixture(t)
-	q := newQwen3Fixture(t)
+	f, _, flog := clientServer(t, modelgentest.TrainedModel(t, "q8_0"), "tiny", testContext)
+	// Qwen3's tool prompt alone is about 230 tokens.
+	q, sent, _ := clientServer(t, modelgentest.TinyQwen3Model(t, modelgen.Uniform(gguf.TypeQ8_0)), "qwen3-tiny", 1024)
 	cmd := exec.Command(node, filepath.Join(oracle.Root(t), "tools", "clients", "check.js"))
 	cmd.Env = append(os.Environ(), "TROCHILUS_URL="+f.srv.URL, "TROCHILUS_TOOLS_URL="+q.srv.URL, "NODE_PATH="+oracle.NodeModules(t))
 	cmd.Stderr = os.Stderr
@@ -82,7 +88,7 @@ func TestClientLibraries(t *testing.T) {
 	}
 
 	turns := []chat.Message{{Role: "user", Content: "Name three colours."}}
-	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 12, Logprobs: true})
+	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 12, Logprobs: true, TopLogprobs: 2})
 	seeded := f.reply(t, turns, assistant.Options{MaxTokens: 12, Sampling: &engine.Sampling{Temperature: 0.8, TopP: 1, Seed: 42}})
 	ollamaSeeded := f.reply(t, turns, assistant.Options{MaxTokens: 12,
 		Sampling: &engine.Sampling{Temperature: ollamaTemperature, TopK: ollamaTopK, TopP: ollamaTopP, Seed: 42}})
@@ -127,6 +133,28 @@ func TestClientLibraries(t *testing.T) {
 	if !slices.Equal(got.ChatLogprobs, lps) || len(lps) == 0 {
 		t.Errorf("openai logprobs %v, want %v", got.ChatLogprobs, lps)
 	}
+	if len(got.ChatTopLogprobs) != len(greedy.Logprobs) {
+		t.Errorf("openai top_logprobs of %d tokens, want %d", len(got.ChatTopLogprobs), len(greedy.Logprobs))
+	}
+	for i, top := range got.ChatTopLogprobs {
+		if i >= len(greedy.Logprobs) {
+			break
+		}
+		want := greedy.Logprobs[i].Top
+		ok := len(top) == 2 && len(want) == 2
+		for j := 0; ok && j < 2; j++ {
+			ok = top[j].Token == string(want[j].Bytes) && top[j].Logprob == want[j].Logprob
+		}
+		if !ok {
+			t.Errorf("openai top_logprobs of token %d: %+v, want %+v", i, top, want)
+		}
+	}
+	// The aborted stream (held after its first event until the client left) stopped at once:
+	// the log counts a few tokens of the 200 it may have.
+	aborted := f.reply(t, turns, assistant.Options{MaxTokens: 200})
+	if stops := flog.stoppedAfter(); len(stops) != 1 || stops[0] > 4 || stops[0] >= aborted.Tokens {
+		t.Errorf("the aborted answers stopped after %v tokens; want one after a few of the %d it has alone", stops, aborted.Tokens)
+	}
 	if got.OllamaEval != greedy.Tokens {
 		t.Errorf("ollama eval_count %d, want %d", got.OllamaEval, greedy.Tokens)
 	}
@@ -154,8 +182,9 @@ func TestClientLibraries(t *testing.T) {
 		t.Errorf("langchain withStructuredOutput %v, ai sdk generateObject %v; want %v", got.LangchainStructured, got.AIObject, want)
 	}
 
-	// Tools: a forced call is the engine's, parsed by the SDK against zod's schema, and the
-	// round trip (the call and the tool's result sent back) is answered.
+	// Tools: a forced call is the engine's, parsed by the SDK against zod's schema; the round
+	// trip (the call and the tool's result sent back), parallel_tool_calls false and LangChain's
+	// and the AI SDK's forced calls are the engine's answers to what each client sent.
 	tf, err := structured.ToolCall([]structured.Tool{{Name: "get_weather", Parameters: toolParameters(t, got.ToolsSent)}}, "<tool_call>\n", "\n</tool_call>")
 	if err != nil {
 		t.Fatal(err)
@@ -175,14 +204,23 @@ func TestClientLibraries(t *testing.T) {
 		!json.Valid([]byte(got.ToolArguments)) {
 		t.Errorf("openai tool arguments %s parsed as %v, want %s", got.ToolArguments, got.ToolParsed, calls[0].Arguments)
 	}
-	if got.ToolRoundTrip == "" {
-		t.Errorf("the tool round trip answered nothing")
+	// The round trip's answer is the engine's to the messages the SDK sent back (the call and
+	// the tool's result): its text, or null beside calls of its own that leave none.
+	text, roundCalls := chatAnswer(t, q, sent.body(t, "round-trip"))
+	if got.ToolRoundTrip == nil && (text != "" || len(roundCalls) == 0) || got.ToolRoundTrip != nil && *got.ToolRoundTrip != text {
+		t.Errorf("the tool round trip answered %v, the engine %q (and %d calls)", got.ToolRoundTrip, text, len(roundCalls))
 	}
-	if lc := got.LangchainToolCalls; len(lc) != 1 || lc[0].Name != "get_weather" || !slices.Contains([]any{"C", "F"}, lc[0].Args["unit"]) {
-		t.Errorf("langchain bindTools: %+v, want one get_weather call", lc)
+	_, one := chatAnswer(t, q, sent.body(t, "parallel-false"))
+	if len(one) != 1 || !reflect.DeepEqual(got.ParallelFalseCalls, callsOf(t, one)) {
+		t.Errorf("parallel_tool_calls false: %+v, the engine %+v; want one call", got.ParallelFalseCalls, one)
 	}
-	if ai := got.AIToolCalls; len(ai) != 1 || ai[0].Name != "get_weather" || !slices.Contains([]any{"C", "F"}, ai[0].Args["unit"]) {
-		t.Errorf("ai sdk generateText with a required tool: %+v, want one get_weather call", ai)
+	_, lcCalls := chatAnswer(t, q, sent.body(t, "langchain-tools"))
+	if lc := got.LangchainToolCalls; len(lc) != 1 || lc[0].Name != "get_weather" || !reflect.DeepEqual(lc, callsOf(t, lcCalls)) {
+		t.Errorf("langchain bindTools: %+v, the engine %+v; want one get_weather call", lc, lcCalls)
+	}
+	_, aiCalls := responsesAnswer(t, q, sent.body(t, "ai-tools"))
+	if ai := got.AIToolCalls; len(ai) != 1 || ai[0].Name != "get_weather" || !reflect.DeepEqual(ai, callsOf(t, aiCalls)) {
+		t.Errorf("ai sdk generateText with a required tool: %+v, the engine %+v; want one get_weather call", ai, aiCalls)
 	}
 	t.Logf("openai@6.49.0, @langchain/openai@1.5.8, ai@6.0.326 and ollama@0.6.4 got the engine's answers: %q; structured %s; tool call %s(%s)", got.Chat, got.Structured, got.ToolName, got.ToolArguments)
 }

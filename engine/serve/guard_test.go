@@ -14,8 +14,6 @@ import (
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
@@ -234,12 +232,10 @@ func TestBounds(t *testing.T) {
 
 // TestGuards checks the Host, Origin, API key and Content-Type checks.
 func TestGuards(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	s := New(newChat(t, path), "tiny")
 	s.APIKey, s.Origins = "sekrit", []string{"http://localhost:3000"}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	u := srv.URL
+	u := serveFixture(t, s, nil).srv.URL
 	auth := map[string]string{"Authorization": "Bearer sekrit"}
 
 	resp, b := do(t, u, "GET", "/v1/models", "", map[string]string{"Host": "rebound.example:8080", "Authorization": "Bearer sekrit"})
@@ -284,7 +280,7 @@ func TestGuards(t *testing.T) {
 // TestShuttingDown checks that a request whose server is stopping (its base context cancelled
 // with ErrShuttingDown) is answered 503 saying so, not as a client gone away.
 func TestShuttingDown(t *testing.T) {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
+	path := modelgentest.TinyQ8(t)
 	srv := httptest.NewUnstartedServer(New(newChat(t, path), "tiny"))
 	base, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrShuttingDown)

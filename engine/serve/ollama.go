@@ -2,6 +2,7 @@ package serve
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -82,6 +83,7 @@ func (s *Server) ollamaRoutes() {
 // writeOllamaError answers with an error in Ollama's shape, {"error": "..."}.
 func writeOllamaError(w http.ResponseWriter, err error) {
 	e := asAPIError(err)
+	e.setHeaders(w)
 	writeJSON(w, e.status, map[string]string{"error": e.msg})
 }
 
@@ -197,7 +199,7 @@ var ollamaNoOpOptions = map[string]bool{"num_ctx": true, "num_batch": true, "num
 
 // ollamaRefused are the request fields of /api/chat and /api/generate that serve cannot honour.
 var ollamaRefused = map[string]refusal{
-	"tools":    {"tools are not supported yet", isOneOf("[]")},
+	"tools":    {"tools are for /api/chat", isOneOf("[]")},
 	"images":   {"images are not supported: this is a text model", isOneOf("[]")},
 	"think":    {"separated thinking output is not supported yet: want false", isOneOf("false")},
 	"suffix":   {"suffix (insertion) is not supported", isOneOf(`""`)},
@@ -277,6 +279,9 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.promptBound("messages", contentBytes(turns))
 	}
+	if err == nil && len(turns) > 0 {
+		err = s.countPrompt("messages", turns, &plan)
+	}
 	if err != nil {
 		writeOllamaError(w, err)
 		return
@@ -286,9 +291,9 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 			"message": map[string]string{"role": "assistant", "content": ""}, "done": true, "done_reason": "load"})
 		return
 	}
-	s.ollamaAnswer(w, r, &req.ollamaRequest, func(c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
+	s.ollamaAnswer(w, r, &req.ollamaRequest, func(ctx context.Context, c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
 		plan.apply(&opts)
-		return c.Reply(r.Context(), turns, opts)
+		return c.Reply(ctx, turns, opts)
 	}, func(text string) map[string]any {
 		return map[string]any{"message": map[string]any{"role": "assistant", "content": text}}
 	}, &plan)
@@ -342,17 +347,26 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 			"response": "", "done": true, "done_reason": "load"})
 		return
 	}
-	answer := func(c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
-		if req.Raw { // the client wrote the template: its control tokens are tokens
+	var turns []chat.Message
+	if req.System != "" {
+		turns = append(turns, chat.Message{Role: "system", Content: req.System})
+	}
+	turns = append(turns, chat.Message{Role: "user", Content: req.Prompt})
+	if req.Raw { // the client wrote the template: its control tokens are tokens
+		err = s.promptFits("prompt", s.chat.CountText(req.Prompt, assistant.Options{SpecialText: true}))
+	} else {
+		err = s.countPrompt("prompt", turns, nil)
+	}
+	if err != nil {
+		writeOllamaError(w, err)
+		return
+	}
+	answer := func(ctx context.Context, c *assistant.Chat, opts assistant.Options) (assistant.Reply, error) {
+		if req.Raw {
 			opts.SpecialText = true
-			return c.Complete(r.Context(), req.Prompt, opts)
+			return c.Complete(ctx, req.Prompt, opts)
 		}
-		var turns []chat.Message
-		if req.System != "" {
-			turns = append(turns, chat.Message{Role: "system", Content: req.System})
-		}
-		turns = append(turns, chat.Message{Role: "user", Content: req.Prompt})
-		return c.Reply(r.Context(), turns, opts)
+		return c.Reply(ctx, turns, opts)
 	}
 	s.ollamaAnswer(w, r, &req.ollamaRequest, answer, func(text string) map[string]any {
 		return map[string]any{"response": text}
@@ -366,7 +380,7 @@ func (s *Server) stamp() string { return s.now().UTC().Format(time.RFC3339Nano) 
 // "stream": false, else one line of JSON per piece of text and a last one with "done": true
 // and the timings (nanoseconds), as Ollama streams (application/x-ndjson).
 func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaRequest,
-	answer func(*assistant.Chat, assistant.Options) (assistant.Reply, error), piece func(text string) map[string]any, tools *toolPlan) {
+	answer func(context.Context, *assistant.Chat, assistant.Options) (assistant.Reply, error), piece func(text string) map[string]any, tools *toolPlan) {
 	opts, err := q.options()
 	c, ok := s.begin(w, r, &opts, err, writeOllamaError)
 	if !ok {
@@ -392,7 +406,7 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		return m
 	}
 	if q.Stream != nil && !*q.Stream {
-		reply, err := answer(c, opts)
+		reply, err := answer(r.Context(), c, opts)
 		err = s.why(r, err)
 		s.logReply(r, &reply, err)
 		if err != nil {
@@ -409,13 +423,15 @@ func (s *Server) ollamaAnswer(w http.ResponseWriter, r *http.Request, q *ollamaR
 		writeJSON(w, http.StatusOK, m)
 		return
 	}
-	nd := newLines(w)
+	nd := newLines(w, s.WriteStall)
 	opts.OnText = func(text string) { nd.send(line(text)) }
 	hold := tools.holdBack(opts.OnText)
 	if hold != nil {
 		opts.OnText = hold.write
 	}
-	reply, err := answer(c, opts)
+	gen, stop := s.generating(r, &opts)
+	defer stop()
+	reply, err := answer(gen, c, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
 	if err != nil {

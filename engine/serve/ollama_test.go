@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -119,13 +118,7 @@ func TestOllamaChat(t *testing.T) {
 // defaults, and that a seed in the options reproduces the answer the engine gives for it.
 func TestOllamaSampling(t *testing.T) {
 	f := newFixture(t)
-	turns := []chat.Message{{Role: "user", Content: "Tell me a story."}}
-	sp := &engine.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 42}
-	want := f.reply(t, turns, assistant.Options{MaxTokens: 16, Sampling: sp})
-	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 16})
-	if want.Text == greedy.Text {
-		t.Fatal("seed 42 samples the greedy answer: pick another seed")
-	}
+	want := f.sampledStory(t, 42)
 	for range 2 {
 		text, _ := f.ollama(t, "/api/chat", `{"stream":false,"model":"x","options":{"seed":42,"num_predict":16},
 			"messages":[{"role":"user","content":"Tell me a story."}]}`)
@@ -133,7 +126,7 @@ func TestOllamaSampling(t *testing.T) {
 			t.Fatalf("seed 42: %q, want %q", text, want.Text)
 		}
 	}
-	tuned := f.reply(t, turns, assistant.Options{MaxTokens: 16, Sampling: &engine.Sampling{Temperature: 1.3, TopK: 5, TopP: 0.5, Seed: 7}})
+	tuned := f.reply(t, story, assistant.Options{MaxTokens: 16, Sampling: &engine.Sampling{Temperature: 1.3, TopK: 5, TopP: 0.5, Seed: 7}})
 	text, _ := f.ollama(t, "/api/chat", `{"stream":false,"options":{"seed":7,"num_predict":16,"temperature":1.3,"top_k":5,"top_p":0.5},
 		"messages":[{"role":"user","content":"Tell me a story."}]}`)
 	if text != tuned.Text {
@@ -236,7 +229,7 @@ func TestOllamaRefusals(t *testing.T) {
 		{"/api/chat", `{` + msgs + `,"format":"yaml"}`, 400, `format "yaml": want "json" or a JSON Schema object`},
 		{"/api/chat", `{` + msgs + `,"format":{"type":"string","pattern":"a+"}}`, 400, `format: schema at /: keyword "pattern" is not supported`},
 		{"/api/chat", `{` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, 400, "tools: the model's chat template does not render tools"},
-		{"/api/generate", `{"prompt":"Hi","tools":[{"type":"function","function":{"name":"f"}}]}`, 400, "tools: tools are not supported yet"},
+		{"/api/generate", `{"prompt":"Hi","tools":[{"type":"function","function":{"name":"f"}}]}`, 400, "tools: tools are for /api/chat"},
 		{"/api/chat", `{` + msgs + `,"think":true}`, 400, "think: separated thinking"},
 		{"/api/chat", `{"messages":[{"role":"user","content":"Hi","images":["aGk="]}]}`, 400, "messages[0].images: images are not supported"},
 		{"/api/chat", `{"messages":[{"role":"tool","content":"42"}]}`, 400, "tool results need a model whose template renders tools"},
@@ -263,8 +256,7 @@ func TestOllamaRefusals(t *testing.T) {
 	// The guard's refusals take Ollama's shape under /api/ too.
 	s := New(f.want, "tiny")
 	s.APIKey = "k"
-	srv := httptest.NewServer(s)
-	defer srv.Close()
+	srv := serveFixture(t, s, nil).srv
 	resp, body = do(t, srv.URL, http.MethodGet, "/api/tags", "", nil)
 	if resp.StatusCode != 401 || !strings.HasPrefix(string(body), `{"error":"missing or incorrect API key`) {
 		t.Errorf("without the key: %d %s", resp.StatusCode, body)

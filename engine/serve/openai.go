@@ -250,13 +250,20 @@ func contentBytes(msgs []chat.Message) int {
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		// CachedTokens are the prompt's tokens whose KV cache the chat held already (the
+		// prefix it repeats of the chat's last conversation): not evaluated again.
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 func usageOf(r *assistant.Reply) *usage {
-	return &usage{PromptTokens: r.Prompt, CompletionTokens: r.Tokens, TotalTokens: r.Prompt + r.Tokens}
+	u := &usage{PromptTokens: r.Prompt, CompletionTokens: r.Tokens, TotalTokens: r.Prompt + r.Tokens}
+	u.PromptTokensDetails.CachedTokens = r.Reused
+	return u
 }
 
 func finishReason(r *assistant.Reply) string {
@@ -336,6 +343,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.promptBound("messages", contentBytes(turns))
 	}
+	if err == nil {
+		err = s.countPrompt("messages", turns, &plan)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -412,7 +422,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badParam("prompt", "prompt: want a non-empty text"))
 		return
 	}
-	if err := s.promptBound("prompt", len(prompt)); err != nil {
+	err := s.promptBound("prompt", len(prompt))
+	if err == nil {
+		err = s.promptFits("prompt", s.chat.CountText(prompt, assistant.Options{}))
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -553,7 +567,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	defer s.release(chat)
 	id, created := newID(c.idPrefix), s.now().Unix()
 	head := func(object string) map[string]any {
-		h := map[string]any{"id": id, "object": object, "created": created, "model": s.name}
+		h := map[string]any{"id": id, "object": object, "created": created, "model": s.name, "system_fingerprint": s.fingerprint()}
 		if opts.Sampling != nil { // the seed that reproduces this answer, as the request's int64
 			h["seed"] = int64(opts.Sampling.Seed)
 		}
@@ -576,7 +590,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 		return
 	}
 
-	ev := newEvents(w)
+	ev := newEvents(w, s.WriteStall)
 	first := true
 	// The log probabilities received and not sent yet; a chunk carries those of the tokens
 	// whose text begins in what has been sent, so that the chunks' lists together are the
@@ -605,7 +619,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	if hold != nil {
 		opts.OnText = hold.write
 	}
-	reply, err := c.answer(r, chat, opts)
+	gen, stop := s.generating(r, &opts)
+	defer stop()
+	reply, err := c.answer(r.WithContext(gen), chat, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
 	if err != nil {
@@ -613,8 +629,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 			writeError(w, err)
 			return
 		}
-		// The status line is gone: the error goes as an event of its own.
+		// The status line is gone: the error goes as an event of its own (which the SDKs raise
+		// as the error it holds), and the stream ends as every stream does.
 		ev.send(asAPIError(err).body())
+		ev.done()
 		return
 	}
 	finish := finishReason(&reply)
@@ -655,6 +673,38 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 	ev.done()
 }
 
+// generating returns the context a streamed answer of r generates under (opts.OnText set), and
+// the function that releases it once the answer is done. A client going away stops the answer
+// at once, as r's context would. The server stopping (ErrShuttingDown) lets it finish the
+// token it is making: OnText sends that token's text, then the answer ends, so that the
+// client gets every token made and then the error event saying why, not a stream cut short.
+func (s *Server) generating(r *http.Request, opts *assistant.Options) (context.Context, func()) {
+	gen, stop := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	unwatch := context.AfterFunc(r.Context(), func() {
+		if s.stopSeen != nil {
+			defer s.stopSeen()
+		}
+		why := context.Cause(r.Context())
+		if !errors.Is(why, ErrShuttingDown) {
+			stop(r.Context().Err())
+			return
+		}
+		time.AfterFunc(s.stopGrace, func() { stop(why) }) // no token came: stop all the same
+	})
+	if text := opts.OnText; text != nil {
+		opts.OnText = func(piece string) {
+			text(piece)
+			if why := context.Cause(r.Context()); errors.Is(why, ErrShuttingDown) {
+				stop(why)
+			}
+		}
+	}
+	return gen, func() {
+		unwatch()
+		stop(nil)
+	}
+}
+
 // why replaces the cancellation an answer ended with by its cause when the server stopped it
 // (ErrShuttingDown) rather than the client.
 func (s *Server) why(r *http.Request, err error) error {
@@ -675,22 +725,24 @@ func (s *Server) logReply(r *http.Request, reply *assistant.Reply, err error) {
 		r.Method, r.URL.Path, reply.Prompt, reply.Reused, reply.PPRate, reply.Tokens, reply.Rate, finishReason(reply))
 }
 
-// events writes a streamed answer, a piece at a time, each flushed within writeStall:
-// server-sent events ("data: JSON" blocks), or with lines newline-delimited JSON (Ollama's).
+// events writes a streamed answer, a piece at a time, each flushed within stall (the
+// Server's WriteStall): server-sent events ("data: JSON" blocks), or with lines
+// newline-delimited JSON (Ollama's).
 type events struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
+	stall   time.Duration
 	started bool
 	lines   bool
 }
 
-func newEvents(w http.ResponseWriter) *events {
-	return &events{w: w, rc: http.NewResponseController(w)}
+func newEvents(w http.ResponseWriter, stall time.Duration) *events {
+	return &events{w: w, rc: http.NewResponseController(w), stall: stall}
 }
 
 // newLines returns events that write one line of JSON each (application/x-ndjson).
-func newLines(w http.ResponseWriter) *events {
-	e := newEvents(w)
+func newLines(w http.ResponseWriter, stall time.Duration) *events {
+	e := newEvents(w, stall)
 	e.lines = true
 	return e
 }
@@ -712,19 +764,13 @@ func (e *events) start() {
 	e.w.WriteHeader(http.StatusOK)
 }
 
-// writeStall is how long one event may take to reach a client: a client that stops reading
-// would otherwise hold the model from every other request. (http.Server's WriteTimeout cannot
-// do this: it bounds the whole response, and so would cut off long streams.) A write that
-// fails cancels the request, which stops the answer at its next token.
-const writeStall = time.Minute
-
 func (e *events) send(v any) { e.sendNamed("", v) }
 
 // sendNamed writes an event with a name ("event: NAME"), as the Responses API streams; a line
 // of JSON has none.
 func (e *events) sendNamed(name string, v any) {
 	e.start()
-	e.rc.SetWriteDeadline(time.Now().Add(writeStall))
+	e.rc.SetWriteDeadline(time.Now().Add(e.stall))
 	b, _ := json.Marshal(v)
 	switch {
 	case e.lines:
@@ -739,7 +785,7 @@ func (e *events) sendNamed(name string, v any) {
 
 func (e *events) done() {
 	e.start()
-	e.rc.SetWriteDeadline(time.Now().Add(writeStall))
+	e.rc.SetWriteDeadline(time.Now().Add(e.stall))
 	fmt.Fprint(e.w, "data: [DONE]\n\n")
 	e.rc.Flush()
 }

@@ -9,6 +9,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/trochilus-llm/trochilus/engine/assistant"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
 // A refusal is a field serve knows and cannot honour yet: allows reports whether its value
@@ -21,8 +24,8 @@ type refusal struct {
 // refused are the fields of both endpoints serve cannot honour: anything but the value that
 // asks for nothing is a 400 naming the field.
 var refused = map[string]refusal{
-	"functions":          {"functions (tools) are not supported yet", isOneOf("[]")},
-	"function_call":      {"functions (tools) are not supported yet; only \"none\"", isOneOf(`"none"`)},
+	"functions":          {"functions are OpenAI's deprecated form of tools: send tools instead", isOneOf("[]")},
+	"function_call":      {"function_call is OpenAI's deprecated form of tool_choice: send tools and tool_choice instead; only \"none\"", isOneOf(`"none"`)},
 	"n":                  {"one choice per request: want n 1", isNumber(1)},
 	"presence_penalty":   {"presence and frequency penalties are not supported", isNumber(0)},
 	"frequency_penalty":  {"presence and frequency penalties are not supported", isNumber(0)},
@@ -225,6 +228,32 @@ func (s *Server) promptBound(param string, n int) error {
 	ctx := s.chat.Context()
 	if least := n / (4 * s.tokenBytes); least >= ctx {
 		e := badParam(param, "the prompt is %d bytes, at least %d tokens, and the context holds %d", n, least, ctx)
+		e.code = "context_length_exceeded"
+		return e
+	}
+	return nil
+}
+
+// countPrompt refuses, before the request waits for a chat, turns whose prompt (with the
+// plan's tools, when there is one) the context cannot hold: rendering and tokenizing them costs
+// no chat's time, whereas finding out after taking one would hold it from the requests waiting.
+func (s *Server) countPrompt(param string, turns []chat.Message, plan *toolPlan) error {
+	var opts assistant.Options
+	if plan != nil {
+		plan.apply(&opts)
+	}
+	n, err := s.chat.Count(turns, opts)
+	if err != nil {
+		return err
+	}
+	return s.promptFits(param, n)
+}
+
+// promptFits refuses a prompt of n tokens that leaves the context no room for an answer, as
+// the chat would once it had the request (assistant's "the prompt takes ... tokens").
+func (s *Server) promptFits(param string, n int) error {
+	if ctx := s.chat.Context(); n >= ctx {
+		e := badParam(param, "the prompt takes %d tokens and the context holds %d", n, ctx)
 		e.code = "context_length_exceeded"
 		return e
 	}

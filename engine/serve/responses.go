@@ -248,6 +248,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.promptBound("input", contentBytes(turns))
 	}
+	if err == nil {
+		err = s.countPrompt("input", turns, &plan)
+	}
 	var opts assistant.Options
 	if err == nil {
 		common := options{Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, Seed: req.Seed, MaxTokens: req.MaxOutputTokens}
@@ -348,7 +351,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ev := newEvents(w)
+	ev := newEvents(w, s.WriteStall)
 	seq := 0
 	send := func(typ string, fields map[string]any) {
 		fields["type"], fields["sequence_number"] = typ, seq
@@ -390,7 +393,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if hold != nil {
 		opts.OnText = hold.write
 	}
-	reply, err := chat.Reply(r.Context(), turns, opts)
+	gen, stop := s.generating(r, &opts)
+	defer stop()
+	reply, err := chat.Reply(gen, turns, opts)
 	err = s.why(r, err)
 	s.logReply(r, &reply, err)
 	if err != nil && !opened {

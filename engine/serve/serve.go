@@ -6,21 +6,28 @@
 // Ollama's lines of JSON) when asked. Without a
 // temperature (or at 0, or with top_p 0) the answer is greedy; above 0 it is sampled with the
 // request's seed, or a random one that the response reports ("seed"): the same seed gives the
-// same answer. Log probabilities (logprobs, top_logprobs) are engine.Logprobs': the same bits
-// on every machine. A request asking for what the engine cannot honour (several choices,
-// penalties, log probabilities of a streamed answer, tools, structured output, a field serve
-// does not know) is refused with a 400 naming the field rather than answered differently; every
-// error has OpenAI's shape, {"error":{"message","type","param","code"}} (Ollama's under /api).
+// same answer. Log probabilities (logprobs, top_logprobs, streamed or not) are
+// engine.Logprobs': the same bits on every machine. Structured output (response_format
+// json_object and json_schema) and forced tool calls are decoded under a mask of the tokens that
+// keep the document valid (format.go, tools.go); tools are rendered by the model's own template
+// and its calls read back as OpenAI's tool_calls. A request asking for what the engine cannot
+// honour (several choices, penalties, a field serve does not know) is refused with a 400 naming
+// the field rather than answered differently; every error has OpenAI's shape,
+// {"error":{"message","type","param","code"}} (Ollama's under /api).
 //
 // The server is meant for someone's own computer: ServeHTTP checks the Host header against
 // loopback names (DNS rebinding), refuses browser origins not listed in Origins, asks for the
 // APIKey when one is set and refuses POST bodies that are not JSON (see guard.go).
 //
-// One model session holds one sequence, so requests are answered one at a time, in arrival
-// order; a request whose client goes away stops its generation at the next token.
+// Each chat (a model session) answers one request at a time; a server of several chats (Also)
+// answers as many at once, their tokens sharing forward passes, each answer the one it would
+// be alone. Requests beyond the chats wait in arrival order, at most Queue of them: past it a
+// request is answered 429 with a Retry-After header. A request whose client goes away, or that
+// a client stops reading for WriteStall, stops its generation at the next token.
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -29,6 +36,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -55,10 +64,20 @@ type Server struct {
 	turns chan struct{}
 	mu    sync.Mutex
 	free  []*assistant.Chat
-	batch *engine.Batcher // with several chats: their tokens' shared passes
-	name  string
-	mux   *http.ServeMux
-	now   func() time.Time
+	// waiting counts the requests waiting for a turn (at most Queue; guarded by mu).
+	waiting int
+	// waited, when a test sets it, is called as each request begins to wait.
+	waited func()
+	// stopGrace is how long a streamed answer the server stops may take to finish the token
+	// it is making (generating): a token of a large model on a slow CPU takes a second or so;
+	// a long prompt being read when the server stops is not waited for.
+	stopGrace time.Duration
+	// stopSeen, when a test sets it, is called once generating has seen a request end.
+	stopSeen func()
+	batch    *engine.Batcher // with several chats: their tokens' shared passes
+	name     string
+	mux      *http.ServeMux
+	now      func() time.Time
 	// tokenBytes is the longest token text of the vocabulary in bytes: a prompt of n bytes
 	// is at least n / (4·tokenBytes) tokens (see promptBound).
 	tokenBytes int
@@ -77,12 +96,38 @@ type Server struct {
 	// Hosts lists the names the Host header may carry besides loopback ones (localhost,
 	// *.localhost, 127.0.0.0/8, ::1): the address the server is bound to, or "*" for any.
 	Hosts []string
+	// Queue is the most requests that wait for a chat while every chat answers (DefaultQueue
+	// from New; 0: none waits). A request past it is answered 429 at once, with Retry-After,
+	// rather than holding a connection and its body for as long as the answers before it
+	// take: every SDK retries a 429 after the time it says.
+	Queue int
+	// WriteStall is how long one streamed event may take to reach its client (DefaultWriteStall
+	// from New): a client that stops reading would otherwise hold its chat from every other
+	// request. (http.Server's WriteTimeout cannot do this: it bounds the whole response, and so
+	// would cut off long streams.) A write that fails cancels the request, which stops the
+	// answer at its next token and frees the chat.
+	WriteStall time.Duration
+	// Build names the build answering, for system_fingerprint (default: the binary's module
+	// version or VCS revision, see buildName).
+	Build string
 }
+
+// DefaultQueue is New's Queue: requests beyond the chats' that wait their turn. A person's
+// own tools rarely send more at once; a runaway loop or a page flooding the server gets 429s
+// instead of a growing pile of connections, each holding up to 8 MiB of body.
+const DefaultQueue = 16
+
+// DefaultWriteStall is New's WriteStall.
+const DefaultWriteStall = time.Minute
+
+// retryAfter is the Retry-After of a 429, in seconds: about one answer's time on a small
+// model, short enough that a client retrying finds a place once the queue moves.
+const retryAfter = 2
 
 // New returns a Server answering with c under the model id name.
 func New(c *assistant.Chat, name string) *Server {
 	s := &Server{chat: c, turns: make(chan struct{}, 1), free: []*assistant.Chat{c}, name: name, mux: http.NewServeMux(), now: time.Now,
-		tokenBytes: longestToken(c)}
+		tokenBytes: longestToken(c), Queue: DefaultQueue, WriteStall: DefaultWriteStall, stopGrace: 2 * time.Second}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("POST /v1/responses", s.responses)
@@ -141,6 +186,14 @@ type apiError struct {
 	status           int
 	typ, param, code string
 	msg              string
+	retryAfter       int // seconds, for a Retry-After header; 0: none
+}
+
+// setHeaders sets the headers the error is answered with besides the body's.
+func (e *apiError) setHeaders(w http.ResponseWriter) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -194,6 +247,7 @@ func (e *apiError) body() errorBody {
 
 func writeError(w http.ResponseWriter, err error) {
 	e := asAPIError(err)
+	e.setHeaders(w)
 	writeJSON(w, e.status, e.body())
 }
 
@@ -243,20 +297,50 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// acquire waits for a free chat, giving up when the request's client does. The chat
-// released last comes first, so that a client's next request finds its conversation's KV
-// cache where it left it (while no other request took that chat meanwhile).
+// acquire waits for a free chat, giving up when the request's client does, or at once with a
+// 429 when Queue requests wait already. The chat released last comes first, so that a
+// client's next request finds its conversation's KV cache where it left it (while no other
+// request took that chat meanwhile).
 func (s *Server) acquire(ctx context.Context) (*assistant.Chat, error) {
 	select {
 	case s.turns <- struct{}{}:
-	case <-ctx.Done():
-		return nil, cause(ctx)
+	default:
+		if err := s.wait(ctx); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.free[len(s.free)-1]
 	s.free = s.free[:len(s.free)-1]
 	return c, nil
+}
+
+// wait takes a turn once one is free, as one of at most Queue requests waiting.
+func (s *Server) wait(ctx context.Context) error {
+	s.mu.Lock()
+	if s.waiting >= s.Queue {
+		n := s.waiting
+		s.mu.Unlock()
+		return &apiError{status: http.StatusTooManyRequests, typ: "requests", code: "rate_limit_exceeded", retryAfter: retryAfter,
+			msg: fmt.Sprintf("the server is busy: every chat is answering and %d requests wait (trochilus serve -queue); retry after %d seconds", n, retryAfter)}
+	}
+	s.waiting++
+	s.mu.Unlock()
+	if s.waited != nil {
+		s.waited()
+	}
+	defer func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}()
+	select {
+	case s.turns <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return cause(ctx)
+	}
 }
 
 func (s *Server) release(c *assistant.Chat) {
@@ -281,6 +365,39 @@ func (s *Server) Close() {
 		s.turns <- struct{}{}
 	}
 }
+
+// fingerprint is system_fingerprint: what besides the request and the model decides an answer's
+// bits, as OpenAI's names its backend configuration. Here that is the build and the kernel
+// tier (whose answers are the same bits by design: a client comparing fingerprints sees it).
+func (s *Server) fingerprint() string {
+	return "fp_" + cmp.Or(s.Build, buildName()) + "_" + s.chat.Model().Kernels()
+}
+
+// buildName names the running binary's build: its module version when it has one (go install
+// of a release), else its VCS revision (12 hex digits, "-dirty" when built from changed files),
+// else "dev" (go run, tests).
+var buildName = sync.OnceValue(func() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", ""
+	for _, kv := range info.Settings {
+		switch {
+		case kv.Key == "vcs.revision":
+			rev = kv.Value[:min(12, len(kv.Value))]
+		case kv.Key == "vcs.modified" && kv.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	return rev + dirty
+})
 
 func (s *Server) logf(format string, args ...any) {
 	if s.Log != nil {

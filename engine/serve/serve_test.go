@@ -15,8 +15,6 @@ import (
 
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
 	"github.com/trochilus-llm/trochilus/tokenizer/chat"
@@ -26,14 +24,20 @@ func TestMain(m *testing.M) { os.Exit(modelgentest.RunTests(m)) }
 
 const testContext = 256
 
-// newChat loads the model at path with a chat of testContext positions.
-func newChat(t *testing.T, path string) *assistant.Chat {
+// openChat loads the model at path with a chat of the given positions.
+func openChat(t *testing.T, path string, positions int) *assistant.Chat {
 	t.Helper()
-	c, err := assistant.New(enginetest.Open(t, path, engine.Options{}, testContext))
+	c, err := assistant.New(enginetest.Open(t, path, engine.Options{}, positions))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// newChat loads the model at path with a chat of testContext positions.
+func newChat(t *testing.T, path string) *assistant.Chat {
+	t.Helper()
+	return openChat(t, path, testContext)
 }
 
 // fixture is a server on the tiny model and a second, independent chat on the same file that
@@ -43,24 +47,29 @@ type fixture struct {
 	want *assistant.Chat
 }
 
-func newFixture(t *testing.T) *fixture {
-	path := modelgentest.TinyModel(t, modelgen.Uniform(gguf.TypeQ8_0))
-	s := New(newChat(t, path), "tiny")
+// serveFixture serves s, logging to the test, until the test ends; want is the fixture's
+// independent chat (nil where a test needs none).
+func serveFixture(t *testing.T, s *Server, want *assistant.Chat) *fixture {
 	s.Log = t.Logf
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, want: newChat(t, path)}
+	return &fixture{srv: srv, want: want}
+}
+
+// modelFixture is a server called name on a chat of the given positions over the model at
+// path, with a second chat of as many positions beside it.
+func modelFixture(t *testing.T, path, name string, positions int) *fixture {
+	return serveFixture(t, New(openChat(t, path, positions), name), openChat(t, path, positions))
+}
+
+func newFixture(t *testing.T) *fixture {
+	return modelFixture(t, modelgentest.TinyQ8(t), "tiny", testContext)
 }
 
 // newTrainedFixture serves tools/train's trained tiny model (testdata/trained), whose answers
 // are text a client can parse, not the noise of random weights.
 func newTrainedFixture(t *testing.T) *fixture {
-	path := modelgentest.TrainedModel(t, "q8_0")
-	s := New(newChat(t, path), "tiny")
-	s.Log = t.Logf
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, want: newChat(t, path)}
+	return modelFixture(t, modelgentest.TrainedModel(t, "q8_0"), "tiny", testContext)
 }
 
 func (f *fixture) post(t *testing.T, path, body string) (*http.Response, []byte) {
@@ -75,6 +84,22 @@ func (f *fixture) reply(t *testing.T, turns []chat.Message, opts assistant.Optio
 		t.Fatal(err)
 	}
 	return r
+}
+
+// story is the question the sampling tests ask.
+var story = []chat.Message{{Role: "user", Content: "Tell me a story."}}
+
+// sampledStory is the independent chat's answer to story in 16 tokens, sampled with seed at
+// temperature 0.8, top-k 40 and top-p 0.9 (Ollama's defaults); a seed whose sample is the
+// greedy answer fails the test, which could not tell sampling from greedy decoding with it.
+func (f *fixture) sampledStory(t *testing.T, seed uint64) assistant.Reply {
+	t.Helper()
+	sp := &engine.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: seed}
+	want := f.reply(t, story, assistant.Options{MaxTokens: 16, Sampling: sp})
+	if greedy := f.reply(t, story, assistant.Options{MaxTokens: 16}); want.Text == greedy.Text {
+		t.Fatalf("seed %d samples the greedy answer %q: pick another seed", seed, want.Text)
+	}
+	return want
 }
 
 type chatResponse struct {
@@ -274,13 +299,7 @@ func TestRefusals(t *testing.T) {
 // reports the one it drew, which reproduces the answer.
 func TestSampledAnswers(t *testing.T) {
 	f := newFixture(t)
-	turns := []chat.Message{{Role: "user", Content: "Tell me a story."}}
-	sp := &engine.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, Seed: 1234}
-	want := f.reply(t, turns, assistant.Options{MaxTokens: 16, Sampling: sp})
-	greedy := f.reply(t, turns, assistant.Options{MaxTokens: 16})
-	if want.Text == greedy.Text {
-		t.Fatalf("sampling gave the greedy answer %q", want.Text)
-	}
+	want := f.sampledStory(t, 1234)
 	ask := func(body string) (string, uint64) {
 		t.Helper()
 		resp, b := f.post(t, "/v1/chat/completions", body)

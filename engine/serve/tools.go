@@ -18,9 +18,11 @@ import (
 // [TOOL_CALLS]). tool_choice "auto" (the default with tools) lets the model choose between text
 // and calls, and a call it begins is held to the tools (by constrained decoding from the
 // syntax's opening on: a name of the tools', that tool's arguments; for Llama, whose call has no
-// marker and is the whole message, from an answer that begins with {"name"); "required" and a
-// named function make the answer one call the same way, from its first token; "none" shows the
-// tools and reads no call (whatever the model writes stays text).
+// marker and is the whole message, from an answer that begins with {); "required" and a named
+// function make the answer one call the same way, from its first token; "none" shows the tools
+// and reads no call (whatever the model writes stays text). Only a call of one of the tools
+// whose arguments hold to its schema is ever read back; tools whose schemas the constraint
+// cannot hold are refused with a 400, forced or not.
 
 // toolPlan is what a request's tools, tool_choice and parallel_tool_calls ask for.
 type toolPlan struct {
@@ -113,7 +115,16 @@ func parseTools(rawTools, rawChoice json.RawMessage, parallel *bool, syntax assi
 	p.read = choice != "none"
 	p.one = parallel != nil && !*parallel || syntax.Single
 	if choice == "auto" {
-		p.lazy, _ = syntax.Format(defs)
+		// The calls the model chooses to write are held to the tools as the forced ones are;
+		// tools whose schemas the constraint cannot hold are refused alike, rather than
+		// read back unchecked.
+		f, err := syntax.Format(defs)
+		if err != nil {
+			e := badParam("tools", "tools: %v", err)
+			e.code = "unsupported_parameter"
+			return p, e
+		}
+		p.lazy = f
 	}
 	if choice == "required" || choice == "function" {
 		chosen := defs
@@ -150,7 +161,20 @@ func (p *toolPlan) parse(reply *assistant.Reply) (string, []assistant.ToolCall) 
 	if !p.read {
 		return reply.Text, nil
 	}
-	text, calls := assistant.ParseToolCalls(reply.Text, p.syntax)
+	// A call is read only when it names one of the tools and its arguments hold to that
+	// tool's schema (ToolFormat.Parse): the constraint wrote it so, and one the model wrote
+	// otherwise (under a response_format in the constraint's place) stays text.
+	f := p.forced
+	if f == nil {
+		f = p.lazy
+	}
+	var text string
+	var calls []assistant.ToolCall
+	if f != nil {
+		text, calls = f.Parse(reply.Text)
+	} else {
+		text, calls = assistant.ParseToolCalls(reply.Text, p.syntax)
+	}
 	if p.one && len(calls) > 1 {
 		calls = calls[:1]
 	}

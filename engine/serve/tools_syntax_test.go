@@ -2,7 +2,6 @@ package serve
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
@@ -44,18 +42,7 @@ func newTemplateFixture(t *testing.T, name string) (*fixture, string) {
 	}
 	cfg.Tokenizer = &modelgen.Tokenizer{JSON: tok.JSON, Config: withTemplate, Pre: tok.Pre}
 	path := modelgentest.TestModel(t, cfg)
-	open := func() *assistant.Chat {
-		c, err := assistant.New(enginetest.Open(t, path, engine.Options{}, 1024))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	s := New(open(), "tiny-"+strings.TrimSuffix(name, ".jinja"))
-	s.Log = t.Logf
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, want: open()}, path
+	return modelFixture(t, path, "tiny-"+strings.TrimSuffix(name, ".jinja"), 1024), path
 }
 
 // toolTemplates are the published templates whose syntaxes are not Hermes's, with what the
@@ -84,53 +71,13 @@ func TestTemplateToolCalls(t *testing.T) {
 			}
 			msgs := `"messages":[{"role":"user","content":"Weather in Paris?"}],"max_tokens":200,"temperature":0`
 			for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"get_time"}}`} {
-				resp, body := f.post(t, "/v1/chat/completions", `{`+msgs+`,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
-				var got struct {
-					Choices []struct {
-						Message struct {
-							Content   *string
-							ToolCalls []toolCallJSON `json:"tool_calls"`
-						}
-						FinishReason string `json:"finish_reason"`
-					}
-				}
-				if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 || len(got.Choices) != 1 {
-					t.Fatalf("tool_choice %s: %d %s", choice, resp.StatusCode, body)
-				}
-				c := got.Choices[0]
-				if c.FinishReason != "tool_calls" || c.Message.Content != nil || len(c.Message.ToolCalls) != 1 {
-					t.Fatalf("tool_choice %s: %s", choice, body)
-				}
-				call := c.Message.ToolCalls[0]
+				call, _ := forcedCall(t, f, msgs, choice)
 				checkWeatherCall(t, call.Function.Name, call.Function.Arguments)
-				if choice != `"required"` && call.Function.Name != "get_time" {
-					t.Fatalf("tool_choice %s called %s", choice, call.Function.Name)
-				}
 				if n := tt.syntax.IDLen; n > 0 && (len(call.ID) != n || strings.Trim(call.ID, "0123456789abcdef") != "") {
 					t.Fatalf("call id %q: want %d alphanumerics", call.ID, n)
 				}
 				// Streamed: the same call, as one delta.
-				resp, body = f.post(t, "/v1/chat/completions", `{`+msgs+`,"stream":true,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
-				data, done := readEvents(t, strings.NewReader(string(body)))
-				var streamed []toolCallJSON
-				for _, d := range data {
-					var chunk struct {
-						Choices []struct {
-							Delta struct {
-								Content   *string
-								ToolCalls []toolCallJSON `json:"tool_calls"`
-							}
-						}
-					}
-					json.Unmarshal([]byte(d), &chunk)
-					for _, ch := range chunk.Choices {
-						if ch.Delta.Content != nil && *ch.Delta.Content != "" {
-							t.Fatalf("streamed content %q beside a forced call", *ch.Delta.Content)
-						}
-						streamed = append(streamed, ch.Delta.ToolCalls...)
-					}
-				}
-				if !done || len(streamed) != 1 || streamed[0].Function != call.Function {
+				if streamed := streamedCall(t, f, msgs, choice); streamed.Function != call.Function {
 					t.Fatalf("streamed %+v, want %+v", streamed, call)
 				}
 

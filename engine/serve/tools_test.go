@@ -4,41 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/engine"
-	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
-	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest/enginetest"
 )
 
 // newQwen3Fixture is a server on a tiny Qwen3-MoE model with Qwen3's tokenizer and chat
 // template, whose tools are written in <tool_call> blocks.
 func newQwen3Fixture(t *testing.T) *fixture {
-	cfg := modelgen.TinyQwen3(modelgen.Uniform(gguf.TypeQ8_0))
-	tok, err := modelgen.FindQwen3Tokenizer("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Tokenizer = tok
-	path := modelgentest.TestModel(t, cfg)
 	// Qwen3's tool prompt alone is about 230 tokens.
-	open := func() *assistant.Chat {
-		c, err := assistant.New(enginetest.Open(t, path, engine.Options{}, 1024))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	s := New(open(), "qwen3-tiny")
-	s.Log = t.Logf
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, want: open()}
+	return modelFixture(t, modelgentest.TinyQwen3Model(t, modelgen.Uniform(gguf.TypeQ8_0)), "qwen3-tiny", 1024)
 }
 
 const weatherTool = `[{"type":"function","function":{"name":"get_weather","description":"The weather in a city.",
@@ -53,6 +31,75 @@ type toolCallJSON struct {
 	Function struct{ Name, Arguments string }
 }
 
+// forcedCall asks for a chat completion of msgs (the request's "messages" and settings) with
+// weatherTool and tool_choice choice, and checks that the answer is one call and nothing
+// else, of the function a named choice names; it returns the call and the prompt's tokens.
+func forcedCall(t *testing.T, f *fixture, msgs, choice string) (toolCallJSON, int) {
+	t.Helper()
+	resp, body := f.post(t, "/v1/chat/completions", `{`+msgs+`,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
+	var got struct {
+		Choices []struct {
+			Message struct {
+				Content   *string
+				ToolCalls []toolCallJSON `json:"tool_calls"`
+			}
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage usage
+	}
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 || len(got.Choices) != 1 {
+		t.Fatalf("tool_choice %s: %d %s", choice, resp.StatusCode, body)
+	}
+	c := got.Choices[0]
+	if c.FinishReason != "tool_calls" || c.Message.Content != nil || len(c.Message.ToolCalls) != 1 {
+		t.Fatalf("tool_choice %s: %s", choice, body)
+	}
+	call := c.Message.ToolCalls[0]
+	var named struct{ Function struct{ Name string } }
+	if json.Unmarshal([]byte(choice), &named) == nil && named.Function.Name != "" && call.Function.Name != named.Function.Name {
+		t.Fatalf("tool_choice %s called %s", choice, call.Function.Name)
+	}
+	return call, got.Usage.PromptTokens
+}
+
+// streamedCall asks for forcedCall's request as server-sent events and checks that they are one
+// tool_calls delta, no content and the finish; it returns the call.
+func streamedCall(t *testing.T, f *fixture, msgs, choice string) toolCallJSON {
+	t.Helper()
+	_, body := f.post(t, "/v1/chat/completions", `{`+msgs+`,"stream":true,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
+	data, done := readEvents(t, strings.NewReader(string(body)))
+	var streamed []toolCallJSON
+	var content strings.Builder
+	finish := ""
+	for _, d := range data {
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content   *string
+					ToolCalls []toolCallJSON `json:"tool_calls"`
+				}
+				FinishReason *string `json:"finish_reason"`
+			}
+		}
+		if err := json.Unmarshal([]byte(d), &chunk); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range chunk.Choices {
+			streamed = append(streamed, ch.Delta.ToolCalls...)
+			if ch.Delta.Content != nil {
+				content.WriteString(*ch.Delta.Content)
+			}
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	if !done || finish != "tool_calls" || content.Len() != 0 || len(streamed) != 1 {
+		t.Fatalf("tool_choice %s streamed %+v (content %q, finish %q), want one call", choice, streamed, content.String(), finish)
+	}
+	return streamed[0]
+}
+
 // TestForcedToolCalls: tool_choice "required" and a named function make the answer one call
 // of a tool the request gives, its arguments that tool's schema; streamed, the same call comes
 // as one tool_calls delta; the call sent back as the assistant's turn, with the tool's result,
@@ -61,25 +108,7 @@ func TestForcedToolCalls(t *testing.T) {
 	f := newQwen3Fixture(t)
 	msgs := `"messages":[{"role":"user","content":"Weather in Paris?"}],"max_tokens":400,"temperature":0`
 	for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"get_time"}}`} {
-		resp, body := f.post(t, "/v1/chat/completions", `{`+msgs+`,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
-		var got struct {
-			Choices []struct {
-				Message struct {
-					Content   *string
-					ToolCalls []toolCallJSON `json:"tool_calls"`
-				}
-				FinishReason string `json:"finish_reason"`
-			}
-			Usage usage
-		}
-		if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 {
-			t.Fatalf("tool_choice %s: %d %s", choice, resp.StatusCode, body)
-		}
-		c := got.Choices[0]
-		if c.FinishReason != "tool_calls" || c.Message.Content != nil || len(c.Message.ToolCalls) != 1 {
-			t.Fatalf("tool_choice %s: %s", choice, body)
-		}
-		call := c.Message.ToolCalls[0]
+		call, promptTokens := forcedCall(t, f, msgs, choice)
 		var args map[string]any
 		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil || call.Type != "function" ||
 			!strings.HasPrefix(call.ID, "call_") {
@@ -97,42 +126,10 @@ func TestForcedToolCalls(t *testing.T) {
 		default:
 			t.Fatalf("called %q", call.Function.Name)
 		}
-		if choice != `"required"` && call.Function.Name != "get_time" {
-			t.Fatalf("tool_choice %s called %s", choice, call.Function.Name)
-		}
 
 		// Streamed: the same call, as one delta, then the finish.
-		resp, body = f.post(t, "/v1/chat/completions", `{`+msgs+`,"stream":true,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
-		data, done := readEvents(t, strings.NewReader(string(body)))
-		var streamed []toolCallJSON
-		var content strings.Builder
-		finish := ""
-		for _, d := range data {
-			var chunk struct {
-				Choices []struct {
-					Delta struct {
-						Content   *string
-						ToolCalls []toolCallJSON `json:"tool_calls"`
-					}
-					FinishReason *string `json:"finish_reason"`
-				}
-			}
-			if err := json.Unmarshal([]byte(d), &chunk); err != nil {
-				t.Fatal(err)
-			}
-			for _, ch := range chunk.Choices {
-				streamed = append(streamed, ch.Delta.ToolCalls...)
-				if ch.Delta.Content != nil {
-					content.WriteString(*ch.Delta.Content)
-				}
-				if ch.FinishReason != nil {
-					finish = *ch.FinishReason
-				}
-			}
-		}
-		if !done || finish != "tool_calls" || content.Len() != 0 || len(streamed) != 1 ||
-			streamed[0].Function != call.Function {
-			t.Fatalf("streamed %+v (content %q, finish %q), want %+v", streamed, content.String(), finish, call)
+		if streamed := streamedCall(t, f, msgs, choice); streamed.Function != call.Function {
+			t.Fatalf("streamed %+v, want %+v", streamed, call)
 		}
 
 		// The round trip: the call and its result sent back render as the template writes
@@ -149,8 +146,8 @@ func TestForcedToolCalls(t *testing.T) {
 			return r.Usage.PromptTokens
 		}
 		quoted, _ := json.Marshal(call.Function.Arguments)
-		if a, b := prompt(string(quoted)), prompt(call.Function.Arguments); a != b || a <= got.Usage.PromptTokens {
-			t.Fatalf("round trip prompts: %d tokens with arguments as a string, %d as an object (the first request's %d)", a, b, got.Usage.PromptTokens)
+		if a, b := prompt(string(quoted)), prompt(call.Function.Arguments); a != b || a <= promptTokens {
+			t.Fatalf("round trip prompts: %d tokens with arguments as a string, %d as an object (the first request's %d)", a, b, promptTokens)
 		}
 	}
 }
@@ -166,6 +163,9 @@ func TestToolErrors(t *testing.T) {
 		{`"tools":[{"type":"code_interpreter"}]`, "tools", "", `only "function" tools are supported`},
 		{`"tools":[{"type":"function","function":{"name":"a b"}}]`, "tools", "", `name "a b": want a name of the form ^[a-zA-Z0-9_-]{1,64}$`},
 		{`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string","pattern":"x"}}}],"tool_choice":"required"`, "tools", "unsupported_parameter", `keyword "pattern"`},
+		// Chosen by the model or forced, a call is held to the tools: a schema the constraint
+		// cannot hold is refused either way.
+		{`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string","pattern":"x"}}}]`, "tools", "unsupported_parameter", `keyword "pattern"`},
 		{`"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]`, "tools", "", "parameters: want a JSON Schema object"},
 		{`"tool_choice":"required"`, "tool_choice", "", "there are no tools"},
 		{`"tools":` + weatherTool + `,"tool_choice":{"type":"function","function":{"name":"nope"}}`, "tool_choice", "", `"nope", which is not among the tools`},

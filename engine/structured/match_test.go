@@ -169,6 +169,24 @@ func walk(f *Format, r *rand.Rand) string {
 	return ""
 }
 
+// walks makes n random documents of f (walk) and gives each one that ends to check; fewer
+// than half of them ending fails the test, what (a prefix) naming f.
+func walks(t *testing.T, f *Format, r *rand.Rand, n int, what string, check func(doc string)) {
+	t.Helper()
+	made := 0
+	for range n {
+		doc := walk(f, r)
+		if doc == "" {
+			continue
+		}
+		made++
+		check(doc)
+	}
+	if made < n/2 {
+		t.Errorf("%sonly %d of %d walks ended", what, made, n)
+	}
+}
+
 // TestWalksAreValid: random documents of json_object and of several schemas parse, and
 // validate against their schema (by the independent checker in validate_test.go).
 func TestWalksAreValid(t *testing.T) {
@@ -179,13 +197,7 @@ func TestWalksAreValid(t *testing.T) {
 		if err := json.Unmarshal([]byte(schema), &s); err != nil {
 			t.Fatal(err)
 		}
-		made := 0
-		for range 200 {
-			doc := walk(f, r)
-			if doc == "" {
-				continue
-			}
-			made++
+		walks(t, f, r, 200, "schema "+schema+": ", func(doc string) {
 			var v any
 			if err := json.Unmarshal([]byte(doc), &v); err != nil {
 				t.Fatalf("schema %s: generated %q, not JSON: %v", schema, doc, err)
@@ -193,10 +205,7 @@ func TestWalksAreValid(t *testing.T) {
 			if err := validate(s, s, v); err != nil {
 				t.Fatalf("schema %s: generated %s: %v", schema, doc, err)
 			}
-		}
-		if made < 100 {
-			t.Errorf("schema %s: only %d of 200 walks ended", schema, made)
-		}
+		})
 	}
 }
 

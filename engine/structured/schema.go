@@ -409,29 +409,17 @@ func (c *compiler) typed(t string, s map[string]any, path string) (*node, error)
 		}
 		return n, bounds(n, s, path)
 	case "string":
-		n := &node{kind: kindString, maxLen: -1}
+		n := &node{kind: kindString}
 		var err error
-		if n.minLen, err = count(s, "minLength", 0, path); err != nil {
+		if n.minLen, n.maxLen, err = counts(s, "minLength", "maxLength", path); err != nil {
 			return nil, err
-		}
-		if n.maxLen, err = count(s, "maxLength", -1, path); err != nil {
-			return nil, err
-		}
-		if n.maxLen >= 0 && n.maxLen < n.minLen {
-			return nil, fmt.Errorf("schema at %s: maxLength %d is below minLength %d", at(path), n.maxLen, n.minLen)
 		}
 		return n, nil
 	case "array":
-		n := &node{kind: kindArray, maxItems: -1}
+		n := &node{kind: kindArray}
 		var err error
-		if n.minItems, err = count(s, "minItems", 0, path); err != nil {
+		if n.minItems, n.maxItems, err = counts(s, "minItems", "maxItems", path); err != nil {
 			return nil, err
-		}
-		if n.maxItems, err = count(s, "maxItems", -1, path); err != nil {
-			return nil, err
-		}
-		if n.maxItems >= 0 && n.maxItems < n.minItems {
-			return nil, fmt.Errorf("schema at %s: maxItems %d is below minItems %d", at(path), n.maxItems, n.minItems)
 		}
 		n.items = &node{kind: kindAny}
 		if it, ok := s["items"]; ok {
@@ -490,6 +478,22 @@ func count(s map[string]any, key string, def int, path string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("schema at %s/%s: want an integer from 0 to %d", at(path), key, 1<<20)
+}
+
+// counts reads a lower and an upper count keyword (minLength and maxLength, minItems and
+// maxItems): the lower 0 when absent, the upper -1 (no bound) when absent and never below the
+// lower.
+func counts(s map[string]any, minKey, maxKey, path string) (lo, hi int, err error) {
+	if lo, err = count(s, minKey, 0, path); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = count(s, maxKey, -1, path); err != nil {
+		return 0, 0, err
+	}
+	if hi >= 0 && hi < lo {
+		return 0, 0, fmt.Errorf("schema at %s: %s %d is below %s %d", at(path), maxKey, hi, minKey, lo)
+	}
+	return lo, hi, nil
 }
 
 // object compiles an object schema: its listed properties in order, or, with none listed,

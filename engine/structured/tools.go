@@ -19,6 +19,43 @@ type Tool struct {
 // close ("<tool_call>\n" and "\n</tool_call>"). The name is one of the tools', and the
 // arguments follow that tool's schema.
 func ToolCall(tools []Tool, open, close string) (*Format, error) {
+	root, err := callNode(tools)
+	if err != nil {
+		return nil, err
+	}
+	return &Format{root: root, open: []byte(open), close: []byte(close)}, nil
+}
+
+// ToolCallList returns the format of a JSON list of one or more calls of tools, each as
+// ToolCall writes one, between open and close: Mistral's [TOOL_CALLS][{…}, {…}], where every
+// call of the list is held to the tools, not only the first.
+func ToolCallList(tools []Tool, open, close string) (*Format, error) {
+	call, err := callNode(tools)
+	if err != nil {
+		return nil, err
+	}
+	list := &node{kind: kindArray, items: call, minItems: 1, maxItems: -1}
+	if err := (&compiler{}).check(list, map[*node]bool{}); err != nil {
+		return nil, err
+	}
+	return &Format{root: list, open: []byte(open), close: []byte(close)}, nil
+}
+
+// Accepts reports whether doc is a whole document of f: one that a constraint of f could have
+// written (white space included), which is how a tool call read from an answer is checked
+// against its tool's schema.
+func (f *Format) Accepts(doc []byte) bool {
+	m := f.start()
+	for _, b := range doc {
+		if !m.feed(b) {
+			return false
+		}
+	}
+	return m.canEnd()
+}
+
+// callNode compiles the object of one call of tools: {"name": NAME, "arguments": ARGUMENTS}.
+func callNode(tools []Tool) (*node, error) {
 	if len(tools) == 0 {
 		return nil, fmt.Errorf("structured: a tool call needs at least one tool")
 	}
@@ -67,5 +104,5 @@ func ToolCall(tools []Tool, open, close string) (*Format, error) {
 	if err := c.check(root, map[*node]bool{}); err != nil {
 		return nil, err
 	}
-	return &Format{root: root, open: []byte(open), close: []byte(close)}, nil
+	return root, nil
 }

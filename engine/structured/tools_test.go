@@ -58,13 +58,7 @@ func TestToolCallDocuments(t *testing.T) {
 		}
 		schemas[tool.Name] = s
 	}
-	made := 0
-	for range 100 {
-		doc := walk(f, r)
-		if doc == "" {
-			continue
-		}
-		made++
+	walks(t, f, r, 100, "", func(doc string) {
 		inner, ok := strings.CutPrefix(doc, "<tool_call>\n")
 		inner, ok2 := strings.CutSuffix(inner, "\n</tool_call>")
 		var call struct {
@@ -78,10 +72,7 @@ func TestToolCallDocuments(t *testing.T) {
 		if err := validate(s, s, call.Arguments); err != nil {
 			t.Fatalf("generated %q: %v", doc, err)
 		}
-	}
-	if made < 50 {
-		t.Errorf("only %d of 100 walks ended", made)
-	}
+	})
 	if _, err := ToolCall([]Tool{{Name: "a"}, {Name: "a"}}, "", ""); err == nil {
 		t.Error("two tools of one name were accepted")
 	}

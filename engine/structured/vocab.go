@@ -92,6 +92,12 @@ type Constraint struct {
 	trigger []byte
 	free    bool
 	tail    []byte // the free text's last bytes, where a trigger may be beginning
+	// crossers are the tokens (places in v.order) that hold the trigger's last byte: the only
+	// ones that can complete it, tried by Mask in free text. Found on the first free Mask.
+	crossers []int32
+	begin    matcher // a document's start, and a scratch copy of it to try a token on
+	trial    matcher
+	scratch  []byte
 }
 
 // ErrNoToken is returned by Mask when no token of the vocabulary can continue the document
@@ -106,8 +112,10 @@ func (f *Format) Start(v *Vocabulary) *Constraint {
 // StartAfter returns a constraint that leaves the answer free until its text holds trigger,
 // and then makes the text from the trigger on a document of f (whose opening text begins
 // with the trigger), after which the answer is free again: a tool call where the model
-// chooses to write one. A token that ends in the middle of the trigger, or writes past it what
-// the document cannot hold, leaves the text free.
+// chooses to write one. Every trigger the free text writes begins a document: a token that
+// would complete the trigger with text after it that the document cannot hold is masked like
+// any token that cannot continue a document (a reader that takes the trigger for the start of
+// a call never meets one that was not held to f).
 func (f *Format) StartAfter(v *Vocabulary, trigger string) *Constraint {
 	return &Constraint{v: v, f: f, trigger: []byte(trigger), free: true}
 }
@@ -124,6 +132,7 @@ func (c *Constraint) Mask(logits []float32) error {
 		return fmt.Errorf("structured: %d logits for a vocabulary of %d tokens", len(logits), v.size)
 	}
 	if c.free {
+		c.maskTrigger(logits)
 		return nil
 	}
 	inf := float32(math.Inf(-1))
@@ -207,7 +216,7 @@ func (c *Constraint) Accept(id int32) error {
 	}
 	if c.free {
 		if id >= 0 && int(id) < v.size && v.at[id] >= 0 {
-			c.freeText(v.text[v.at[id]])
+			return c.freeText(id, v.text[v.at[id]])
 		}
 		return nil
 	}
@@ -225,24 +234,66 @@ func (c *Constraint) Accept(id int32) error {
 	return nil
 }
 
-// freeText reads free text: when it completes the trigger, the document begins there.
-func (c *Constraint) freeText(t []byte) {
+// maskTrigger masks, in free text, the tokens that would complete the trigger with text after
+// it that the document cannot hold.
+func (c *Constraint) maskTrigger(logits []float32) {
+	if len(c.trigger) == 0 {
+		return
+	}
+	v := c.v
+	if c.crossers == nil {
+		c.crossers, c.begin = make([]int32, 0, 64), c.f.start()
+		last := c.trigger[len(c.trigger)-1]
+		for i, t := range v.text {
+			if bytes.IndexByte(t, last) >= 0 {
+				c.crossers = append(c.crossers, int32(i))
+			}
+		}
+	}
+	inf := float32(math.Inf(-1))
+	for _, i := range c.crossers {
+		if !c.fitsAfter(v.text[i]) {
+			logits[v.order[i]] = inf
+		}
+	}
+}
+
+// fitsAfter reports whether token text t, after the free text so far, either leaves the
+// trigger unwritten or writes it followed by what can begin (or be) a document.
+func (c *Constraint) fitsAfter(t []byte) bool {
+	c.scratch = append(append(c.scratch[:0], c.tail...), t...)
+	i := bytes.Index(c.scratch, c.trigger)
+	if i < 0 {
+		return true
+	}
+	c.trial.copyFrom(&c.begin)
+	for _, b := range c.scratch[i:] {
+		if !c.trial.feed(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// freeText reads free text: when it completes the trigger, the document begins there (or,
+// when the token holds the whole document, has been written and the text is free again).
+func (c *Constraint) freeText(id int32, t []byte) error {
 	c.tail = append(c.tail, t...)
 	if i := bytes.Index(c.tail, c.trigger); i >= 0 {
 		m := c.f.start()
-		fits := true
 		for _, b := range c.tail[i:] {
-			if fits = m.feed(b); !fits {
-				break
+			if !m.feed(b) {
+				return fmt.Errorf("structured: token %d writes the trigger %q with text the document cannot hold", id, c.trigger)
 			}
 		}
-		if fits {
+		c.tail = c.tail[:0]
+		if m.frames[0].phase != docDone {
 			c.m, c.free = m, false
 		}
-		c.tail = c.tail[:0]
-		return
+		return nil
 	}
 	if keep := len(c.trigger) - 1; len(c.tail) > keep {
 		c.tail = append(c.tail[:0], c.tail[len(c.tail)-keep:]...)
 	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/gguf/internal/geniq"
+	"github.com/trochilus-llm/trochilus/internal/oracle"
 )
 
 // ggml is the real ggml library (libggml-base.so), loaded by loadGGML for the platform.
@@ -25,13 +26,6 @@ type ggml struct {
 	bf16ToF32    func(src []uint16, dst []float32)
 	f32ToF16     func(src []float32, dst []uint16)
 	f32ToBF16    func(src []float32, dst []uint16)
-}
-
-func long(t *testing.T) {
-	t.Helper()
-	if os.Getenv("TROCHILUS_LONG") != "1" {
-		t.Skip("long check: set TROCHILUS_LONG=1")
-	}
 }
 
 // TestTypeTableMatchesGGML compares gguf/types.go's block sizes with ggml's type traits for
@@ -214,7 +208,7 @@ func TestDequantizeMatchesGGML(t *testing.T) {
 }
 
 func TestDequantizeMatchesGGMLLong(t *testing.T) {
-	long(t)
+	oracle.Long(t)
 	g := loadGGML(t)
 	checkDequantizeAgainstGGML(t, g, 1000000)
 }
@@ -270,7 +264,7 @@ func compareNarrowing(g *ggml, src []float32) (f16, bf16 int) {
 
 // TestHalfConversionsMatchGGMLLong narrows every one of the 2^32 float32 bit patterns.
 func TestHalfConversionsMatchGGMLLong(t *testing.T) {
-	long(t)
+	oracle.Long(t)
 	g := loadGGML(t)
 	const chunk = 1 << 22
 	src := make([]float32, chunk)

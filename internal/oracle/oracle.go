@@ -39,6 +39,16 @@ func Root(t testing.TB) string {
 // Required reports whether the gate demands every oracle.
 func Required() bool { return os.Getenv("TROCHILUS_REQUIRE_ORACLES") == "1" }
 
+// Long skips t unless TROCHILUS_LONG=1, which the gate's check-long step sets: the checks too
+// slow for every run (an exhaustive comparison, the CLI built twice), named ...Long so that
+// step can pick them.
+func Long(t testing.TB) {
+	t.Helper()
+	if os.Getenv("TROCHILUS_LONG") != "1" {
+		t.Skip("long check: set TROCHILUS_LONG=1")
+	}
+}
+
 // Missing skips or fails t, as Required says, because an oracle is not installed.
 func Missing(t testing.TB, what string) {
 	t.Helper()

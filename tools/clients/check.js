@@ -1,7 +1,7 @@
 // check.js drives `trochilus serve` with the client libraries people use, unchanged: OpenAI's
 // (npm openai, with its zod helpers for structured output and tools), LangChain's
 // (@langchain/openai), the Vercel AI SDK's default OpenAI provider (which speaks /v1/responses)
-// and Ollama's (npm ollama), pinned by tools/deps.sh. It prints what each call returned as one JSON object; engine/serve's
+// and Ollama's (npm ollama), pinned by tools/clients/package-lock.json (tools/deps.sh installs it). It prints what each call returned as one JSON object; engine/serve's
 // TestClientLibraries compares it with what the engine computes. Usage:
 // TROCHILUS_URL=http://127.0.0.1:PORT TROCHILUS_TOOLS_URL=http://… node tools/clients/check.js
 // (the second server's model writes tool calls: its template renders tools).
@@ -44,6 +44,7 @@ async function main() {
   out.completion = comp.choices[0].text;
   const lp = await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 2 });
   out.chatLogprobs = lp.choices[0].logprobs.content.map((t) => t.logprob);
+  out.chatTopLogprobs = lp.choices[0].logprobs.content.map((t) => t.top_logprobs.map((a) => ({ token: a.token, logprob: a.logprob })));
   const resp = await openai.responses.create({ model: 'tiny', input: 'Name three colours.', max_output_tokens: 12, temperature: 0 });
   out.responses = resp.output_text;
   let rs = '';
@@ -53,10 +54,12 @@ async function main() {
   out.responsesStream = rs;
   out.chatRefused = await caught(() => openai.chat.completions.create({ model: 'tiny', messages, n: 2 }));
   // Abort: the client gives up on a stream once it has begun (before reading it, so that the
-  // test does not depend on how much of the answer arrived); the server answers the next
-  // request as ever.
+  // test does not depend on how much of the answer arrived; the server holds the answer after
+  // its first event, X-Test-Hold, until the client leaves, and the test reads from its log
+  // that the answer stopped then); the server answers the next request as ever.
   const ac = new AbortController();
-  const long = await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 200, temperature: 0, stream: true }, { signal: ac.signal });
+  const long = await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 200, temperature: 0, stream: true },
+    { signal: ac.signal, headers: { 'X-Test-Hold': 'hold' } });
   ac.abort();
   for await (const chunk of long) void chunk; // the SDK ends an aborted stream quietly
   out.afterAbort = (await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0 })).choices[0].message.content;
@@ -102,17 +105,24 @@ async function main() {
     out.toolName = msg.tool_calls[0].function.name;
     out.toolArguments = msg.tool_calls[0].function.arguments;
     out.toolParsed = msg.tool_calls[0].function.parsed_arguments;
+    // The requests whose answers the test computes from what they sent say which they are
+    // (X-Test-Call): the server keeps their bodies.
     const reply = await tools.chat.completions.create({ model: 'qwen3', max_tokens: 8, temperature: 0, tools: [weather],
-      messages: [...ask, msg, { role: 'tool', tool_call_id: msg.tool_calls[0].id, content: 'Sunny, 21 C' }] });
+      messages: [...ask, msg, { role: 'tool', tool_call_id: msg.tool_calls[0].id, content: 'Sunny, 21 C' }] },
+    { headers: { 'X-Test-Call': 'round-trip' } });
     out.toolRoundTrip = reply.choices[0].message.content;
+    // parallel_tool_calls false: at most one call, the engine's first.
+    const single = await tools.chat.completions.create({ model: 'qwen3', messages: ask, tools: [weather], tool_choice: 'required',
+      parallel_tool_calls: false, max_tokens: 300, temperature: 0 }, { headers: { 'X-Test-Call': 'parallel-false' } });
+    out.parallelFalseCalls = single.choices[0].message.tool_calls.map((c) => ({ name: c.function.name, args: JSON.parse(c.function.arguments) }));
     // LangChain's bindTools, the call forced.
     const lcTools = new ChatOpenAI({ model: 'qwen3', apiKey: 'unused', temperature: 0, maxTokens: 300, maxRetries: 0,
-      configuration: { baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1' } });
+      configuration: { baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1', defaultHeaders: { 'X-Test-Call': 'langchain-tools' } } });
     const lcWeather = { name: 'get_weather', description: 'The weather in a city.', schema: z.object({ city: z.string().max(12), unit: z.enum(['C', 'F']) }) };
     const m = await lcTools.bindTools([lcWeather], { tool_choice: 'required' }).invoke(ask);
     out.langchainToolCalls = m.tool_calls.map((c) => ({ name: c.name, args: c.args }));
     // The AI SDK's default provider: a forced call over /v1/responses.
-    const qwen = createOpenAI({ baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1', apiKey: 'unused' });
+    const qwen = createOpenAI({ baseURL: process.env.TROCHILUS_TOOLS_URL + '/v1', apiKey: 'unused', headers: { 'X-Test-Call': 'ai-tools' } });
     const ai = await generateText({ model: qwen('qwen3'), messages: ask, maxOutputTokens: 300, temperature: 0, toolChoice: 'required',
       tools: { get_weather: tool({ description: 'The weather in a city.', inputSchema: z.object({ city: z.string().max(12), unit: z.enum(['C', 'F']) }) }) } });
     out.aiToolCalls = ai.toolCalls.map((c) => ({ name: c.toolName, args: c.input }));

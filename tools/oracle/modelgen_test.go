@@ -2,12 +2,12 @@ package oracle_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/oracle"
 )
 
 // TestReferenceModelgenLong runs the reference checks (checkReference) on the project's own
@@ -16,9 +16,7 @@ import (
 // norm_topk_prob. It is a long check (about 20 s of CPU, mostly the 50304-wide float64
 // re-derivation), run once by the gate's check-long step.
 func TestReferenceModelgenLong(t *testing.T) {
-	if os.Getenv("TROCHILUS_LONG") != "1" {
-		t.Skip("long check: set TROCHILUS_LONG=1")
-	}
+	oracle.Long(t)
 	py := python(t, true)
 	dir := t.TempDir()
 	variant := modelgen.Tiny(modelgen.Uniform(gguf.TypeBF16))
