@@ -116,6 +116,13 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 	if opts.MaxTokens < 1 {
 		return g, fmt.Errorf("engine: generate %d tokens", opts.MaxTokens)
 	}
+	// Counted from the prompt on, so that another generation's tuned passes stop being tuned
+	// while this one shares the pool (threads.go).
+	s.m.generating.Add(1)
+	defer func() {
+		s.m.generating.Add(-1)
+		s.m.tuneRestore()
+	}()
 	var smp *sampler
 	if opts.Sampling != nil {
 		if err := opts.Sampling.Check(); err != nil {

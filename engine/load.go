@@ -113,6 +113,9 @@ type Model struct {
 	// tuner chooses the threads of decode and verify passes (threads.go); nil when the
 	// caller named a thread count, which every pass then runs on.
 	tuner *threadTuner
+	// generating counts the generations running on the model now: the pool is shared, so
+	// passes are tuned only while one runs alone.
+	generating atomic.Int32
 
 	closed atomic.Bool
 }

@@ -77,7 +77,8 @@ func newSampler(sp Sampling) *sampler {
 //  2. tokens with z − z_max below −104 (whose exp rounds to 0) dropped, the rest ranked by z,
 //     largest first, lower ids first among equals; the first TopK kept;
 //  3. each kept token's mass is ⌊p·2^63⌋, p = kernels.Exp(z − z_max) (the correctly rounded
-//     float32 exp; every p is 1 when some logit is +Inf, and those tokens alone are kept): an
+//     float32 exp; every p is 1 when some z is +Inf — an +Inf logit, or a finite one that
+//     overflows at this temperature — and those tokens alone are kept): an
 //     integer, so that every sum of masses is exact, whatever its order;
 //  4. with 0 < TopP < 1, the shortest prefix of the ranking whose mass reaches TopP times the
 //     mass of all kept tokens (exactly: at least ⌈TopP·M⌉);
@@ -99,7 +100,9 @@ func (s *sampler) next(logits []float32) (int32, error) {
 	if cap(s.z) < n {
 		s.z, s.e, s.bucket = make([]float32, n), make([]float32, n), make([]uint16, n)
 	}
-	z, e, bucket := s.z[:n], s.e[:n], s.bucket[:n]
+	// The fields themselves cut to this vocabulary: ranked reads them whole.
+	s.z, s.e, s.bucket = s.z[:n], s.e[:n], s.bucket[:n]
+	z, e, bucket := s.z, s.e, s.bucket
 	top := float32(math.Inf(-1))
 	seen := false
 	for id, l := range logits {

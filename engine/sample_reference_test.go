@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -381,11 +382,8 @@ func TestSamplerMatchesDefinition(t *testing.T) {
 			for range reps {
 				var logits []float32
 				switch shape {
-				case 6: // equal halves: top-p 0.5 ends exactly at a boundary
+				case 6: // all equal: every mass 2^63, so top-p 0.5 and 0.75 end exactly on a token
 					logits = make([]float32, n)
-					for i := range logits {
-						logits[i] = float32(i % 2)
-					}
 				case 7: // one bucket apart: p just above and below a bucket's edge
 					logits = make([]float32, n)
 					for i := range logits {
@@ -460,6 +458,41 @@ func TestMassArithmetic(t *testing.T) {
 		want = new(big.Int).Rsh(new(big.Int).Mul(big128(m), new(big.Int).SetUint64(k)), 53)
 		if got := big128(mulShift(m, k, 53)); got.Cmp(want) != 0 {
 			t.Fatalf("mulShift(%v, %d) = %v, want %v", big128(m), k, got, want)
+		}
+	}
+}
+
+// chosenWords is a random source that returns the words it is given, in turn.
+type chosenWords struct {
+	words []uint64
+	i     int
+}
+
+func (c *chosenWords) Uint64() uint64 { w := c.words[c.i%len(c.words)]; c.i++; return w }
+
+// TestSamplerDrawBoundary sets the draw's 53 bits so that k/2^53 times the mass lands exactly
+// on a token's end: j tokens of equal mass 2^63 and k = i·2^53/j put the target on the end of
+// token i−1, and the definition's "running mass exceeds u times the mass" then draws token i
+// (a mass merely reaching the target would draw i−1) — through the buckets and, with a top-k,
+// the heap, and in the oracle.
+func TestSamplerDrawBoundary(t *testing.T) {
+	for _, j := range []int{2, 4, 8, 64} {
+		for i := range j {
+			k := uint64(i) << (53 - uint(bits.TrailingZeros(uint(j))))
+			for _, topK := range []int{0, j} {
+				logits := make([]float32, 4*j+4) // the first j equal and best, the rest far below
+				for id := j; id < len(logits); id++ {
+					logits[id] = -1000
+				}
+				sp := Sampling{Temperature: 1, TopK: topK}
+				s := newSampler(sp)
+				s.rng = rand.New(&chosenWords{words: []uint64{k}})
+				got, err := s.next(logits)
+				want, werr := exactNext(sp, rand.New(&chosenWords{words: []uint64{k}}), logits)
+				if err != nil || werr != nil || got != int32(i) || want != int32(i) {
+					t.Fatalf("j %d, k = %d·2^53/%d, top-k %d: drew %d (%v), the oracle %d (%v); want %d", j, i, j, topK, got, err, want, werr, i)
+				}
+			}
 		}
 	}
 }

@@ -174,7 +174,7 @@ func (s *Session) Close() error {
 	if r == nil {
 		return nil
 	}
-	s.r, s.logits, s.hasLogits, s.headPending = nil, nil, false, false
+	s.r, s.logits, s.hasLogits, s.headPending, s.draftRows = nil, nil, false, false, nil
 	// The runner interface (load.go) does not require a close: a runner without one holds
 	// only heap memory, which dropping it gives back.
 	if c, ok := r.(interface{ close() error }); ok {

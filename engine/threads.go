@@ -173,12 +173,14 @@ func (t *threadTuner) chosen() [tuneKinds]int {
 }
 
 // tuneBegin sets the pool to the thread count the model's tuner picks for a pass of width rows
-// and returns it (0 when the model has no tuner: a caller set Options.Threads, and every pass
-// runs on all of them). tuneEnd, with the pass's time, gives the tuner its measurement and the
-// pool all its threads back for the passes that are not tuned (prompts). A pair of calls
-// rather than a func around the pass: the decode loop allocates nothing.
+// and returns it; 0 when the pass runs on all of them untimed: the model has no tuner (a
+// caller set Options.Threads), or another generation shares the pool now (its passes would
+// run on this count too, and this pass's time would include theirs). tuneEnd, with the pass's
+// time, gives the tuner its measurement and the pool all its threads back for the passes that
+// are not tuned (prompts). A pair of calls rather than a func around the pass: the decode loop
+// allocates nothing; Generate's deferred tuneRestore gives the threads back if a pass panics.
 func (m *Model) tuneBegin(width int) int {
-	if m.tuner == nil {
+	if m.tuner == nil || m.generating.Load() > 1 {
 		return 0
 	}
 	n := m.tuner.pick(width)
@@ -187,13 +189,20 @@ func (m *Model) tuneBegin(width int) int {
 }
 
 // tuneEnd ends a pass begun by tuneBegin, which returned threads; d is the pass's time, ok
-// whether it completed.
+// whether it completed. A pass during which another generation began is not counted.
 func (m *Model) tuneEnd(width, threads int, d time.Duration, ok bool) {
 	if threads == 0 {
 		return
 	}
 	m.pool.SetActive(m.pool.Threads())
-	if ok {
+	if ok && m.generating.Load() == 1 {
 		m.tuner.observe(width, threads, d)
+	}
+}
+
+// tuneRestore gives the pool all its threads back (a generation's end, however it ends).
+func (m *Model) tuneRestore() {
+	if m.tuner != nil {
+		m.pool.SetActive(m.pool.Threads())
 	}
 }

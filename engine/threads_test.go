@@ -122,3 +122,31 @@ func TestTunedThreadsSameTokens(t *testing.T) {
 	}
 	t.Logf("chosen thread counts by kind of pass: %v (timed %v)", tuned.tuner.chosen(), k.timed)
 }
+
+// TestTunerStandsAsideWhenShared: while two generations share the model's pool, no pass is
+// tuned (its count would be every pass's, and its time would include the other's), a pass
+// begun alone is not counted if another began meanwhile, and the pool keeps all its threads.
+func TestTunerStandsAsideWhenShared(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)), Options{Threads: 3})
+	m.tuner = newThreadTuner(3)
+	m.generating.Store(2)
+	if n := m.tuneBegin(1); n != 0 || m.pool.Active() != 3 {
+		t.Fatalf("shared: tuneBegin gave %d threads, pool at %d; want 0 (untuned) and all 3", n, m.pool.Active())
+	}
+	m.generating.Store(1)
+	n := m.tuneBegin(1)
+	if n != 3 || m.pool.Active() != 3 {
+		t.Fatalf("alone: tuneBegin gave %d, pool at %d; want the first candidate, 3", n, m.pool.Active())
+	}
+	m.generating.Store(2) // another generation began during the pass
+	m.tuneEnd(1, n, time.Millisecond, true)
+	if k := m.tuner.kinds[0]; k.timed[0] != 0 {
+		t.Errorf("a pass shared with another generation was counted: %+v", k)
+	}
+	m.generating.Store(1)
+	m.pool.SetActive(1)
+	m.tuneRestore()
+	if m.pool.Active() != 3 {
+		t.Errorf("after tuneRestore the pool runs %d of 3 threads", m.pool.Active())
+	}
+}

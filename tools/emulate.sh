@@ -19,9 +19,10 @@ set -euo pipefail
 mem=16gb rate= file= drop=
 while [ $# -gt 0 ]; do
 	case "$1" in
-	-m) mem=$2; shift 2 ;;
-	-d) rate=$2; shift 2 ;;
-	-f) file=$2; shift 2 ;;
+	-m | -d | -f)
+		[ $# -ge 2 ] || { echo "emulate: $1 needs a value" >&2; exit 2; }
+		case "$1" in -m) mem=$2 ;; -d) rate=$2 ;; -f) file=$2 ;; esac
+		shift 2 ;;
 	-drop) drop=1; shift ;;
 	--) shift; break ;;
 	*) echo "emulate: unknown option $1 (see the head of $0)" >&2; exit 2 ;;
@@ -38,6 +39,9 @@ if [ -n "$rate" ] && [ -z "$file" ]; then
 	echo "emulate: -d needs -f FILE (the throttle is on FILE's disk)" >&2
 	exit 2
 fi
+case "$rate" in
+*[!0-9]*) echo "emulate: -d $rate: want megabytes a second, a whole number" >&2; exit 2 ;;
+esac
 [ "$(id -u)" = 0 ] || { echo "emulate: needs root (it makes a cgroup)" >&2; exit 2; }
 
 # The disk holding FILE, as MAJOR:MINOR of the whole disk (a throttle applies to disks, not
@@ -55,7 +59,19 @@ disk() {
 }
 
 name=trochilus-emulate-$$
+cg= bg=
+cleanup() {
+	[ -z "$cg" ] || rmdir "$cg" 2>/dev/null || true
+	[ -z "$bg" ] || rmdir "$bg" 2>/dev/null || true
+}
+trap cleanup EXIT # set before the first mkdir: a failed write below leaves nothing behind
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then # cgroup v2, unified
+	for c in memory ${rate:+io}; do
+		grep -qw "$c" /sys/fs/cgroup/cgroup.subtree_control || {
+			echo "emulate: the $c controller is not enabled for child cgroups here (/sys/fs/cgroup/cgroup.subtree_control)" >&2
+			exit 2
+		}
+	done
 	cg=/sys/fs/cgroup/$name
 	mkdir "$cg"
 	echo "$bytes" >"$cg/memory.max"
@@ -64,22 +80,19 @@ if [ -f /sys/fs/cgroup/cgroup.controllers ]; then # cgroup v2, unified
 		echo "$(disk "$file") rbps=$((rate * 1000000))" >"$cg/io.max"
 	fi
 	procs=$cg/cgroup.procs peak=$cg/memory.peak
-	cleanup() { rmdir "$cg" 2>/dev/null || true; }
 else # cgroup v1
+	[ -d /sys/fs/cgroup/memory ] || { echo "emulate: no memory cgroup controller mounted" >&2; exit 2; }
 	cg=/sys/fs/cgroup/memory/$name
 	mkdir "$cg"
 	echo "$bytes" >"$cg/memory.limit_in_bytes"
 	echo "$bytes" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true
 	procs=$cg/cgroup.procs peak=$cg/memory.max_usage_in_bytes
-	bg=
 	if [ -n "$rate" ]; then
 		bg=/sys/fs/cgroup/blkio/$name
 		mkdir "$bg"
 		echo "$(disk "$file") $((rate * 1000000))" >"$bg/blkio.throttle.read_bps_device"
 	fi
-	cleanup() { rmdir "$cg" 2>/dev/null || true; [ -z "$bg" ] || rmdir "$bg" 2>/dev/null || true; }
 fi
-trap cleanup EXIT
 if [ -n "$drop" ]; then
 	sync
 	echo 3 >/proc/sys/vm/drop_caches

@@ -45,6 +45,10 @@ var ErrNoTemplate = errors.New("the file has no chat template (tokenizer.chat_te
 // render them, or writes calls in a syntax this package cannot read (ToolSyntax).
 var ErrNoTools = errors.New("the model's chat template does not render tools in a call syntax Trochilus reads (Hermes/Qwen <tool_call>, Llama 3.1's JSON, Mistral's [TOOL_CALLS])")
 
+// ErrBadTurn is what the turns' tool calls and results fail with when they cannot be put into
+// the template's form (a tool_calls list that is not one): the caller's messages are at fault.
+var ErrBadTurn = errors.New("assistant: a turn's tool calls cannot be rendered")
+
 // New makes a Chat over session s of model m, reading the tokenizer and chat template from
 // the model's file. A file without a chat template still completes raw text (Complete).
 func New(m *engine.Model, s *engine.Session) (*Chat, error) {

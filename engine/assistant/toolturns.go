@@ -36,7 +36,7 @@ func (s ToolSyntax) toolTurns(turns []chat.Message) ([]chat.Message, error) {
 			}
 			var calls []json.RawMessage
 			if err := json.Unmarshal(raw, &calls); err != nil {
-				return nil, fmt.Errorf("messages[%d].tool_calls: %w", i, err)
+				return nil, fmt.Errorf("%w: messages[%d].tool_calls: %w", ErrBadTurn, i, err)
 			}
 			pending = pending[:0]
 			for k, call := range calls {
@@ -47,7 +47,7 @@ func (s ToolSyntax) toolTurns(turns []chat.Message) ([]chat.Message, error) {
 				id := s.callID(c.ID, fmt.Sprintf("call %d.%d", i, k))
 				var err error
 				if calls[k], err = setKey(call, "id", id); err != nil {
-					return nil, fmt.Errorf("messages[%d].tool_calls[%d]: %w", i, k, err)
+					return nil, fmt.Errorf("%w: messages[%d].tool_calls[%d]: %w", ErrBadTurn, i, k, err)
 				}
 				pending = append(pending, id)
 			}

@@ -44,6 +44,7 @@ import (
 	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/assistant"
 	"github.com/trochilus-llm/trochilus/engine/structured"
+	"github.com/trochilus-llm/trochilus/tokenizer/chat"
 )
 
 // maxBody is the most bytes a request body may have: far more than any context holds as text.
@@ -263,6 +264,10 @@ func asAPIError(err error) *apiError {
 	case errors.Is(err, assistant.ErrNoTemplate):
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages",
 			msg: err.Error() + "; use /v1/completions"}
+	case chat.IsRefusal(err), errors.Is(err, assistant.ErrBadTurn):
+		// The template refused the conversation (roles out of order, say) or its tool calls
+		// cannot take the template's form: the request's messages, not the server.
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", msg: err.Error()}
 	case errors.Is(err, structured.ErrNoToken):
 		// The request's format and logit_bias leave the answer no way on.
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "logit_bias",

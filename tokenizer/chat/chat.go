@@ -7,6 +7,7 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -213,6 +214,14 @@ func jsonOrValue(v any) (jinja.Value, error) {
 		return jinja.ParseJSON(x)
 	}
 	return jinja.ValueOf(v)
+}
+
+// IsRefusal reports whether err is a template refusing the conversation it was given (its
+// raise_exception: roles out of order, a role or a turn it does not take): the caller's
+// messages are at fault, not the template or the renderer.
+func IsRefusal(err error) bool {
+	var e *jinja.Error
+	return errors.As(err, &e) && e.Kind == "TemplateError"
 }
 
 // raiseException is transformers' raise_exception global: it fails the render with the
