@@ -64,12 +64,31 @@ func (tm testModel) testPrompts() [][]int32 {
 // trainedModel is tools/train's model (testdata/trained) in Q8_0: real routing, peaked logits,
 // text that copies from its context, on its own prompts.
 func trainedModel() testModel {
-	dir := filepath.Join("..", "testdata", "trained")
 	tm := testModel{name: "trained-q8_0", trained: "q8_0", real: true,
 		cfg: modelgen.Config{Layers: 4, Hidden: 256, Heads: 4, KVHeads: 4, Experts: 16, ExpertsUsed: 4,
 			ExpertFFN: 256, Vocab: 50304, Context: 1024, RopeTheta: 10000, RMSEps: 1e-5,
 			Weights: modelgen.Uniform(gguf.TypeQ8_0)}}
-	b, err := os.ReadFile(filepath.Join(dir, "prompts.json"))
+	tm.prompts = readTrainedPrompts("prompts.json")
+	return tm
+}
+
+// trainedQwen3Model is tools/train's Qwen3-MoE model (testdata/trained) in Q8_0: per-head q/k
+// norms, grouped-query attention and renormalised routing with trained weights, Qwen3's
+// vocabulary, on its own prompts. It joins testModels once testdata/trained holds it
+// (tools/train/README.md, "The Qwen3-MoE model").
+func trainedQwen3Model() testModel {
+	tm := testModel{name: "trained-qwen3-q8_0", trained: "qwen3-q8_0", real: true,
+		cfg: modelgen.Config{Arch: "qwen3moe", Layers: 4, Hidden: 256, Heads: 4, KVHeads: 2, HeadDimension: 64,
+			Experts: 16, ExpertsUsed: 4, ExpertFFN: 256, Vocab: 151936, Context: 1024, RopeTheta: 1e6,
+			RMSEps: 1e-6, NormTopKProb: true, Weights: modelgen.Uniform(gguf.TypeQ8_0)}}
+	tm.prompts = readTrainedPrompts("qwen3-tiny-prompts.json")
+	return tm
+}
+
+// readTrainedPrompts returns the token ids of the prompts in testdata/trained/name but the
+// benchmarks' long one.
+func readTrainedPrompts(name string) [][]int32 {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "trained", name))
 	if err != nil {
 		panic(err) // committed with the model: its absence is a broken checkout
 	}
@@ -78,14 +97,15 @@ func trainedModel() testModel {
 		IDs  []int32
 	}
 	if err := json.Unmarshal(b, &ps); err != nil {
-		panic(fmt.Sprintf("testdata/trained/prompts.json: %v", err))
+		panic(fmt.Sprintf("testdata/trained/%s: %v", name, err))
 	}
+	var ids [][]int32
 	for _, p := range ps {
 		if p.Name != "chat-rewrite-file" { // hundreds of rows: the benchmarks' prompt
-			tm.prompts = append(tm.prompts, p.IDs)
+			ids = append(ids, p.IDs)
 		}
 	}
-	return tm
+	return ids
 }
 
 // testModels returns every tiny model: each weight type, the Q4_K_M mix, and a variant with the

@@ -15,14 +15,18 @@ import (
 	"github.com/trochilus-llm/trochilus/gguf/quant"
 )
 
-// The trained tiny model (tools/train, testdata/trained) is committed in a compact form, since
-// most of its GGUF is rows no training touched: the output and embedding rows of the token ids
-// its data never uses are zero, and the tokenizer's metadata is the one the binaries carry.
-// CompactTrained drops both; ExpandTrained puts them back, byte for byte the file compacted.
+// The trained tiny models (tools/train, testdata/trained) are committed in a compact form,
+// since most of a GGUF is rows no training touched: the output and embedding rows of the token
+// ids its data never uses are zero, and the tokenizer's metadata is a known one (OLMoE's, which
+// the binaries carry; Qwen3's, which tools/deps.sh installs). CompactTrained drops both;
+// ExpandTrained puts them back, byte for byte the file compacted.
 const (
-	// TrainedCompactPath is the compact file, below the module root: the Q4_K_M export (the
-	// Q8_0 one is 21 MB even compact; the tests make their Q8_0 from this, RequantizeTrained).
+	// TrainedCompactPath is the OLMoE model's compact file, below the module root: the Q4_K_M
+	// export (the Q8_0 one is 21 MB even compact; the tests make their Q8_0 from this,
+	// RequantizeTrained).
 	TrainedCompactPath = "testdata/trained/olmoe-tiny-q4_k_m.compact.gguf.gz"
+	// TrainedQwen3CompactPath is the Qwen3-MoE model's, also the Q4_K_M export.
+	TrainedQwen3CompactPath = "testdata/trained/qwen3-tiny-q4_k_m.compact.gguf.gz"
 
 	trainedRowsKey  = "trochilus.trained.rows"  // the row ids kept, increasing
 	trainedVocabKey = "trochilus.trained.vocab" // the rows of the whole matrices
@@ -118,7 +122,8 @@ func CompactTrained(dst io.Writer, full *gguf.File) error {
 }
 
 // ExpandTrained writes to path the whole GGUF of the compact, gzip-compressed model read from
-// src: the zero rows back in place, OLMoE's tokenizer (the one the binaries carry) last.
+// src: the zero rows back in place, its architecture's tokenizer last (OLMoE's, the one the
+// binaries carry; or for qwen3moe Qwen3's, FindQwen3Tokenizer's).
 func ExpandTrained(ctx context.Context, path string, src io.Reader) error {
 	zr, err := gzip.NewReader(src)
 	if err != nil {
@@ -145,7 +150,11 @@ func ExpandTrained(ctx context.Context, path string, src io.Reader) error {
 			return errors.New("modelgen: expand: the kept rows are not increasing ids below the vocabulary")
 		}
 	}
-	tok, err := FindOLMoETokenizer("")
+	find := FindOLMoETokenizer
+	if arch, _ := c.Str("general.architecture"); arch == "qwen3moe" {
+		find = FindQwen3Tokenizer
+	}
+	tok, err := find("")
 	if err != nil {
 		return err
 	}
@@ -199,14 +208,20 @@ func ExpandTrained(ctx context.Context, path string, src io.Reader) error {
 	return nil
 }
 
-// ExpandTrainedFile is ExpandTrained from the committed compact file, found from the working
-// directory's module root.
+// ExpandTrainedFile is ExpandTrained from the committed compact file of the OLMoE model, found
+// from the working directory's module root.
 func ExpandTrainedFile(ctx context.Context, path string) error {
+	return ExpandTrainedFrom(ctx, path, TrainedCompactPath)
+}
+
+// ExpandTrainedFrom is ExpandTrained from the committed compact file at compact, a path below
+// the working directory's module root (TrainedCompactPath, TrainedQwen3CompactPath).
+func ExpandTrainedFrom(ctx context.Context, path, compact string) error {
 	root := moduleRoot()
 	if root == "" {
 		return errors.New("modelgen: no go.mod at or above the working directory: the trained model's compact file cannot be found")
 	}
-	f, err := os.Open(filepath.Join(root, TrainedCompactPath))
+	f, err := os.Open(filepath.Join(root, compact))
 	if err != nil {
 		return fmt.Errorf("modelgen: %w", err)
 	}

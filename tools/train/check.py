@@ -3,8 +3,8 @@
     check.py --weights W.safetensors --gguf M-f32.gguf --data DIR
 
 It runs train.py's own forward pass (the one the loss was computed by) on a window of the
-held-out text and tools/oracle/olmoe_ref.py (transformers' OLMoE, read from the GGUF) on the
-same tokens, and compares the logits: the trained rows must agree to float32 rounding, the
+held-out text and tools/oracle/olmoe_ref.py (transformers' OLMoE or Qwen3-MoE, read from the
+GGUF) on the same tokens, and compares the logits: the trained rows must agree to float32 rounding, the
 untrained rows must be exactly zero. A mistake in how a tensor is named, laid out or applied
 would show here as a large difference, not as a slightly worse model.
 """
@@ -62,7 +62,8 @@ def main():
             if "_exps." in name:
                 base, e = name.rsplit(".", 1)
                 t.copy_(w[base + ".weight"][int(e)])
-            elif name == "output.weight":
+            elif name == "output.weight" or name == "token_embd.weight" and shape["arch"] == "qwen3moe":
+                # Qwen3's embedding, like every output matrix, holds only the used rows.
                 t.copy_(w[name][used])
             else:
                 t.copy_(w[name])

@@ -40,16 +40,55 @@ var requests = []string{
 
 var systems = []string{"", "", "You are a helpful assistant.", "You copy text exactly."}
 
-// olmoeVocab is OLMoE's embedding rows: the tokenizer's 50280 entries padded.
-const olmoeVocab = 50304
+// olmoeVocab is OLMoE's embedding rows: the tokenizer's 50280 entries padded; qwen3Vocab is
+// Qwen3's (151669 entries padded).
+const (
+	olmoeVocab = 50304
+	qwen3Vocab = 151936
+)
 
-// olmoeTokenizer returns the OLMoE tokenizer the binaries carry and its chat template.
-func olmoeTokenizer() (*tokenizer.Tokenizer, string, error) {
-	t, err := modelgen.FindOLMoETokenizer("")
-	if err != nil {
-		return nil, "", err
+// dataTokenizer is one architecture's tokenizer as the data step uses it.
+type dataTokenizer struct {
+	tok      *tokenizer.Tokenizer
+	template string
+	vocab    int
+	docEnd   int32 // the token that ends each document of the text
+}
+
+// archTokenizer returns the tokenizer, chat template and vocabulary of arch: OLMoE's (the one
+// the binaries carry), or Qwen3's (the one tools/deps.sh installs, as modelgen's Qwen3 models
+// use it), whose documents end with <|endoftext|> (Qwen's document separator; its eos is the
+// chat's <|im_end|>).
+func archTokenizer(arch string) (*dataTokenizer, error) {
+	switch arch {
+	case "olmoe":
+		tok, tmpl, err := olmoeTokenizer()
+		if err != nil {
+			return nil, err
+		}
+		return &dataTokenizer{tok: tok, template: tmpl, vocab: olmoeVocab, docEnd: tok.EOS()}, nil
+	case "qwen3moe":
+		t, err := modelgen.FindQwen3Tokenizer("")
+		if err != nil {
+			return nil, err
+		}
+		tok, tmpl, err := convertTokenizer(t, qwen3Vocab)
+		if err != nil {
+			return nil, err
+		}
+		end := tok.Encode("<|endoftext|>", true)
+		if len(end) != 1 {
+			return nil, fmt.Errorf("qwen3 tokenizer: <|endoftext|> is %v, not one token", end)
+		}
+		return &dataTokenizer{tok: tok, template: tmpl, vocab: qwen3Vocab, docEnd: end[0]}, nil
 	}
-	kvs, err := hfconv.Convert(t.JSON, t.Config, hfconv.Options{Pre: t.Pre, VocabSize: olmoeVocab})
+	return nil, fmt.Errorf("data: architecture %q (want olmoe or qwen3moe)", arch)
+}
+
+// convertTokenizer converts t as llama.cpp's converter would for a model of vocab rows and
+// returns it with its chat template.
+func convertTokenizer(t *modelgen.Tokenizer, vocab int) (*tokenizer.Tokenizer, string, error) {
+	kvs, err := hfconv.Convert(t.JSON, t.Config, hfconv.Options{Pre: t.Pre, VocabSize: vocab})
 	if err != nil {
 		return nil, "", err
 	}
@@ -64,6 +103,15 @@ func olmoeTokenizer() (*tokenizer.Tokenizer, string, error) {
 		return nil, "", fmt.Errorf("tokenizer_config.json: %w", err)
 	}
 	return tok, cfg.ChatTemplate, nil
+}
+
+// olmoeTokenizer returns the OLMoE tokenizer the binaries carry and its chat template.
+func olmoeTokenizer() (*tokenizer.Tokenizer, string, error) {
+	t, err := modelgen.FindOLMoETokenizer("")
+	if err != nil {
+		return nil, "", err
+	}
+	return convertTokenizer(t, olmoeVocab)
 }
 
 // documents splits a corpus file into its documents: the files it was made of start at lines
@@ -110,22 +158,24 @@ func runData(args []string) error {
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)
 	out := fs.String("o", "", "output `directory`")
 	corpus := fs.String("corpus", "testdata/corpus", "the corpus `directory`")
+	arch := fs.String("arch", "olmoe", "the model's `architecture`, whose tokenizer and chat template are used: olmoe or qwen3moe")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return fmt.Errorf("data: -o is required")
 	}
-	tok, tmpl, err := olmoeTokenizer()
+	dt, err := archTokenizer(*arch)
 	if err != nil {
 		return err
 	}
-	template, err := chat.Parse(tmpl)
+	tok := dt.tok
+	template, err := chat.Parse(dt.template)
 	if err != nil {
 		return err
 	}
-	eos := tok.EOS()
-	st := stats{Files: corpusFiles, Vocab: olmoeVocab, EOS: eos}
+	eos := dt.docEnd
+	st := stats{Files: corpusFiles, Vocab: dt.vocab, EOS: eos}
 
 	// The text: every document's tokens followed by the end-of-text token.
 	var text []int32
@@ -145,7 +195,7 @@ func runData(args []string) error {
 	st.TextTokens = len(text)
 
 	// The chat examples, each as its length then its tokens.
-	special := chat.SpecialTokens{EOS: tok.Token(eos)}
+	special := chat.SpecialTokens{EOS: tok.Token(tok.EOS())}
 	if b := tok.BOS(); b >= 0 {
 		special.BOS = tok.Token(b)
 	}

@@ -131,26 +131,39 @@ func runExport(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if sh.Arch != "olmoe" {
-		return fmt.Errorf("%s: architecture %q: only olmoe is exported so far", *weights, sh.Arch)
+	var tok *modelgen.Tokenizer
+	switch sh.Arch {
+	case "olmoe":
+		tok, err = modelgen.FindOLMoETokenizer("")
+	case "qwen3moe":
+		// Qwen3's tokenizer as the project's generated Qwen3 models carry it (tools/deps.sh).
+		tok, err = modelgen.FindQwen3Tokenizer("")
+	default:
+		return fmt.Errorf("%s: architecture %q: olmoe or qwen3moe are exported", *weights, sh.Arch)
 	}
-	tok, err := modelgen.FindOLMoETokenizer("")
 	if err != nil {
 		return err
 	}
+	arch := ""
+	if sh.Arch != "olmoe" {
+		arch = sh.Arch
+	}
 	cfg := modelgen.Config{
-		Name:   *name,
+		Name: *name, Arch: arch,
 		Layers: sh.Layers, Hidden: sh.Hidden, Heads: sh.Heads, KVHeads: sh.KVHeads, Experts: sh.Experts,
 		ExpertsUsed: sh.ExpertsUsed, ExpertFFN: sh.ExpertFFN, Vocab: sh.Vocab, Context: sh.Context,
 		RopeTheta: sh.RopeTheta, RMSEps: sh.RMSEps, NormTopKProb: sh.NormTopK, Weights: w,
 		Tokenizer: tok, Values: st.values,
 		Description: "trained by trochilus tools/train: " + st.metadata["recipe"],
 	}
-	if sh.HeadDim != 0 && sh.HeadDim != sh.Hidden/sh.Heads {
+	if sh.HeadDim != 0 && (sh.HeadDim != sh.Hidden/sh.Heads || arch != "") {
 		cfg.HeadDimension = sh.HeadDim
 	}
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("OLMoE tiny trained %s", w.Name)
+		if arch == "qwen3moe" {
+			cfg.Name = fmt.Sprintf("Qwen3-MoE tiny trained %s", w.Name)
+		}
 	}
 	// The embedding rows of the token ids the data never uses (whose output rows train.py
 	// left zero) were never trained: they are written zero too, so that an unseen token is

@@ -1,14 +1,17 @@
-"""Trains the project's small OLMoE-architecture model on the CPU, deterministically.
+"""Trains the project's small OLMoE- and Qwen3-MoE-architecture models on the CPU,
+deterministically.
 
-    train.py --data DIR --out W.safetensors [--steps N] [--threads T] [--seed S] [--log LOG.jsonl]
+    train.py --data DIR --out W.safetensors [--arch olmoe|qwen3moe] [--steps N] [--threads T]
+             [--seed S] [--log LOG.jsonl]
 
 DIR is what `go run ./tools/train data` writes (text.bin, chat.bin, data.json). The model is
 OLMoE as transformers' modeling_olmoe.py defines it (q/k RMS norms over the whole projection,
 RoPE by rotate_half, a softmax router choosing the top k experts without renormalising, SwiGLU
-experts), written here in batched form for training; tools/oracle/olmoe_ref.py is the
+experts), written here in batched form for training; --arch qwen3moe is Qwen3-MoE as
+modeling_qwen3_moe.py defines it (Model.forward_qwen3); tools/oracle/olmoe_ref.py is the
 reference the engine is compared with, and this file shares nothing with it. The loss is
 cross-entropy over the whole vocabulary plus OLMoE's load-balancing loss (0.01) and router
-z-loss (0.001).
+z-loss (0.001); for Qwen3-MoE, transformers' load_balancing_loss_func (0.01) alone.
 
 Each sequence of the batch is, by a fixed draw: a window of the corpus; a window in which a
 passage recurs (passage, other text, the passage again and what followed it), so that the
@@ -39,6 +42,17 @@ SHAPE = {
     "experts": 16, "experts_used": 4, "expert_ffn": 256, "vocab": 50304, "context": 1024,
     "rope_theta": 10000.0, "rms_eps": 1e-5, "norm_topk_prob": False,
 }
+
+# Qwen3-30B-A3B's structure at the same small scale: grouped-query attention (2 key/value heads
+# for 4), q/k RMS norms per head, RoPE theta 1e6, RMS eps 1e-6, the chosen experts' weights
+# renormalised, Qwen3's vocabulary.
+QWEN3_SHAPE = {
+    "arch": "qwen3moe", "layers": 4, "hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64,
+    "experts": 16, "experts_used": 4, "expert_ffn": 256, "vocab": 151936, "context": 1024,
+    "rope_theta": 1000000.0, "rms_eps": 1e-6, "norm_topk_prob": True,
+}
+
+SHAPES = {"olmoe": SHAPE, "qwen3moe": QWEN3_SHAPE}
 
 
 def rms_norm(x, w, eps):
@@ -76,7 +90,19 @@ class Model(torch.nn.Module):
             return P(torch.randn(*shape) * scale)
 
         self.p = Params()
-        self.p["token_embd.weight"] = normal(v, h)
+        qwen3 = s["arch"] == "qwen3moe"
+        if qwen3:
+            # Qwen3's 151,936 rows would make the embedding's gradient and AdamW's update most
+            # of a step: only the used ids' rows are parameters, the others zero on export.
+            index = torch.full((v,), -1, dtype=torch.int64)
+            index[used] = torch.arange(len(used))
+            self.register_buffer("index", index, persistent=False)
+            self.p["token_embd.weight"] = normal(len(used), h)
+        else:
+            self.p["token_embd.weight"] = normal(v, h)
+        # q/k norm widths: OLMoE norms the whole projection, Qwen3 each head with one head's
+        # weights.
+        qn, kn = (s["head_dim"], s["head_dim"]) if qwen3 else (q, kv)
         for l in range(s["layers"]):
             b = "blk.%d." % l
             self.p[b + "attn_norm.weight"] = P(torch.ones(h))
@@ -84,8 +110,8 @@ class Model(torch.nn.Module):
             self.p[b + "attn_k.weight"] = normal(kv, h)
             self.p[b + "attn_v.weight"] = normal(kv, h)
             self.p[b + "attn_output.weight"] = normal(h, q, scale=std / math.sqrt(2 * s["layers"]))
-            self.p[b + "attn_q_norm.weight"] = P(torch.ones(q))
-            self.p[b + "attn_k_norm.weight"] = P(torch.ones(kv))
+            self.p[b + "attn_q_norm.weight"] = P(torch.ones(qn))
+            self.p[b + "attn_k_norm.weight"] = P(torch.ones(kn))
             self.p[b + "ffn_norm.weight"] = P(torch.ones(h))
             self.p[b + "ffn_gate_inp.weight"] = normal(e, h)
             # One parameter per expert (stacked on export): the gradient of a slice of a
@@ -109,6 +135,8 @@ class Model(torch.nn.Module):
         self.register_buffer("sin", emb.sin(), persistent=False)
 
     def forward(self, ids):
+        if self.s["arch"] == "qwen3moe":
+            return self.forward_qwen3(ids)
         s, p = self.s, self.p
         B, T = ids.shape
         nh, nkv, hd, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rms_eps"]
@@ -159,6 +187,65 @@ class Model(torch.nn.Module):
         x = rms_norm(x, p["output_norm.weight"], eps)
         return F.linear(x, p["output.weight"]), aux
 
+    def forward_qwen3(self, ids):
+        """Qwen3-MoE as transformers' modeling_qwen3_moe.py defines it, step by step:
+        Qwen3MoeDecoderLayer (input_layernorm, self_attn, residual; post_attention_layernorm,
+        mlp, residual), Qwen3MoeAttention (q_norm and k_norm applied to q_proj and k_proj viewed
+        as heads, then RoPE by rotate_half, repeat_kv, softmax(q k^T * head_dim^-0.5 + causal
+        mask) v, o_proj; no biases, no sliding window), Qwen3MoeSparseMoeBlock (softmax of the
+        gate's logits, top k, divided by their sum as norm_topk_prob says, experts
+        down(silu(gate(x)) * up(x)) weighted and summed), the final norm and lm_head. The
+        auxiliary loss is transformers' load_balancing_loss_func (the one Qwen3-MoE trains
+        with; no router z-loss), at OLMoE's coefficient 0.01 rather than Qwen3's 0.001 since
+        this model trains for few steps."""
+        s, p = self.s, self.p
+        B, T = ids.shape
+        nh, nkv, hd, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rms_eps"]
+        E, K, L = s["experts"], s["experts_used"], s["layers"]
+        x = p["token_embd.weight"][self.index[ids]]
+        cos, sin = self.cos[:T], self.sin[:T]  # unsqueezed over heads by broadcasting
+        mask = torch.full((T, T), float("-inf")).triu(1)
+        aux = x.new_zeros(())
+        for l in range(L):
+            b = "blk.%d." % l
+            # Qwen3MoeAttention.forward
+            a = rms_norm(x, p[b + "attn_norm.weight"], eps)
+            q = rms_norm(F.linear(a, p[b + "attn_q.weight"]).view(B, T, nh, hd), p[b + "attn_q_norm.weight"], eps).transpose(1, 2)
+            k = rms_norm(F.linear(a, p[b + "attn_k.weight"]).view(B, T, nkv, hd), p[b + "attn_k_norm.weight"], eps).transpose(1, 2)
+            v = F.linear(a, p[b + "attn_v.weight"]).view(B, T, nkv, hd).transpose(1, 2)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            # repeat_kv: query head j reads key/value head j // (nh / nkv).
+            k = k[:, :, None].expand(B, nkv, nh // nkv, T, hd).reshape(B, nh, T, hd)
+            v = v[:, :, None].expand(B, nkv, nh // nkv, T, hd).reshape(B, nh, T, hd)
+            att = torch.softmax(q @ k.transpose(-1, -2) * hd ** -0.5 + mask, dim=-1)
+            o = (att @ v).transpose(1, 2).reshape(B, T, nh * hd)
+            x = x + F.linear(o, p[b + "attn_output.weight"])
+
+            # Qwen3MoeSparseMoeBlock.forward
+            hN = rms_norm(x, p[b + "ffn_norm.weight"], eps).reshape(B * T, -1)
+            logits = F.linear(hN, p[b + "ffn_gate_inp.weight"])
+            probs = torch.softmax(logits, dim=1)
+            w, sel = torch.topk(probs, K, dim=-1)
+            w = w / w.sum(dim=-1, keepdim=True)
+            out = torch.zeros_like(hN)
+            for e in range(E):
+                tok, rank = torch.where(sel == e)
+                if tok.numel() == 0:
+                    continue
+                xe = hN[tok]
+                gate, up, down = (p[b + "ffn_%s_exps.%d" % (n, e)] for n in ("gate", "up", "down"))
+                ye = F.linear(F.silu(F.linear(xe, gate)) * F.linear(xe, up), down)
+                out.index_add_(0, tok, ye * w[tok, rank, None])
+            x = x + out.view(B, T, -1)
+            # load_balancing_loss_func over every layer's router logits: num_experts times the
+            # sum over (slot, expert) of the fraction of tokens routed there times the mean
+            # probability, with the means over all layers' tokens (the layers' mean here).
+            frac = F.one_hot(sel, E).float().mean(0)
+            aux = aux + 0.01 * E / L * (frac * probs.mean(0)[None]).sum()
+        x = rms_norm(x, p["output_norm.weight"], eps)
+        return F.linear(x, p["output.weight"]), aux
+
     def loss(self, logits, targets):
         """Cross-entropy over the whole vocabulary, whose unused rows are zero: their logits are
         all 0, so together they are one more logit of log(their count). targets are indices
@@ -177,6 +264,10 @@ class Model(torch.nn.Module):
         full = torch.zeros(self.s["vocab"], self.s["hidden"])
         full[self.used] = t["output.weight"].detach()
         t["output.weight"] = full
+        if self.s["arch"] == "qwen3moe":
+            full = torch.zeros(self.s["vocab"], self.s["hidden"])
+            full[self.used] = t["token_embd.weight"].detach()
+            t["token_embd.weight"] = full
         return t
 
 
@@ -253,6 +344,7 @@ def write_safetensors(path, tensors, metadata):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
+    ap.add_argument("--arch", default="olmoe", choices=sorted(SHAPES))
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--batch", type=int, default=2)
@@ -269,9 +361,10 @@ def main():
     torch.use_deterministic_algorithms(True)
     sampler = Sampler(args.data, args.seq, args.seed, holdout=0.02)
     used = torch.from_numpy(np.unique(np.concatenate([sampler.text] + sampler.chat)))
-    index = torch.full((SHAPE["vocab"],), -1, dtype=torch.int64)
+    shape = SHAPES[args.arch]
+    index = torch.full((shape["vocab"],), -1, dtype=torch.int64)
     index[used] = torch.arange(len(used))
-    model = Model(SHAPE, used)
+    model = Model(shape, used)
     decay = [t for t in model.p.named().values() if t.dim() >= 2]
     keep = [t for t in model.p.named().values() if t.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": keep, "weight_decay": 0.0}],
@@ -310,7 +403,7 @@ def main():
     recipe = "seed %d, %d steps of %d x %d tokens, lr %g, %d threads, torch %s" % (
         args.seed, args.steps, args.batch, args.seq, args.lr, args.threads, torch.__version__)
     write_safetensors(args.out, model.gguf_tensors(),
-                      {"shape": json.dumps(SHAPE, sort_keys=True), "recipe": recipe})
+                      {"shape": json.dumps(shape, sort_keys=True), "recipe": recipe})
 
 
 if __name__ == "__main__":

@@ -51,39 +51,68 @@ func fileSum(t *testing.T, path string) string {
 	return hex.EncodeToString(s[:])
 }
 
+// committedModel is one trained model of testdata/trained: the data step's architecture, the
+// names of its files there and in SHA256SUMS.
+type committedModel struct {
+	arch     string
+	compact  string // below the module root
+	full, q8 string // the expanded model and the Q8_0 made from it, as SHA256SUMS names them
+	text     string // SHA256SUMS's names of the data step's text.bin and chat.bin
+	chat     string
+	prompts  string // the committed copy of the data step's prompts.json
+}
+
+var committedModels = []committedModel{
+	{arch: "olmoe", compact: modelgen.TrainedCompactPath, full: "olmoe-tiny-q4_k_m.gguf", q8: "olmoe-tiny-q8_0.gguf",
+		text: "text.bin", chat: "chat.bin", prompts: "prompts.json"},
+	// The Qwen3-MoE model (TRAIN_ARCH=qwen3moe recipe.sh) joins here once it is committed:
+	// {arch: "qwen3moe", compact: modelgen.TrainedQwen3CompactPath, full: "qwen3-tiny-q4_k_m.gguf", q8: "qwen3-tiny-q8_0.gguf",
+	//	text: "qwen3-text.bin", chat: "qwen3-chat.bin", prompts: "qwen3-tiny-prompts.json"},
+}
+
 // TestDataReproducible runs the recipe's first step and compares its tokens with the ones the
-// committed model was trained on, and its prompts with the committed prompts.
+// committed models were trained on, and its prompts with the committed prompts.
 func TestDataReproducible(t *testing.T) {
-	dir := t.TempDir()
-	if err := runData([]string{"-o", dir, "-corpus", "../../testdata/corpus"}); err != nil {
-		t.Fatal(err)
-	}
-	sums := committedSums(t)
-	for _, name := range []string{"text.bin", "chat.bin"} {
-		if got := fileSum(t, filepath.Join(dir, name)); got != sums[name] {
-			t.Errorf("%s: sha256 %s, the committed model was trained on %s", name, got, sums[name])
-		}
-	}
-	got, err := os.ReadFile(filepath.Join(dir, "prompts.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(filepath.Join(trained, "prompts.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("prompts.json differs from testdata/trained/prompts.json:\n%s", got)
+	for _, m := range committedModels {
+		t.Run(m.arch, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := runData([]string{"-arch", m.arch, "-o", dir, "-corpus", "../../testdata/corpus"}); err != nil {
+				t.Fatal(err)
+			}
+			sums := committedSums(t)
+			for name, sum := range map[string]string{"text.bin": m.text, "chat.bin": m.chat} {
+				if got := fileSum(t, filepath.Join(dir, name)); got != sums[sum] {
+					t.Errorf("%s: sha256 %s, the committed model was trained on %s (%s)", name, got, sums[sum], sum)
+				}
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "prompts.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join(trained, m.prompts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("prompts.json differs from testdata/trained/%s:\n%s", m.prompts, got)
+			}
+		})
 	}
 }
 
-// TestCommittedModel expands the committed compact model and checks it against its recorded
+// TestCommittedModel expands each committed compact model and checks it against its recorded
 // digest, the Q8_0 made from it too, and that compacting the expansion and expanding again
 // gives the same bytes (the compact form loses nothing).
 func TestCommittedModel(t *testing.T) {
+	for _, m := range committedModels {
+		t.Run(m.arch, func(t *testing.T) { checkCommitted(t, m) })
+	}
+}
+
+func checkCommitted(t *testing.T, m committedModel) {
 	dir := t.TempDir()
-	full, q8 := filepath.Join(dir, "olmoe-tiny-q4_k_m.gguf"), filepath.Join(dir, "olmoe-tiny-q8_0.gguf")
-	if err := modelgen.ExpandTrainedFile(t.Context(), full); err != nil {
+	full, q8 := filepath.Join(dir, m.full), filepath.Join(dir, m.q8)
+	if err := modelgen.ExpandTrainedFrom(t.Context(), full, m.compact); err != nil {
 		t.Fatal(err)
 	}
 	if err := modelgen.RequantizeTrainedFile(q8, full, "q8_0"); err != nil {
@@ -144,13 +173,17 @@ func writeSafetensors(t *testing.T, path string, tensors map[string][]float32, s
 // tinyWeights makes a one-layer model's tensors with values that differ per tensor and element.
 func tinyWeights(sh shape) (map[string][]float32, map[string][]int) {
 	h, f, e, v := sh.Hidden, sh.ExpertFFN, sh.Experts, sh.Vocab
-	q := sh.Heads * sh.HeadDim
+	q, kv := sh.Heads*sh.HeadDim, sh.KVHeads*sh.HeadDim
+	qn, kn := q, kv
+	if sh.Arch == "qwen3moe" { // normed per head
+		qn, kn = sh.HeadDim, sh.HeadDim
+	}
 	shapes := map[string][]int{"token_embd.weight": {v, h}, "output_norm.weight": {h}, "output.weight": {v, h}}
 	for l := range sh.Layers {
 		p := "blk." + string(rune('0'+l)) + "."
 		for n, s := range map[string][]int{
-			"attn_norm.weight": {h}, "attn_q.weight": {q, h}, "attn_k.weight": {q, h}, "attn_v.weight": {q, h},
-			"attn_output.weight": {h, q}, "attn_q_norm.weight": {q}, "attn_k_norm.weight": {q},
+			"attn_norm.weight": {h}, "attn_q.weight": {q, h}, "attn_k.weight": {kv, h}, "attn_v.weight": {kv, h},
+			"attn_output.weight": {h, q}, "attn_q_norm.weight": {qn}, "attn_k_norm.weight": {kn},
 			"ffn_norm.weight": {h}, "ffn_gate_inp.weight": {e, h}, "ffn_gate_exps.weight": {e, f, h},
 			"ffn_up_exps.weight": {e, f, h}, "ffn_down_exps.weight": {e, h, f},
 		} {
@@ -176,10 +209,20 @@ func tinyWeights(sh shape) (map[string][]float32, map[string][]int) {
 
 // TestExport writes a small model's weights as train.py would and checks the GGUF export:
 // float32 kept bit for bit, Q8_0 within half a quantization step, the torch shapes read as
-// ggml's reversed dims, and a missing or extra tensor refused.
+// ggml's reversed dims, and a missing or extra tensor refused; for Qwen3-MoE, its
+// architecture's metadata too.
 func TestExport(t *testing.T) {
-	sh := shape{Arch: "olmoe", Layers: 1, Hidden: 32, Heads: 2, KVHeads: 2, HeadDim: 16, Experts: 2,
-		ExpertsUsed: 1, ExpertFFN: 32, Vocab: olmoeVocab, Context: 64, RopeTheta: 10000, RMSEps: 1e-5}
+	t.Run("olmoe", func(t *testing.T) {
+		checkExport(t, shape{Arch: "olmoe", Layers: 1, Hidden: 32, Heads: 2, KVHeads: 2, HeadDim: 16, Experts: 2,
+			ExpertsUsed: 1, ExpertFFN: 32, Vocab: olmoeVocab, Context: 64, RopeTheta: 10000, RMSEps: 1e-5})
+	})
+	t.Run("qwen3moe", func(t *testing.T) {
+		checkExport(t, shape{Arch: "qwen3moe", Layers: 1, Hidden: 32, Heads: 2, KVHeads: 1, HeadDim: 16, Experts: 2,
+			ExpertsUsed: 1, ExpertFFN: 32, Vocab: qwen3Vocab, Context: 64, RopeTheta: 1e6, RMSEps: 1e-6, NormTopK: true})
+	})
+}
+
+func checkExport(t *testing.T, sh shape) {
 	js, err := json.Marshal(sh)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +242,8 @@ func TestExport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"token_embd.weight", "blk.0.ffn_down_exps.weight", "blk.0.attn_q.weight", "blk.0.ffn_norm.weight"} {
+		for _, name := range []string{"token_embd.weight", "blk.0.ffn_down_exps.weight", "blk.0.attn_q.weight", "blk.0.attn_k.weight",
+			"blk.0.attn_k_norm.weight", "blk.0.ffn_norm.weight"} {
 			ti, ok := f.Tensor(name)
 			if !ok {
 				t.Fatalf("%s: no tensor %s", typ, name)
@@ -229,6 +273,20 @@ func TestExport(t *testing.T) {
 		}
 		if v, _ := f.Str("general.description"); !strings.Contains(v, "trained") {
 			t.Errorf("%s: description %q", typ, v)
+		}
+		if v, _ := f.Str("general.architecture"); v != sh.Arch {
+			t.Errorf("%s: architecture %q, trained %q", typ, v, sh.Arch)
+		}
+		if sh.Arch == "qwen3moe" {
+			if v, err := f.Uint32("qwen3moe.attention.key_length"); err != nil || int(v) != sh.HeadDim {
+				t.Errorf("%s: qwen3moe.attention.key_length %d (%v), head dim %d", typ, v, err, sh.HeadDim)
+			}
+			if v, err := f.Uint32("qwen3moe.attention.head_count_kv"); err != nil || int(v) != sh.KVHeads {
+				t.Errorf("%s: qwen3moe.attention.head_count_kv %d (%v), trained %d", typ, v, err, sh.KVHeads)
+			}
+			if v, _ := f.Str("tokenizer.ggml.pre"); v != "qwen2" {
+				t.Errorf("%s: tokenizer.ggml.pre %q, Qwen3's is qwen2", typ, v)
+			}
 		}
 		f.Close()
 	}

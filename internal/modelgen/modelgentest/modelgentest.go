@@ -82,18 +82,22 @@ func File(t testing.TB, name string, write func(path string) error) string {
 	return e.path
 }
 
-// TrainedModel returns the path of the trained tiny model (testdata/trained) as weights
-// ("q4_k_m": the committed model, expanded; "q8_0": it requantized), written once per test
-// binary.
+// TrainedModel returns the path of a trained tiny model (testdata/trained) as weights
+// ("q4_k_m": the committed OLMoE model, expanded; "q8_0": it requantized; "qwen3-q4_k_m" and
+// "qwen3-q8_0": the same of the Qwen3-MoE model), written once per test binary.
 func TrainedModel(t testing.TB, weights string) string {
 	t.Helper()
-	full := File(t, "trained-q4_k_m.gguf", func(path string) error {
-		return modelgen.ExpandTrainedFile(context.Background(), path)
+	prefix, compact := "trained-", modelgen.TrainedCompactPath
+	if w, ok := strings.CutPrefix(weights, "qwen3-"); ok {
+		prefix, compact, weights = "trained-qwen3-", modelgen.TrainedQwen3CompactPath, w
+	}
+	full := File(t, prefix+"q4_k_m.gguf", func(path string) error {
+		return modelgen.ExpandTrainedFrom(context.Background(), path, compact)
 	})
 	if weights == "q4_k_m" {
 		return full
 	}
-	return File(t, "trained-"+weights+".gguf", func(path string) error {
+	return File(t, prefix+weights+".gguf", func(path string) error {
 		return modelgen.RequantizeTrainedFile(path, full, weights)
 	})
 }
