@@ -211,29 +211,36 @@ func TestSamplerMatchesReference(t *testing.T) {
 					TopP:        []float32{0, 1, 0.9, 0.5, 0.3, 0.999}[rng.IntN(6)],
 					Seed:        rng.Uint64(),
 				}
-				// The sampler with scalar exponentials, and with each tier's vector Exp.
-				fasts := []*sampler{newSampler(sp)}
-				for _, tier := range kernels.Tiers() {
-					f := newSampler(sp)
-					f.tier = tier
-					fasts = append(fasts, f)
-				}
 				ref := newReferenceSampler(sp)
-				for draw := range 5 {
-					want, werr := ref.next(logits)
-					for i, fast := range fasts {
-						got, gerr := fast.next(logits)
-						if got != want || (gerr == nil) != (werr == nil) {
-							t.Fatalf("n %d shape %d %+v, draw %d, sampler %d: token %d (%v), reference %d (%v)",
-								n, shape, sp, draw, i, got, gerr, want, werr)
-						}
-					}
-				}
+				checkDraws(t, fmt.Sprintf("n %d shape %d", n, shape), "reference", sp, logits,
+					func() (int32, error) { return ref.next(logits) })
 				trials++
 			}
 		}
 	}
 	t.Logf("%d logit vectors, 5 draws each, identical", trials)
+}
+
+// checkDraws makes five draws from logits with the sampler of sp — with scalar exponentials
+// and with each tier's vector Exp — and with want, a reference's next draw (called what in the
+// messages): every token, and whether each draw fails, must be the same.
+func checkDraws(t *testing.T, where, what string, sp Sampling, logits []float32, want func() (int32, error)) {
+	t.Helper()
+	fasts := []*sampler{newSampler(sp)}
+	for _, tier := range kernels.Tiers() {
+		f := newSampler(sp)
+		f.tier = tier
+		fasts = append(fasts, f)
+	}
+	for draw := range 5 {
+		w, werr := want()
+		for i, fast := range fasts {
+			got, gerr := fast.next(logits)
+			if got != w || (gerr == nil) != (werr == nil) {
+				t.Fatalf("%s %+v, draw %d, sampler %d: token %d (%v), %s %d (%v)", where, sp, draw, i, got, gerr, what, w, werr)
+			}
+		}
+	}
 }
 
 // TestRankKeyOrder checks that key order is the ranking: larger z first, lower ids among
@@ -398,23 +405,9 @@ func TestSamplerMatchesDefinition(t *testing.T) {
 					TopP:        []float32{0, 1, 0.9, 0.5, 0.3, 0.999, 1e-30, 0.75}[rng.IntN(8)],
 					Seed:        rng.Uint64(),
 				}
-				fasts := []*sampler{newSampler(sp)}
-				for _, tier := range kernels.Tiers() {
-					f := newSampler(sp)
-					f.tier = tier
-					fasts = append(fasts, f)
-				}
 				stream := newSampler(sp).rng // the same stream, for the definition
-				for draw := range 5 {
-					want, werr := exactNext(sp, stream, logits)
-					for i, fast := range fasts {
-						got, gerr := fast.next(logits)
-						if got != want || (gerr == nil) != (werr == nil) {
-							t.Fatalf("n %d shape %d %+v, draw %d, sampler %d: token %d (%v), definition %d (%v)",
-								n, shape, sp, draw, i, got, gerr, want, werr)
-						}
-					}
-				}
+				checkDraws(t, fmt.Sprintf("n %d shape %d", n, shape), "definition", sp, logits,
+					func() (int32, error) { return exactNext(sp, stream, logits) })
 				trials++
 			}
 		}

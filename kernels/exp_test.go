@@ -6,9 +6,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,56 +170,10 @@ func TestExpLong(t *testing.T) {
 	if os.Getenv("TROCHILUS_LONG") != "1" {
 		t.Skip("exhaustive exp check runs with TROCHILUS_LONG=1")
 	}
-	start := time.Now()
-	workers := runtime.NumCPU()
-	var (
-		mu         sync.Mutex
-		checked    uint64
-		slow       uint64
-		mismatches []string
-		nMismatch  uint64
-		undecided  []uint32
-	)
-	runPieces(workers, pieces, func() func(piece int) {
-		return func(piece int) {
-			var c, s, m uint64
-			var bad []string
-			var und []uint32
-			lo := uint64(piece) << 32 / pieces
-			hi := uint64(piece+1) << 32 / pieces
-			for b := lo; b < hi; b++ {
-				x := math.Float32frombits(uint32(b))
-				if x != x {
-					continue
-				}
-				c++
-				got := Exp(x)
-				want, isSlow := expReference(x)
-				if isSlow {
-					s++
-				}
-				if !sameBits(got, want) {
-					m++
-					if len(bad) < 10 {
-						bad = append(bad, fmt.Sprintf("Exp(%g [%#08x]) = %#08x, want %#08x", x, uint32(b), math.Float32bits(got), math.Float32bits(want)))
-					}
-				}
-				if !expFastDecides(x) {
-					und = append(und, uint32(b))
-				}
-			}
-			mu.Lock()
-			checked += c
-			slow += s
-			nMismatch += m
-			mismatches = append(mismatches, bad...)
-			undecided = append(undecided, und...)
-			mu.Unlock()
-		}
-	})
-	slices.Sort(undecided)
+	r := checkEveryFloat32("Exp", 0, 1<<32, Exp, expReference, expFastDecides)
+	checked, mismatches, undecided := r.checked, r.mismatches, r.undecided
 	t.Logf("Exp exhaustive: %d non-NaN inputs checked, %d mismatches, %d decided at high precision, %d hard cases, %d workers, %v",
-		checked, nMismatch, slow, len(undecided), workers, time.Since(start).Round(time.Millisecond))
+		checked, r.mismatched, r.slow, len(undecided), r.workers, r.took.Round(time.Millisecond))
 	if checked != 4278190082 {
 		t.Errorf("checked %d inputs, want 4278190082 (all non-NaN float32)", checked)
 	}

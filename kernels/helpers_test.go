@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/gguf/quant"
@@ -304,4 +307,63 @@ func runPieces(workers, pieces int, newWorker func() func(piece int)) {
 		})
 	}
 	wg.Wait()
+}
+
+// exhaustiveCheck is what checkEveryFloat32 found.
+type exhaustiveCheck struct {
+	checked, slow, mismatched uint64
+	mismatches                []string // the first ten of each piece
+	undecided                 []uint32 // the arguments the fast path leaves to the table, sorted
+	workers                   int
+	took                      time.Duration
+}
+
+// checkEveryFloat32 compares f (called name in its messages) with ref (which also says whether it needed its slow,
+// high-precision path) on every non-NaN float32 whose bits lie in [lo, hi), in pieces on all
+// cores, and collects the arguments decides says the float64 path cannot round: the exhaustive
+// proofs of Exp and Log32.
+func checkEveryFloat32(name string, lo, hi uint64, f func(float32) float32, ref func(float32) (float32, bool), decides func(float32) bool) exhaustiveCheck {
+	start := time.Now()
+	r := exhaustiveCheck{workers: runtime.NumCPU()}
+	var mu sync.Mutex
+	runPieces(r.workers, pieces, func() func(piece int) {
+		return func(piece int) {
+			var c, s, m uint64
+			var bad []string
+			var und []uint32
+			plo := lo + uint64(piece)*(hi-lo)/pieces
+			phi := lo + uint64(piece+1)*(hi-lo)/pieces
+			for b := plo; b < phi; b++ {
+				x := math.Float32frombits(uint32(b))
+				if x != x {
+					continue
+				}
+				c++
+				got := f(x)
+				want, isSlow := ref(x)
+				if isSlow {
+					s++
+				}
+				if !sameBits(got, want) {
+					m++
+					if len(bad) < 10 {
+						bad = append(bad, fmt.Sprintf("%s(%g [%#08x]) = %#08x, want %#08x", name, x, uint32(b), math.Float32bits(got), math.Float32bits(want)))
+					}
+				}
+				if !decides(x) {
+					und = append(und, uint32(b))
+				}
+			}
+			mu.Lock()
+			r.checked += c
+			r.slow += s
+			r.mismatched += m
+			r.mismatches = append(r.mismatches, bad...)
+			r.undecided = append(r.undecided, und...)
+			mu.Unlock()
+		}
+	})
+	slices.Sort(r.undecided)
+	r.took = time.Since(start)
+	return r
 }

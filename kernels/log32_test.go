@@ -6,9 +6,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -177,54 +175,11 @@ func TestLog32Long(t *testing.T) {
 	if os.Getenv("TROCHILUS_LONG") != "1" {
 		t.Skip("exhaustive log check runs with TROCHILUS_LONG=1")
 	}
-	start := time.Now()
-	workers := runtime.NumCPU()
 	const first, end = 1, 0x7f800000 // the positive finite float32 bit patterns
-	var (
-		mu         sync.Mutex
-		checked    uint64
-		slow       uint64
-		mismatches []string
-		nMismatch  uint64
-		undecided  []uint32
-	)
-	runPieces(workers, pieces, func() func(piece int) {
-		return func(piece int) {
-			var c, s, m uint64
-			var bad []string
-			var und []uint32
-			lo := first + uint64(piece)*(end-first)/pieces
-			hi := first + uint64(piece+1)*(end-first)/pieces
-			for b := lo; b < hi; b++ {
-				x := math.Float32frombits(uint32(b))
-				c++
-				got := Log32(x)
-				want, isSlow := logReference(x)
-				if isSlow {
-					s++
-				}
-				if !sameBits(got, want) {
-					m++
-					if len(bad) < 10 {
-						bad = append(bad, fmt.Sprintf("Log32(%g [%#08x]) = %#08x, want %#08x", x, uint32(b), math.Float32bits(got), math.Float32bits(want)))
-					}
-				}
-				if !logFastDecides(x) {
-					und = append(und, uint32(b))
-				}
-			}
-			mu.Lock()
-			checked += c
-			slow += s
-			nMismatch += m
-			mismatches = append(mismatches, bad...)
-			undecided = append(undecided, und...)
-			mu.Unlock()
-		}
-	})
-	slices.Sort(undecided)
+	r := checkEveryFloat32("Log32", first, end, Log32, logReference, logFastDecides)
+	checked, mismatches, undecided := r.checked, r.mismatches, r.undecided
 	t.Logf("Log32 exhaustive: %d positive finite inputs checked, %d mismatches, %d decided at high precision, %d hard cases, %d workers, %v",
-		checked, nMismatch, slow, len(undecided), workers, time.Since(start).Round(time.Millisecond))
+		checked, r.mismatched, r.slow, len(undecided), r.workers, r.took.Round(time.Millisecond))
 	if checked != end-first {
 		t.Errorf("checked %d inputs, want %d (all positive finite float32)", checked, end-first)
 	}
