@@ -160,7 +160,8 @@ func TestDraftsStopLikeOneTokenPasses(t *testing.T) {
 }
 
 // TestDrafterProposes checks the lookup: the latest earlier occurrence of the longest of the
-// last 4, 3, 2 tokens, what followed it (up to the length asked), and none when nothing repeats.
+// last 4, 3, 2 tokens, what followed it (up to the length asked, continued periodically when
+// it reaches the end), and none when nothing repeats.
 func TestDrafterProposes(t *testing.T) {
 	d := newDrafter([]int32{1, 2, 3, 4, 5, 6}, []int32{9, 2, 3, 4, 7, 8, 2, 3}, 4)
 	if got := d.propose(4); !slices.Equal(got, []int32{4, 7, 8, 2}) { // "2 3" last seen at 9 2 3 | 4 7 8 2
@@ -185,6 +186,16 @@ func TestDrafterProposes(t *testing.T) {
 	}
 	if got := d.propose(4); !slices.Equal(got, []int32{4, 11}) || d.length != 2 {
 		t.Fatalf("after the pause: proposed %v, length %d", got, d.length)
+	}
+	// A loop: the latest "5 6 7" is one period back, and what follows it runs into the end;
+	// the draft goes on with the period (5 6 7 8 | 5 6 7 → 8 5 6 7 8 5).
+	d = newDrafter(nil, []int32{1, 5, 6, 7, 8, 5, 6, 7}, 6)
+	d.length = 6
+	if got := d.propose(6); !slices.Equal(got, []int32{8, 5, 6, 7, 8, 5}) {
+		t.Fatalf("a loop: proposed %v", got)
+	}
+	if got := d.propose(2); !slices.Equal(got, []int32{8, 5}) {
+		t.Fatalf("a loop, room 2: proposed %v", got)
 	}
 }
 
