@@ -61,6 +61,7 @@ GGML_TYPES = {
     22: ("IQ2_S", 256, 82), 23: ("IQ4_XS", 256, 136), 24: ("I8", 1, 1), 25: ("I16", 1, 2),
     26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56),
     30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54), 35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17),
+    40: ("NVFP4", 64, 36), 41: ("Q1_0", 128, 18), 42: ("Q2_0", 64, 18),
 }
 TYPE_BY_NAME = {name: tid for tid, (name, _, _) in GGML_TYPES.items()}
 
@@ -510,10 +511,370 @@ def _deq_q3_k(raw, n):
     return (dl * q.reshape(-1, 16, 16).astype(np.float32)).reshape(n)
 
 
+# ---- the legacy 32-element formats beside Q4_0 and Q8_0 ----
+
+
+def _plus_min(p, m):
+    """p + m as ggml's x*d + m computes it on x86: the sum rounded once, and where both are
+    NaN the first operand's (the product's) NaN, which numpy's operand order does not promise."""
+    r = p + m
+    nan = np.isnan(p)
+    if nan.any():
+        r = np.where(nan, p, r)
+    return r
+
+
+def _fifth_bits(b, at):
+    """Q5_0/Q5_1: the little-endian 32-bit qh at byte at, element k's fifth bit being bit k,
+    as 0 or 16 per element: [nb, 32]."""
+    return np.unpackbits(b[:, at:at + 4], axis=1, bitorder="little") << 4
+
+
+def _low_high(qs):
+    """[..., 16] bytes -> [..., 32]: their low nibbles, then their high nibbles."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
+def _deq_q4_1(raw, n):
+    # block_q4_1 { f16 d; f16 m; uint8 qs[16]; }: y = q*d + m (q the nibble, 0..15).
+    b = _blocks(raw, n, 32, 20, "Q4_1")
+    d, m = _half(b, 0), _half(b, 2)
+    q = _low_high(b[:, 4:20]).astype(np.float32)
+    return _plus_min(q * d, m).reshape(n)
+
+
+def _deq_q5_0(raw, n):
+    # block_q5_0 { f16 d; uint8 qh[4]; uint8 qs[16]; }: y = (q - 16)*d, q = nibble | fifth bit.
+    b = _blocks(raw, n, 32, 22, "Q5_0")
+    d = _half(b, 0)
+    q = (_low_high(b[:, 6:22]) | _fifth_bits(b, 2)).astype(np.int16) - 16
+    return (q.astype(np.float32) * d).reshape(n)
+
+
+def _deq_q5_1(raw, n):
+    # block_q5_1 { f16 d; f16 m; uint8 qh[4]; uint8 qs[16]; }: y = q*d + m.
+    b = _blocks(raw, n, 32, 24, "Q5_1")
+    d, m = _half(b, 0), _half(b, 2)
+    q = (_low_high(b[:, 8:24]) | _fifth_bits(b, 4)).astype(np.float32)
+    return _plus_min(q * d, m).reshape(n)
+
+
+# ---- the formats whose codes index a table of levels ----
+
+
+def _table(name):
+    """A table read out of libggml-base.so (ggml_tables.py): only the IQ grids and IQ4_NL's
+    levels, which have no closed form."""
+    sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
+    try:
+        import ggml_tables
+    except ImportError:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import ggml_tables
+    try:
+        return ggml_tables.table(name)
+    except ggml_tables.TablesError as e:
+        raise GGUFError(str(e))
+
+
+_LEVELS = {}  # table name -> float32 levels or grid rows, converted once
+
+
+def _levels(name, elems=1, signed=False):
+    """Table name as float32: [16] for a level table, [entries, elems] for a grid whose entry
+    packs its elements' bytes (element j in byte j), int8 where signed."""
+    if name not in _LEVELS:
+        t = _table(name)
+        if elems > 1:
+            t = t.view(np.int8 if signed else np.uint8).reshape(-1, elems)  # the words are little-endian
+        _LEVELS[name] = t.astype(np.float32)
+    return _LEVELS[name]
+
+
+def _e2m1_doubled():
+    """The 16 E2M1 (OCP FP4) values, doubled to integers (ggml's kvalues_mxfp4): code bit 3 the
+    sign, bits 1-2 the exponent (bias 1), bit 0 the mantissa; a zero exponent is subnormal."""
+    out = []
+    for c in range(16):
+        e, m = (c >> 1) & 3, c & 1
+        mag = m if e == 0 else (2 + m) << (e - 1)  # 2 * 2^(e-1) * (1 + m/2)
+        out.append(-mag if c & 8 else mag)
+    return np.array(out, dtype=np.float32)
+
+
+E2M1_DOUBLED = _e2m1_doubled()
+
+
+def _e8m0_halves():
+    """GGML_E8M0_TO_FP32_HALF for every byte e: 2^(e-128), subnormal for e < 2 (e = 255, OCP's
+    NaN, is 2^127 in ggml too)."""
+    e = np.arange(256, dtype=np.uint32)
+    bits = np.where(e < 2, np.uint32(0x00200000) << e, (e - np.uint32(1)) << np.uint32(23))
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def _ue4m3_halves():
+    """Half of ggml_ue4m3_to_fp32 for every byte: 0x00 and 0x7f (E4M3's NaN) give 0; otherwise
+    bit 7 is ignored, bits 3-6 are the exponent (bias 7) and bits 0-2 the mantissa, subnormal
+    (mantissa * 2^-9) under a zero exponent. Every value is exact in float32."""
+    out = np.zeros(256, dtype=np.float64)
+    for e in range(256):
+        if e in (0x00, 0x7F):
+            continue
+        exp, man = (e >> 3) & 15, e & 7
+        out[e] = man * 2.0 ** -9 if exp == 0 else (1 + man / 8) * 2.0 ** (exp - 7)
+    return (out / 2).astype(np.float32)
+
+
+E8M0_HALVES = _e8m0_halves()
+UE4M3_HALVES = _ue4m3_halves()
+
+
+def _deq_iq4_nl(raw, n):
+    # block_iq4_nl { f16 d; uint8 qs[16]; }: y = d * kvalues_iq4nl[nibble], low nibbles first.
+    b = _blocks(raw, n, 32, 18, "IQ4_NL")
+    d = _half(b, 0)
+    return (d * _levels("kvalues_iq4nl")[_low_high(b[:, 2:18])]).reshape(n)
+
+
+def _deq_iq4_xs(raw, n):
+    # block_iq4_xs { f16 d; uint16 scales_h; uint8 scales_l[4]; uint8 qs[128]; }
+    # Sub-block ib of 32: ls = nibble ib of scales_l | (bits 2ib, 2ib+1 of scales_h) << 4,
+    # dl = d*(ls - 32), y = dl * kvalues_iq4nl[nibble] (16 bytes, low nibbles first).
+    b = _blocks(raw, n, 256, 136, "IQ4_XS")
+    d = _half(b, 0)
+    sh = b[:, 2:4].copy().view("<u2")
+    sl = b[:, 4:8]
+    lo = np.stack([sl & 0x0F, sl >> 4], axis=2).reshape(-1, 8).astype(np.int16)
+    hi = ((sh >> (2 * np.arange(8, dtype=np.uint16))) & 3).astype(np.int16)
+    dl = d * ((lo | (hi << 4)) - 32).astype(np.float32)
+    q = _levels("kvalues_iq4nl")[_low_high(b[:, 8:136].reshape(-1, 8, 16))]
+    return (dl[:, :, None] * q).reshape(n)
+
+
+def _deq_mxfp4(raw, n):
+    # block_mxfp4 { uint8 e; uint8 qs[16]; }: y = kvalues_mxfp4[nibble] * E8M0_HALF(e).
+    b = _blocks(raw, n, 32, 17, "MXFP4")
+    d = E8M0_HALVES[b[:, 0:1]]
+    return (E2M1_DOUBLED[_low_high(b[:, 1:17])] * d).reshape(n)
+
+
+def _deq_nvfp4(raw, n):
+    # block_nvfp4 { uint8 d[4]; uint8 qs[32]; }: four sub-blocks of 16, each a UE4M3 scale and 8
+    # bytes (low nibbles elements 0-7, high 8-15); y = kvalues_mxfp4[nibble] * UE4M3(d[s])/2.
+    b = _blocks(raw, n, 64, 36, "NVFP4")
+    d = UE4M3_HALVES[b[:, 0:4]][:, :, None]
+    return (E2M1_DOUBLED[_low_high(b[:, 4:36].reshape(-1, 4, 8))] * d).reshape(n)
+
+
+def _ternary_digits():
+    """TQ1_0's digits as ggml reads them, for every byte q and digit n (0..4): the byte is a
+    base-3 fixed-point fraction, so digit n is ((q * 3^n mod 256) * 3) >> 8, stored minus 1."""
+    q = np.arange(256, dtype=np.uint16)
+    p = [(q * 3 ** k) & 0xFF for k in range(5)]
+    return np.stack([((x * 3) >> 8).astype(np.int16) - 1 for x in p]).astype(np.float32)
+
+
+_TQ1_DIGITS = _ternary_digits()  # [5, 256]
+
+
+def _deq_tq1_0(raw, n):
+    # block_tq1_0 { uint8 qs[48]; uint8 qh[4]; f16 d; }: five digits per qs byte and four per qh
+    # byte, digit-major within each run of bytes: qs[0:32] (elements 0-159), qs[32:48]
+    # (160-239), qh (240-255); y = (digit - 1)*d.
+    b = _blocks(raw, n, 256, 54, "TQ1_0")
+    d = _half(b, 52)
+    nb = b.shape[0]
+
+    def run(lo, hi, digits):
+        return _TQ1_DIGITS[np.arange(digits)[None, :, None], b[:, None, lo:hi]].reshape(nb, -1)
+
+    q = np.concatenate([run(0, 32, 5), run(32, 48, 5), run(48, 52, 4)], axis=1)
+    return (q * d).reshape(n)
+
+
+_MINUS_ONE = np.arange(4, dtype=np.float32) - np.float32(1)  # a 2-bit code c as c - 1
+_SHIFT_2BIT = 2 * np.arange(4, dtype=np.uint8)
+
+
+def _deq_tq2_0(raw, n):
+    # block_tq2_0 { uint8 qs[64]; f16 d; }: element 128h + 32l + m is bits 2l, 2l+1 of
+    # qs[32h + m]; y = (code - 1)*d.
+    b = _blocks(raw, n, 256, 66, "TQ2_0")
+    d = _half(b, 64)
+    q = (b[:, 0:64].reshape(-1, 2, 1, 32) >> _SHIFT_2BIT[None, None, :, None]) & 3
+    return (_MINUS_ONE[q].reshape(-1, 256) * d).reshape(n)
+
+
+def _deq_q1_0(raw, n):
+    # block_q1_0 { f16 d; uint8 qs[16]; }: element j is bit j%8 of qs[j/8]; y = d where it is
+    # set, -d where it is clear (a negation: a NaN's sign flips too).
+    b = _blocks(raw, n, 128, 18, "Q1_0")
+    d = _half(b, 0)
+    clear = 1 - np.unpackbits(b[:, 2:18], axis=1, bitorder="little").astype(np.uint32)
+    y = np.repeat(d, 128, axis=1)
+    y.view(np.uint32)[...] ^= clear << np.uint32(31)
+    return y.reshape(n)
+
+
+def _deq_q2_0(raw, n):
+    # block_q2_0 { f16 d; uint8 qs[16]; }: element j is bits 2(j%4), 2(j%4)+1 of qs[j/4];
+    # y = (code - 1)*d.
+    b = _blocks(raw, n, 64, 18, "Q2_0")
+    d = _half(b, 0)
+    q = (b[:, 2:18, None] >> _SHIFT_2BIT) & 3
+    return (_MINUS_ONE[q].reshape(-1, 64) * d).reshape(n)
+
+
+# ---- the lattice (IQ1-IQ3) formats ----
+# Each 8 elements are a grid entry's magnitudes times a sub-block factor, then signed: ggml
+# writes y = db * grid[j] * (sign ? -1.f : 1.f), and its compiler turns the last factor into a
+# sign flip (a NaN's sign flips as well), so the sign bits are XORed into the rounded product.
+
+
+def _sign_masks():
+    """[256, 8] uint32: for a sign byte, bit j -> the float32 sign bit of element j."""
+    s = np.arange(256, dtype=np.uint32)[:, None] >> np.arange(8, dtype=np.uint32)
+    return (s & 1) << np.uint32(31)
+
+
+_SIGN_MASKS = _sign_masks()
+# ksigns_iq2xs: sign pattern s7 of 7 bits, the eighth bit making the count of minus signs even.
+KSIGNS_IQ2XS = np.array([s | (bin(s).count("1") & 1) << 7 for s in range(128)], dtype=np.uint8)
+_SHIFT7 = 7 * np.arange(4, dtype=np.uint32)  # sign pattern l of a word at bits 7l to 7l+6
+
+IQ1S_DELTA = np.float32(0.125)  # ggml's IQ1S_DELTA and IQ1M_DELTA
+IQ1M_DELTA = np.float32(0.125)
+_IQ1_VALUES = {}  # delta -> [2, 2048, 8] float32: grid + delta, grid - delta
+
+
+def _iq1_values(delta):
+    if delta not in _IQ1_VALUES:
+        g = _levels("iq1s_grid", 8, signed=True)
+        _IQ1_VALUES[delta] = np.stack([g + delta, g - delta])  # exact: small integers +- 1/8
+    return _IQ1_VALUES[delta]
+
+
+def _signed(y, signs):
+    """y [..., 8] float32 with element j's sign flipped where bit j of signs [...] is set."""
+    y.view(np.uint32)[...] ^= _SIGN_MASKS[signs]
+    return y
+
+
+def _iq2_factor(d, s):
+    """An IQ2 sub-block factor: d*(0.5 + s)*0.25, rounded after each product, as ggml."""
+    return (d * (np.float32(0.5) + s.astype(np.float32))) * np.float32(0.25)
+
+
+def _deq_iq2_xxs(raw, n):
+    # block_iq2_xxs { f16 d; uint16 qs[32]; }: per 32 elements two words: four bytes indexing
+    # iq2xxs_grid, then four 7-bit sign patterns (bits 7l..7l+6) under a 4-bit scale (28-31).
+    b = _blocks(raw, n, 256, 66, "IQ2_XXS")
+    d = _half(b, 0)
+    idx = b[:, 2:66].reshape(-1, 8, 8)[:, :, 0:4]
+    aux = b[:, 2:66].copy().view("<u4").reshape(-1, 8, 2)[:, :, 1]
+    db = _iq2_factor(d, aux >> 28)
+    y = db[:, :, None, None] * _levels("iq2xxs_grid", 8)[idx]
+    return _signed(y, KSIGNS_IQ2XS[(aux[:, :, None] >> _SHIFT7) & 127]).reshape(n)
+
+
+def _deq_iq2_xs(raw, n):
+    # block_iq2_xs { f16 d; uint16 qs[32]; uint8 scales[8]; }: each word a 9-bit index into
+    # iq2xs_grid under a 7-bit sign pattern; scale byte ib: low nibble for the sub-block's first
+    # 16 elements, high nibble for the rest.
+    b = _blocks(raw, n, 256, 74, "IQ2_XS")
+    d = _half(b, 0)
+    q = b[:, 2:66].copy().view("<u2").reshape(-1, 8, 4)
+    sc = b[:, 66:74]
+    db = _iq2_factor(d[:, :, None], np.stack([sc & 0x0F, sc >> 4], axis=2))[:, :, [0, 0, 1, 1]]
+    y = db[..., None] * _levels("iq2xs_grid", 8)[q & 511]
+    return _signed(y, KSIGNS_IQ2XS[q >> 9]).reshape(n)
+
+
+def _deq_iq2_s(raw, n):
+    # block_iq2_s { f16 d; uint8 qs[64]; uint8 qh[8]; uint8 scales[8]; }: qs[0:32] the low 8
+    # bits of the 10-bit indices into iq2s_grid, qs[32:64] a sign byte per 8 elements, qh[ib]
+    # bits 2l, 2l+1 the high bits of index 4ib + l; scales as IQ2_XS's.
+    b = _blocks(raw, n, 256, 82, "IQ2_S")
+    d = _half(b, 0)
+    lo = b[:, 2:34].reshape(-1, 8, 4).astype(np.uint16)
+    hi = (b[:, 66:74, None].astype(np.uint16) >> (2 * np.arange(4, dtype=np.uint16))) & 3
+    sc = b[:, 74:82]
+    db = _iq2_factor(d[:, :, None], np.stack([sc & 0x0F, sc >> 4], axis=2))[:, :, [0, 0, 1, 1]]
+    y = db[..., None] * _levels("iq2s_grid", 8)[lo | (hi << 8)]
+    return _signed(y, b[:, 34:66].reshape(-1, 8, 4)).reshape(n)
+
+
+def _deq_iq3_xxs(raw, n):
+    # block_iq3_xxs { f16 d; uint8 qs[96]; }: qs[0:64] index iq3xxs_grid (4 elements each, in
+    # element order), then per 32 elements a word of four 7-bit sign patterns (one per 8) under
+    # a 4-bit scale: factor d*(0.5 + s)*0.5.
+    b = _blocks(raw, n, 256, 98, "IQ3_XXS")
+    d = _half(b, 0)
+    aux = b[:, 66:98].copy().view("<u4")
+    db = (d * (np.float32(0.5) + (aux >> 28).astype(np.float32))) * np.float32(0.5)
+    y = db[:, :, None, None] * _levels("iq3xxs_grid", 4)[b[:, 2:66]].reshape(-1, 8, 4, 8)
+    return _signed(y, KSIGNS_IQ2XS[(aux[:, :, None] >> _SHIFT7) & 127]).reshape(n)
+
+
+def _deq_iq3_s(raw, n):
+    # block_iq3_s { f16 d; uint8 qs[64]; uint8 qh[8]; uint8 signs[32]; uint8 scales[4]; }: qs
+    # the low 8 bits of the 9-bit indices into iq3s_grid (4 elements each), bit k of qh[ib] the
+    # ninth bit of index 8ib + k, a sign byte per 8 elements, a 4-bit scale s per 32 (low nibble
+    # for even sub-blocks): factor d*(1 + 2s).
+    b = _blocks(raw, n, 256, 110, "IQ3_S")
+    d = _half(b, 0)
+    idx = b[:, 2:66].astype(np.uint16) | (np.unpackbits(b[:, 66:74], axis=1, bitorder="little").astype(np.uint16) << 8)
+    sc = b[:, 106:110]
+    s = np.stack([sc & 0x0F, sc >> 4], axis=2).reshape(-1, 8).astype(np.int16)
+    db = d * (1 + 2 * s).astype(np.float32)
+    y = db[:, :, None, None] * _levels("iq3s_grid", 4)[idx].reshape(-1, 8, 4, 8)
+    return _signed(y, b[:, 74:106].reshape(-1, 8, 4)).reshape(n)
+
+
+def _deq_iq1_s(raw, n):
+    # block_iq1_s { f16 d; uint8 qs[32]; uint16 qh[8]; }: qs the low 8 bits of the 11-bit
+    # indices into iq1s_grid (8 int8s each); qh[ib]: bits 3l..3l+2 the high bits of index
+    # 4ib + l, bits 12-14 a scale s (factor d*(2s + 1)), bit 15 the delta's sign;
+    # y = factor * (grid + delta).
+    b = _blocks(raw, n, 256, 50, "IQ1_S")
+    d = _half(b, 0)
+    qh = b[:, 34:50].copy().view("<u2")
+    dl = d * (2 * ((qh >> 12) & 7) + 1).astype(np.float32)
+    idx = b[:, 2:34].reshape(-1, 8, 4).astype(np.uint16) | (((qh[:, :, None] >> (3 * np.arange(4, dtype=np.uint16))) & 7) << 8)
+    vals = _iq1_values(IQ1S_DELTA)[(qh >> 15)[:, :, None], idx]
+    return (dl[:, :, None, None] * vals).reshape(n)
+
+
+def _deq_iq1_m(raw, n):
+    # block_iq1_m { uint8 qs[32]; uint8 qh[16]; uint8 scales[8]; }: qs as IQ1_S's; a nibble of
+    # qh per index (nibble l%2 of qh[2ib + l/2]): bits 0-2 its high bits, bit 3 the delta's
+    # sign; the scales are four words of 3-bit scales (one per 16 elements, word ib/2 bits
+    # 6(ib%2) + 3h) whose top nibbles together are the f16 d (word k's in bits 4k..4k+3).
+    b = _blocks(raw, n, 256, 56, "IQ1_M")
+    sc = b[:, 48:56].copy().view("<u2")
+    h = (sc[:, 0] >> 12) | ((sc[:, 1] >> 8) & 0x00F0) | ((sc[:, 2] >> 4) & 0x0F00) | (sc[:, 3] & 0xF000)
+    d = f16_to_f32(h)[:, None, None]
+    s = sc[:, [0, 0, 1, 1, 2, 2, 3, 3]] >> np.array([0, 6] * 4, dtype=np.uint16)
+    dl = d * (2 * np.stack([s & 7, (s >> 3) & 7], axis=2) + 1).astype(np.float32)
+    qh = b[:, 32:48].reshape(-1, 8, 2)
+    nib = np.stack([qh & 0x0F, qh >> 4], axis=3).reshape(-1, 8, 4)
+    idx = b[:, 0:32].reshape(-1, 8, 4).astype(np.uint16) | ((nib & 7).astype(np.uint16) << 8)
+    vals = _iq1_values(IQ1M_DELTA)[nib >> 3, idx]
+    return (dl[:, :, [0, 0, 1, 1], None] * vals).reshape(n)
+
+
 DEQUANTIZERS = {
     0: _deq_f32, 1: _deq_f16, 30: _deq_bf16, 8: _deq_q8_0, 2: _deq_q4_0,
     12: _deq_q4_k, 13: _deq_q5_k, 14: _deq_q6_k, 10: _deq_q2_k, 11: _deq_q3_k,
+    3: _deq_q4_1, 6: _deq_q5_0, 7: _deq_q5_1, 20: _deq_iq4_nl, 23: _deq_iq4_xs, 39: _deq_mxfp4,
+    40: _deq_nvfp4, 34: _deq_tq1_0, 35: _deq_tq2_0, 41: _deq_q1_0, 42: _deq_q2_0,
+    16: _deq_iq2_xxs, 17: _deq_iq2_xs, 22: _deq_iq2_s, 18: _deq_iq3_xxs, 21: _deq_iq3_s,
+    19: _deq_iq1_s, 29: _deq_iq1_m,
 }
+
+# The types whose dequantizer reads a table out of libggml-base.so (ggml_tables.py).
+NEEDS_LIBGGML = {"IQ4_NL", "IQ4_XS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"}
 
 
 def dequantize(ggml_type, raw, n):
@@ -521,7 +882,10 @@ def dequantize(ggml_type, raw, n):
     if ggml_type not in DEQUANTIZERS:
         name = GGML_TYPES.get(ggml_type, ("type %d" % ggml_type,))[0]
         raise GGUFError("dequantize: %s is not supported" % name)
-    return DEQUANTIZERS[ggml_type](raw, n)
+    # Infinite and NaN results are ggml's too (an infinite or NaN scale, MXFP4's 12 * 2^127):
+    # numpy's warnings about them are noise.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return DEQUANTIZERS[ggml_type](raw, n)
 
 
 # ---------------------------------------------------------------------------------------------
