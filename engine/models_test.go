@@ -74,8 +74,7 @@ func trainedModel() testModel {
 
 // trainedQwen3Model is tools/train's Qwen3-MoE model (testdata/trained) in Q8_0: per-head q/k
 // norms, grouped-query attention and renormalised routing with trained weights, Qwen3's
-// vocabulary, on its own prompts. It joins testModels once testdata/trained holds it
-// (tools/train/README.md, "The Qwen3-MoE model").
+// vocabulary, on its own prompts (tools/train/README.md, "The Qwen3-MoE model").
 func trainedQwen3Model() testModel {
 	tm := testModel{name: "trained-qwen3-q8_0", trained: "qwen3-q8_0", real: true,
 		cfg: modelgen.Config{Arch: "qwen3moe", Layers: 4, Hidden: 256, Heads: 4, KVHeads: 2, HeadDimension: 64,
@@ -130,7 +129,7 @@ func testModels() []testModel {
 		c.Vocab, c.Context = testVocab, 512
 		ms = append(ms, testModel{name: "qwen3-" + w.Name, cfg: c})
 	}
-	return append(ms, trainedModel())
+	return append(ms, trainedModel(), trainedQwen3Model())
 }
 
 func tinyConfig(w modelgen.Weights) modelgen.Config {

@@ -65,9 +65,8 @@ type committedModel struct {
 var committedModels = []committedModel{
 	{arch: "olmoe", compact: modelgen.TrainedCompactPath, full: "olmoe-tiny-q4_k_m.gguf", q8: "olmoe-tiny-q8_0.gguf",
 		text: "text.bin", chat: "chat.bin", prompts: "prompts.json"},
-	// The Qwen3-MoE model (TRAIN_ARCH=qwen3moe recipe.sh) joins here once it is committed:
-	// {arch: "qwen3moe", compact: modelgen.TrainedQwen3CompactPath, full: "qwen3-tiny-q4_k_m.gguf", q8: "qwen3-tiny-q8_0.gguf",
-	//	text: "qwen3-text.bin", chat: "qwen3-chat.bin", prompts: "qwen3-tiny-prompts.json"},
+	{arch: "qwen3moe", compact: modelgen.TrainedQwen3CompactPath, full: "qwen3-tiny-q4_k_m.gguf", q8: "qwen3-tiny-q8_0.gguf",
+		text: "qwen3-text.bin", chat: "qwen3-chat.bin", prompts: "qwen3-tiny-prompts.json"},
 }
 
 // TestDataReproducible runs the recipe's first step and compares its tokens with the ones the
