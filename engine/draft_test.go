@@ -127,34 +127,43 @@ func ifElse(first bool, a, b int) int {
 	return b
 }
 
-// TestDraftsStopLikeOneTokenPasses ends generations from OnToken at every token, inside right
-// drafts (as TestDraftsAcceptedChangeNothing makes them), and checks the session holds what it
-// would without drafts: the prompt and every token but the last.
+// TestDraftsStopLikeOneTokenPasses ends generations at every token, inside right drafts (as
+// TestDraftsAcceptedChangeNothing makes them), from OnToken's error and by cancelling the
+// context in OnToken, and checks that the answer ends at that token and the session holds what
+// it would without drafts: the prompt and every token but the last.
 func TestDraftsStopLikeOneTokenPasses(t *testing.T) {
 	m := loadTest(t, tinyConfig(modelgen.Uniform(gguf.TypeQ8_0)), Options{Threads: 2})
 	prompt := matrixPrompt(testVocab)[:12]
 	before := slices.Concat(prompt, generateWith(t, m, 0, prompt, GenerateOptions{MaxTokens: 30}).tokens)
 	halt := errors.New("enough")
-	for at := 1; at <= 20; at++ {
-		var pos [2]int
-		var toks [2][]int32
-		for i, draft := range []int{0, 6} {
-			s := newTestSession(t, m, 0)
-			n := 0
-			g, err := s.Generate(context.Background(), prompt, GenerateOptions{MaxTokens: 30, Draft: draft, Before: before,
-				OnToken: func(int32) error {
-					if n++; n == at {
-						return halt
-					}
-					return nil
-				}})
-			if !errors.Is(err, halt) {
-				t.Fatalf("draft %d, halt at %d: %v", draft, at, err)
+	for _, cancel := range []bool{false, true} {
+		for at := 1; at <= 20; at++ {
+			var pos [2]int
+			var toks [2][]int32
+			for i, draft := range []int{0, 6} {
+				s := newTestSession(t, m, 0)
+				ctx, stop := context.WithCancel(context.Background())
+				n := 0
+				g, err := s.Generate(ctx, prompt, GenerateOptions{MaxTokens: 30, Draft: draft, Before: before,
+					OnToken: func(int32) error {
+						if n++; n == at {
+							if cancel {
+								stop() // the client left: the next token must not come
+								return nil
+							}
+							return halt
+						}
+						return nil
+					}})
+				stop()
+				if want := ifElse(cancel, 0, 1); (want == 1 && !errors.Is(err, halt)) || (want == 0 && !errors.Is(err, context.Canceled)) {
+					t.Fatalf("draft %d, cancel %v at %d: %v", draft, cancel, at, err)
+				}
+				pos[i], toks[i] = s.Pos(), g.Tokens
 			}
-			pos[i], toks[i] = s.Pos(), g.Tokens
-		}
-		if pos[0] != pos[1] || !slices.Equal(toks[0], toks[1]) || pos[0] != len(prompt)+at-1 {
-			t.Fatalf("halted at token %d: without drafts %v at %d, with %v at %d", at, toks[0], pos[0], toks[1], pos[1])
+			if pos[0] != pos[1] || !slices.Equal(toks[0], toks[1]) || len(toks[0]) != at || pos[0] != len(prompt)+at-1 {
+				t.Fatalf("cancel %v at token %d: without drafts %v at %d, with %v at %d", cancel, at, toks[0], pos[0], toks[1], pos[1])
+			}
 		}
 	}
 }

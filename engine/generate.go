@@ -228,6 +228,12 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opts GenerateOpt
 			break
 		}
 		if draft != nil {
+			// A draft's tokens come without a pass in between, so the context is asked here:
+			// a cancel ends the answer at this token, the session holding what it would
+			// between one-token passes (the rewind on leaving drops this token's position).
+			if err := ctx.Err(); err != nil {
+				return g, fmt.Errorf("engine: generating after %d tokens: %w", len(g.Tokens), err)
+			}
 			if confirmed < len(draft) && tok == draft[confirmed] {
 				// Evaluated already, at base+1+confirmed: the next row is its logits.
 				confirmed++
