@@ -25,6 +25,12 @@ type Batcher struct {
 
 	passes, evaluated int // passes run and tokens they evaluated, under mu
 
+	// gather, when a test sets it (before the first Eval), holds the first pass until that
+	// many tokens wait for it (under mu; 0 once they have): which tokens share a pass is
+	// otherwise timing, and a test of sharing must not depend on it. The goroutine whose
+	// token makes the count leads.
+	gather int
+
 	logits []float32 // the passes' logits, one buffer for every pass (the plan counts it)
 }
 
@@ -58,8 +64,10 @@ func (b *Batcher) Eval(ctx context.Context, s *Session, tok int32) ([]float32, e
 	req := &stepRequest{ctx: ctx, s: s, tok: tok, done: make(chan struct{}, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, req)
-	lead := !b.leading
-	b.leading = true
+	lead := !b.leading && len(b.queue) >= b.gather
+	if lead {
+		b.leading, b.gather = true, 0
+	}
 	b.mu.Unlock()
 	if lead {
 		b.runPass()

@@ -177,3 +177,53 @@ func TestSessionClose(t *testing.T) {
 		})
 	}
 }
+
+// TestBatcherSharesWaitingTokens: tokens of four sessions waiting at once are evaluated in one
+// pass, each with the logits it gets alone. The batcher's gather hook holds the first pass
+// until the four wait, so what is asserted is not the goroutines' timing: a batcher that ran
+// a pass per token, or lost one, fails here.
+func TestBatcherSharesWaitingTokens(t *testing.T) {
+	m := loadTest(t, tinyConfig(modelgen.Q4KM()), Options{Threads: 2})
+	ctx := context.Background()
+	prompts := testPrompts(testVocab)
+	prompts = append(prompts, prompts[0][:3])
+	want := make([][]float32, len(prompts))
+	sessions := make([]*Session, len(prompts))
+	for i, p := range prompts {
+		alone := newTestSession(t, m, 0)
+		logits, err := alone.Eval(ctx, append(slices.Clone(p), int32(i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = slices.Clone(logits)
+		alone.Close()
+		sessions[i] = newTestSession(t, m, 0)
+		t.Cleanup(func() { sessions[i].Close() })
+		if _, err := sessions[i].Eval(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := NewBatcher(m)
+	b.gather = len(prompts)
+	got := make([][]float32, len(prompts))
+	errs := make([]error, len(prompts))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() {
+			logits, err := b.Eval(ctx, s, int32(i+1))
+			got[i], errs[i] = slices.Clone(logits), err
+		})
+	}
+	wg.Wait()
+	for i := range prompts {
+		if errs[i] != nil {
+			t.Fatalf("session %d: %v", i, errs[i])
+		}
+		if d := firstDifference(got[i], want[i]); d >= 0 || sessions[i].Pos() != len(prompts[i])+1 {
+			t.Errorf("session %d: at %d, logit %d differs from alone", i, sessions[i].Pos(), d)
+		}
+	}
+	if passes, tokens := b.Stats(); passes != 1 || tokens != len(prompts) {
+		t.Errorf("%d tokens in %d passes, want %d in 1", tokens, passes, len(prompts))
+	}
+}

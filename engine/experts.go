@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/gguf"
 )
@@ -35,15 +36,15 @@ func expertLayout(f *gguf.File, c *Config, names []string) (experts.Layout, erro
 }
 
 // planLoad is the loader's plan (see PlanMemory): it reads the machine's memory through ram
-// (machine.RAM; tests pass their own) only when the placement is the planner's to choose, and
+// (machine.ReadMemory; tests pass their own) only when the placement is the planner's to choose, and
 // returns a refusal as the error, with the numbers.
-func planLoad(ctx context.Context, req PlanRequest, ram func(context.Context) (uint64, uint64, error)) (Plan, error) {
+func planLoad(ctx context.Context, req PlanRequest, ram func(context.Context) (machine.Memory, error)) (Plan, error) {
 	if req.ExpertBudget == 0 && req.Weights == WeightsAuto {
-		total, avail, err := ram(ctx)
+		mem, err := ram(ctx)
 		if err != nil {
 			return Plan{}, fmt.Errorf("planning memory: %w", err)
 		}
-		req.RAMTotal, req.RAMAvailable = total, avail
+		req.RAMTotal, req.RAMAvailable, req.RAMCgroup = mem.Total, mem.Available, mem.Cgroup
 	}
 	return PlanMemory(req)
 }

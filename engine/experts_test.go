@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/gguf"
 )
@@ -67,8 +68,10 @@ func TestPlanExperts(t *testing.T) {
 		l.Layers = append(l.Layers, parts)
 	}
 	size := off
-	ram := func(avail uint64) func(context.Context) (uint64, uint64, error) {
-		return func(context.Context) (uint64, uint64, error) { return 16 * gib, avail, nil }
+	ram := func(avail uint64) func(context.Context) (machine.Memory, error) {
+		return func(context.Context) (machine.Memory, error) {
+			return machine.Memory{Total: 16 * gib, Available: avail}, nil
+		}
 	}
 	plan := func(avail uint64, opts Options) (Plan, error) {
 		req := PlanRequest{Config: cfg, Footprint: footprint(size, &l, &cfg), Threads: 2,

@@ -64,8 +64,8 @@ type Weights int
 
 const (
 	// WeightsAuto reads the weights into resident memory when the platform has it and the
-	// file fits in the RAM available now with the system's reserve (machine.Reserve) left
-	// free, and maps the file otherwise.
+	// file fits in the RAM available now with the reserve (machine.Memory.Reserve) left free,
+	// and maps the file otherwise.
 	WeightsAuto Weights = iota
 	// WeightsResident reads the whole file into memory the engine owns (Linux: anonymous
 	// memory asking for 2 MiB pages). Loading takes longer than mapping (the bytes are
@@ -187,7 +187,7 @@ func Load(ctx context.Context, path string, opts Options) (*Model, error) {
 }
 
 func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model, error) {
-	cfg, layout, plan, err := planFile(ctx, f, &opts, machine.RAM)
+	cfg, layout, plan, err := planFile(ctx, f, &opts, machine.ReadMemory)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 	if err != nil {
 		return nil, err
 	}
-	data, err := placeWeights(ctx, fd, f.Size(), opts, machine.RAM)
+	data, err := placeWeights(ctx, fd, f.Size(), opts, machine.ReadMemory)
 	fd.Close()
 	if err != nil {
 		return nil, err
@@ -244,9 +244,12 @@ func load(ctx context.Context, path string, f *gguf.File, opts Options) (*Model,
 
 // PlanLoad returns the plan Load would follow for the model whose header f is (gguf.Open, or
 // gguf.Read of the header alone) on a machine with total and avail bytes of memory
-// (machine.RAM), without reading a weight: the same steps and the same planner as Load.
+// (machine.RAM; not a memory cgroup's), without reading a weight: the same steps and the same
+// planner as Load.
 func PlanLoad(f *gguf.File, opts Options, total, avail uint64) (Plan, error) {
-	ram := func(context.Context) (uint64, uint64, error) { return total, avail, nil }
+	ram := func(context.Context) (machine.Memory, error) {
+		return machine.Memory{Total: total, Available: avail}, nil
+	}
 	_, _, plan, err := planFile(context.Background(), f, &opts, ram)
 	if err != nil {
 		return plan, fmt.Errorf("engine: %w", err)
@@ -257,7 +260,7 @@ func PlanLoad(f *gguf.File, opts Options, total, avail uint64) (Plan, error) {
 // planFile reads f's configuration and expert layout and plans the load (PlanMemory through
 // planLoad, with the machine's memory from ram): the steps of load before any weight is
 // touched, which a test runs on a header alone.
-func planFile(ctx context.Context, f *gguf.File, opts *Options, ram func(context.Context) (uint64, uint64, error)) (Config, experts.Layout, Plan, error) {
+func planFile(ctx context.Context, f *gguf.File, opts *Options, ram func(context.Context) (machine.Memory, error)) (Config, experts.Layout, Plan, error) {
 	cfg, err := ReadConfig(f)
 	if err == nil {
 		err = ctx.Err()
@@ -276,20 +279,20 @@ func planFile(ctx context.Context, f *gguf.File, opts *Options, ram func(context
 }
 
 // placeWeights brings the file's bytes into memory as opts.Weights asks (see Weights); ram
-// reports the machine's total and available memory (machine.RAM; tests pass their own).
-func placeWeights(ctx context.Context, fd *os.File, size int64, opts Options, ram func(context.Context) (uint64, uint64, error)) (*mapping, error) {
+// reports the machine's memory (machine.ReadMemory; tests pass their own).
+func placeWeights(ctx context.Context, fd *os.File, size int64, opts Options, ram func(context.Context) (machine.Memory, error)) (*mapping, error) {
 	threads := opts.Threads
 	if threads == 0 {
 		threads = kernels.DefaultThreads()
 	}
 	fits := func() error {
-		total, avail, err := ram(ctx)
+		mem, err := ram(ctx)
 		if err != nil {
 			return err
 		}
-		if reserve := machine.Reserve(total); uint64(size) > avail || avail-uint64(size) < reserve {
-			return fmt.Errorf("%s of weights do not fit in RAM: %s available, %s kept for the system",
-				units.Bytes(uint64(size)), units.Bytes(avail), units.Bytes(reserve))
+		if reserve := mem.Reserve(); uint64(size) > mem.Available || mem.Available-uint64(size) < reserve {
+			return fmt.Errorf("%s of weights do not fit in RAM: %s available, %s %s",
+				units.Bytes(uint64(size)), units.Bytes(mem.Available), units.Bytes(reserve), machine.ReserveRule(mem.Cgroup))
 		}
 		return nil
 	}

@@ -26,10 +26,12 @@ type PlanRequest struct {
 	Config    Config    // the model's shape (ReadConfig's, or Describe's for a listing)
 	Footprint Footprint // how its file's bytes divide (Describe's)
 
-	// RAMTotal and RAMAvailable are the machine's memory now (machine.RAM); the planner
-	// leaves machine.Reserve(RAMTotal) free. They are not weighed when Weights or
+	// RAMTotal and RAMAvailable are the machine's memory now (machine.ReadMemory); RAMCgroup
+	// says they are a memory cgroup's limit and what is left under it. The planner leaves
+	// machine.ReserveFor(RAMTotal, RAMCgroup) free. They are not weighed when Weights or
 	// ExpertBudget choose the placement.
 	RAMTotal, RAMAvailable uint64
+	RAMCgroup              bool
 
 	// Context is the positions the session will hold, at most the model's. 0 asks for the
 	// default: DefaultContext, or the model's context when shorter, halved (down to 512
@@ -95,7 +97,8 @@ type Plan struct {
 	Shared       uint64 // with several sessions, the logits buffer of their shared passes
 
 	Total, Available uint64 // the machine's memory
-	Reserve          uint64 // what stays free for the system: machine.Reserve(Total)
+	Cgroup           bool   // Total is a memory cgroup's limit: the reserve is the cgroup's rule
+	Reserve          uint64 // what stays free: machine.ReserveFor(Total, Cgroup)
 
 	Dense   uint64 // bytes of the file besides the experts: always in memory
 	Experts uint64 // bytes of all experts
@@ -135,7 +138,7 @@ func PlanMemory(req PlanRequest) (Plan, error) {
 		ModelContext: c.Context, Explicit: req.Context != 0,
 		PassSize: cmp.Or(req.PassSize, DefaultPassSize), Threads: cmp.Or(req.Threads, kernels.DefaultThreads()),
 		Sessions: max(req.Sessions, 1),
-		Total:    req.RAMTotal, Available: req.RAMAvailable, Reserve: machine.Reserve(req.RAMTotal),
+		Total:    req.RAMTotal, Available: req.RAMAvailable, Cgroup: req.RAMCgroup, Reserve: machine.ReserveFor(req.RAMTotal, req.RAMCgroup),
 		Dense: req.Footprint.Dense(), Experts: req.Footprint.Experts,
 		Units: req.Footprint.Units, UnitBytes: req.Footprint.SlotBytes, MinUnits: req.Footprint.MinSlots,
 	}
@@ -239,7 +242,11 @@ func (p Plan) ContextText() string {
 // Text explains the plan in a sentence, with the numbers behind it.
 func (p Plan) Text() string {
 	b := func(n uint64) string { return units.Bytes(n) }
-	keep := fmt.Sprintf("%s available, %s kept for the system", b(p.Available), b(p.Reserve))
+	// Which rule kept the reserve: inside a cgroup it is this process's, not the system's.
+	keep := fmt.Sprintf("%s available, %s %s", b(p.Available), b(p.Reserve), machine.ReserveRule(false))
+	if p.Cgroup {
+		keep = fmt.Sprintf("%s available under the memory cgroup's limit of %s, %s %s", b(p.Available), b(p.Total), b(p.Reserve), machine.ReserveRule(true))
+	}
 	session := fmt.Sprintf("a session of %s (KV cache %s) at %s", b(p.Session()), b(p.KV), p.ContextText())
 	if p.Sessions > 1 {
 		session = fmt.Sprintf("%d sessions of %s each (KV cache %s) at %s", p.Sessions, b(p.Session()), b(p.KV), p.ContextText())

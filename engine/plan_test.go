@@ -9,6 +9,7 @@ import (
 	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
+	"github.com/trochilus-llm/trochilus/internal/units"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
@@ -198,5 +199,65 @@ func TestPlanSessions(t *testing.T) {
 	req.Sessions = -1
 	if _, err := PlanMemory(req); err == nil || !strings.Contains(err.Error(), "-1 sessions") {
 		t.Fatalf("-1 sessions: %v", err)
+	}
+}
+
+// TestPlanReserve plans Qwen3-30B-A3B (the synthetic layout, 2 threads, 2048 positions) on the
+// emulated machines of issue 15 — memory cgroups of 3, 5.5 and 12.5 GiB, where the reserve is
+// this process's (machine.CgroupReserve: 256 MiB and a 32nd of the limit) — and on plain
+// machines of 8, 16 and 24 GiB, where it is the system's (the larger of 2 GiB and a tenth):
+// the reserve, the store's slots and the rule the text names, exactly; and the same memory
+// planned by the machine-wide rule, which is what a cgroup got before (the 3 GiB one refused).
+func TestPlanReserve(t *testing.T) {
+	const mib, gib = 1 << 20, 1 << 30
+	c := qwen3Full()
+	l, size := qwen3Layout(&c)
+	fp := footprint(size, &l, &c)
+	for _, m := range []struct {
+		name         string
+		total, avail uint64
+		cgroup       bool
+		reserve      uint64
+		slots        int
+		machineSlots int // the same memory under the machine-wide rule; 0: refused
+	}{
+		// Cgroups as tools/emulate.sh makes them, with 16 MiB of the limit in use.
+		{"3 GiB cgroup", 3 * gib, 3*gib - 16*mib, true, 352 * mib, 401, 0},
+		{"5.5 GiB cgroup", 11 * gib / 2, 11*gib/2 - 16*mib, true, 432 * mib, 1247, 696},
+		{"12.5 GiB cgroup", 25 * gib / 2, 25*gib/2 - 16*mib, true, 656 * mib, 3618, 3142},
+		// Machines whose system and other programs use some of their RAM.
+		{"8 GiB machine", 8 * gib, 11 * gib / 2, false, 2 * gib, 701, 701},
+		{"16 GiB machine", 16 * gib, 25 * gib / 2, false, 2 * gib, 3148, 3148},
+		{"24 GiB machine", 24 * gib, 20 * gib, false, 2576980377, 5630, 5630},
+	} {
+		req := PlanRequest{Config: c, Footprint: fp, RAMTotal: m.total, RAMAvailable: m.avail, RAMCgroup: m.cgroup,
+			Threads: 2, Context: 2048}
+		p, err := PlanMemory(req)
+		if err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		t.Logf("%s: %s", m.name, p.Text())
+		rule := "kept for the system: the larger of 2 GiB and a tenth of RAM"
+		if m.cgroup {
+			rule = "available under the memory cgroup's limit of " + units.Bytes(m.total) + ", " + units.Bytes(m.reserve) +
+				" kept for this process beside the plan, inside a memory cgroup: 256 MiB and a 32nd of its limit"
+		}
+		// The slots are what the memory less the reserve, the dense weights and the session
+		// holds (the test's arithmetic, apart from experts.PlanFor's).
+		fill := int((m.avail - m.reserve - p.Dense - p.Session()) / p.UnitBytes)
+		if p.Reserve != m.reserve || p.Cgroup != m.cgroup || p.Placement != ExpertsStreamed || p.UnitsInRAM != m.slots ||
+			fill != m.slots || !strings.Contains(p.Text(), rule) {
+			t.Errorf("%s: reserve %d (want %d), %v, %d slots (want %d; the memory holds %d): %s",
+				m.name, p.Reserve, m.reserve, p.Placement, p.UnitsInRAM, m.slots, fill, p.Text())
+		}
+		req.RAMCgroup = false
+		wide, err := PlanMemory(req)
+		if m.machineSlots == 0 {
+			if !errors.Is(err, experts.ErrTooBig) || wide.Placement != Refused {
+				t.Errorf("%s under the machine-wide rule: %v, %v; want refused", m.name, wide.Placement, err)
+			}
+		} else if err != nil || wide.UnitsInRAM != m.machineSlots {
+			t.Errorf("%s under the machine-wide rule: %d slots (want %d), %v", m.name, wide.UnitsInRAM, m.machineSlots, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/modelgen"
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
@@ -124,26 +125,39 @@ func TestWeightsRAMGuard(t *testing.T) {
 	}
 	_, f, size := openTiny(t)
 	const gib = 1 << 30
-	tight := func(context.Context) (uint64, uint64, error) { return 8 * gib, 2*gib + uint64(size) - 1, nil }
-	roomy := func(context.Context) (uint64, uint64, error) { return 8 * gib, 4 * gib, nil }
-	broken := func(context.Context) (uint64, uint64, error) { return 0, 0, errors.New("no meminfo") }
+	memory := func(m machine.Memory) func(context.Context) (machine.Memory, error) {
+		return func(context.Context) (machine.Memory, error) { return m, nil }
+	}
+	tight := memory(machine.Memory{Total: 8 * gib, Available: 2*gib + uint64(size) - 1})
+	roomy := memory(machine.Memory{Total: 8 * gib, Available: 4 * gib})
+	broken := func(context.Context) (machine.Memory, error) { return machine.Memory{}, errors.New("no meminfo") }
+	// In a 3 GiB memory cgroup the reserve is 256 MiB and a 32nd of the limit: 352 MiB.
+	const cgroupReserve = 352 << 20
+	cgroupTight := memory(machine.Memory{Total: 3 * gib, Available: cgroupReserve + uint64(size) - 1, Cgroup: true})
+	cgroupRoomy := memory(machine.Memory{Total: 3 * gib, Available: cgroupReserve + uint64(size), Cgroup: true})
 	ctx := context.Background()
 	if _, err := placeWeights(ctx, f, size, Options{Weights: WeightsResident}, tight); err == nil ||
 		!strings.Contains(err.Error(), "do not fit in RAM") || !strings.Contains(err.Error(), "2.00 GiB kept for the system") {
 		t.Errorf("resident load one byte short of the reserve: %v, want a refusal with the figures", err)
+	}
+	if _, err := placeWeights(ctx, f, size, Options{Weights: WeightsResident}, cgroupTight); err == nil ||
+		!strings.Contains(err.Error(), "352.00 MiB kept for this process beside the plan, inside a memory cgroup") {
+		t.Errorf("resident load one byte short of a cgroup's reserve: %v, want a refusal with the cgroup's figures", err)
 	}
 	if _, err := placeWeights(ctx, f, size, Options{Weights: WeightsResident}, broken); err == nil {
 		t.Error("resident load with the memory unknown was not refused")
 	}
 	for _, c := range []struct {
 		name     string
-		ram      func(context.Context) (uint64, uint64, error)
+		ram      func(context.Context) (machine.Memory, error)
 		weights  Weights
 		resident bool
 	}{
 		{"auto, tight", tight, WeightsAuto, false},
 		{"auto, memory unknown", broken, WeightsAuto, false},
 		{"auto, roomy", roomy, WeightsAuto, true},
+		{"auto, roomy in a cgroup", cgroupRoomy, WeightsAuto, true},
+		{"auto, tight in a cgroup", cgroupTight, WeightsAuto, false},
 		{"resident, roomy", roomy, WeightsResident, true},
 		{"mapped, roomy", roomy, WeightsMapped, false},
 	} {

@@ -22,7 +22,7 @@ type Need struct {
 // Machine is the memory the machine has now.
 type Machine struct {
 	Total, Available uint64
-	Reserve          uint64 // what must stay free for the system (machine.Reserve)
+	Reserve          uint64 // what must stay free for the system (machine.ReserveFor)
 }
 
 // Plan is where a model's experts live.

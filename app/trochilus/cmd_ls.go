@@ -40,8 +40,8 @@ func runLs(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error
 	}
 
 	var prof *machine.Profile
-	if total, avail, err := machine.RAM(ctx); err == nil {
-		prof = &machine.Profile{RAMTotal: total, RAMAvailable: avail}
+	if mem, err := machine.ReadMemory(ctx); err == nil {
+		prof = &machine.Profile{RAMTotal: mem.Total, RAMAvailable: mem.Available, RAMCgroup: mem.Cgroup}
 	} else {
 		fmt.Fprintf(stderr, "trochilus ls: fit unknown: %v\n", err)
 	}

@@ -134,12 +134,12 @@ func checkExisting(ctx context.Context, dest string, e library.Entry, stdout, st
 // server allows, else from the file's size alone. Only a cancelled context is an error: the
 // verdict informs, the download goes ahead either way (the disk is what download.Fetch checks).
 func sayFit(ctx context.Context, stdout io.Writer, client *http.Client, url string, size int64) error {
-	total, avail, err := machine.RAM(ctx)
+	mem, err := machine.ReadMemory(ctx)
 	if err != nil {
 		fmt.Fprintf(stdout, "Fit unknown: %v.\n", err)
 		return nil
 	}
-	prof := machine.Profile{RAMTotal: total, RAMAvailable: avail}
+	prof := machine.Profile{RAMTotal: mem.Total, RAMAvailable: mem.Available, RAMCgroup: mem.Cgroup}
 	d, err := hub.DescribeRemote(ctx, client, url, size)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -66,7 +66,10 @@ func TestStructuredReplies(t *testing.T) {
 
 // BenchmarkStructuredMask is one mask over a real vocabulary (OLMoE's 50,304 tokens, Qwen3's
 // 151,936) in the states a JSON answer spends its tokens in: inside a string, where a key may
-// begin, after a colon, inside a number.
+// begin, after a colon, inside a number. Each mask is of fresh logits: Mask writes −Inf into
+// the ones it bans and counts a −Inf as banned already, so masks of one buffer in several
+// states would ban the union of their bans: by the number state, run after the other three,
+// no token was left (ErrNoToken).
 func BenchmarkStructuredMask(b *testing.B) {
 	for _, m := range []struct {
 		name string
@@ -84,6 +87,7 @@ func BenchmarkStructuredMask(b *testing.B) {
 			b.Run(m.name+"/"+state.name, func(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
+					clear(logits)
 					con := structured.JSONObject().Start(v)
 					ids := c.tok.Encode(state.text, false)
 					for _, id := range ids {

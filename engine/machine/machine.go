@@ -142,14 +142,11 @@ func Probe(ctx context.Context) (Profile, error) {
 		p.PhysicalCores = p.LogicalCores
 	}
 
-	total, avail, err := RAM(ctx)
+	mem, err := ReadMemory(ctx)
 	if err != nil {
 		return p, err
 	}
-	p.RAMTotal, p.RAMAvailable = total, avail
-	if phys, _, err := ram(ctx); err == nil && total < phys {
-		p.RAMCgroup = true
-	}
+	p.RAMTotal, p.RAMAvailable, p.RAMCgroup = mem.Total, mem.Available, mem.Cgroup
 
 	// A missing or broken driver is a fact about the machine, not a failure to probe it.
 	if p.GPUs, p.CUDA, err = gpu.Probe(); err != nil {
@@ -254,22 +251,84 @@ func hz(v int64) string {
 	return fmt.Sprintf("%.2f GHz", float64(v)/1e9)
 }
 
-// RAM returns the machine's physical memory and the part of it that can be had now without
-// swapping (on Linux MemAvailable, which counts the page cache the kernel can drop) — and
-// where a memory cgroup holds this process to less (a container, a systemd slice, an emulated
-// smaller machine), the cgroup's limit and what is left under it: the machine the process
-// really has, past which the kernel kills it.
-func RAM(ctx context.Context) (total, available uint64, err error) {
-	total, available, err = ram(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("machine: reading memory size: %w", err)
-	}
-	if limit, left, ok := cgroupMemory(os.DirFS("/")); ok {
-		total, available = min(total, limit), min(available, left)
-	}
-	return total, available, nil
+// Memory is the RAM this process has now, as RAM reads it.
+type Memory struct {
+	Total, Available uint64
+	// Cgroup: a memory cgroup holds this process to less than the machine has, and Total and
+	// Available are its limit and what is left under it.
+	Cgroup bool
 }
 
-// Reserve returns the RAM a load must leave free for the rest of the system: the larger of
-// 2 GiB and a tenth of the machine's RAM.
+// Reserve returns what a load must leave free: ReserveFor(m.Total, m.Cgroup).
+func (m Memory) Reserve() uint64 { return ReserveFor(m.Total, m.Cgroup) }
+
+// ReadMemory returns the machine's physical memory and the part of it that can be had now
+// without swapping (on Linux MemAvailable, which counts the page cache the kernel can drop) —
+// and where a memory cgroup holds this process to less (a container, a systemd slice, an
+// emulated smaller machine), the cgroup's limit and what is left under it: the machine the
+// process really has, past which the kernel kills it.
+func ReadMemory(ctx context.Context) (Memory, error) {
+	total, available, err := ram(ctx)
+	if err != nil {
+		return Memory{}, fmt.Errorf("machine: reading memory size: %w", err)
+	}
+	m := Memory{Total: total, Available: available}
+	if limit, left, ok := cgroupMemory(os.DirFS("/")); ok {
+		// A limit at or above the machine's RAM holds nothing back: the machine's rule stays.
+		m.Cgroup = limit < total
+		m.Total, m.Available = min(total, limit), min(available, left)
+	}
+	return m, nil
+}
+
+// RAM returns ReadMemory's total and available bytes.
+func RAM(ctx context.Context) (total, available uint64, err error) {
+	m, err := ReadMemory(ctx)
+	return m.Total, m.Available, err
+}
+
+// Reserve returns the RAM a load must leave free on a machine of total bytes for the rest of
+// the system (the desktop, a browser, the page cache other programs run from), which shares
+// that RAM with the engine: the larger of 2 GiB and a tenth of it.
 func Reserve(total uint64) uint64 { return max(2<<30, total/10) }
+
+// CgroupReserve returns the RAM a load must leave free inside a memory cgroup of limit bytes.
+// There the rest of the system is outside the limit (whoever set it left room for it), so the
+// reserve covers only what this process itself takes beside the plan's weights and sessions:
+//   - the binary, the Go runtime and the tokenizer: about 18 MiB (measured: `trochilus
+//     generate`'s peak RSS was 32.2 MiB on a 50,304-token model whose plan is 14.5 MiB);
+//   - kernels.Batch's preparation of a product's input rows, which the plan does not count:
+//     about 110 MiB at a pass of 512 tokens for Qwen3-30B-A3B;
+//   - the page tables of the file's mapping, 8 bytes for each 4 KiB page touched: 32 MiB
+//     for the whole of a 17.3 GB file mapped;
+//   - room for the page cache of buffered reads (where O_DIRECT is refused), which the
+//     kernel reclaims under the limit but must have some of to read at all.
+//
+// Those are about 160 MiB at the largest model the planner serves; cgroupReserveFloor is
+// 256 MiB with the rest as margin. On top, a 32nd of the limit: the Go heap's garbage between
+// collections (GOGC lets it grow up to the live heap again, and the pass buffers the plan
+// counts are live heap) grows with the sessions a larger limit holds.
+func CgroupReserve(limit uint64) uint64 { return cgroupReserveFloor + limit/32 }
+
+const cgroupReserveFloor = 256 << 20
+
+// ReserveFor returns what a load must leave free with total bytes of RAM: CgroupReserve when
+// total is a memory cgroup's limit (Memory.Cgroup, Profile.RAMCgroup), else Reserve.
+func ReserveFor(total uint64, cgroup bool) uint64 {
+	if cgroup {
+		return CgroupReserve(total)
+	}
+	return Reserve(total)
+}
+
+// ReserveRule says which rule ReserveFor applies, in words for a plan's text: e.g. "kept for
+// the system: the larger of 2 GiB and a tenth of RAM".
+func ReserveRule(cgroup bool) string {
+	if cgroup {
+		return "kept for this process beside the plan, inside a memory cgroup: 256 MiB and a 32nd of its limit"
+	}
+	return "kept for the system: the larger of 2 GiB and a tenth of RAM"
+}
+
+// Reserve returns what a load must leave free on this profile's machine (ReserveFor).
+func (p Profile) Reserve() uint64 { return ReserveFor(p.RAMTotal, p.RAMCgroup) }

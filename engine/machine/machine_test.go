@@ -100,3 +100,25 @@ func TestProcessCPUTime(t *testing.T) {
 		t.Errorf("a busy loop used %v of CPU, want at least 1 ms", after-before)
 	}
 }
+
+// TestReserveFor: a machine keeps the larger of 2 GiB and a tenth of its RAM for the rest of
+// the system; a memory cgroup keeps 256 MiB and a 32nd of its limit for this process.
+func TestReserveFor(t *testing.T) {
+	const mib, gib = 1 << 20, 1 << 30
+	for _, c := range []struct {
+		total  uint64
+		cgroup bool
+		want   uint64
+	}{
+		{3 * gib, true, 352 * mib}, {11 * gib / 2, true, 432 * mib}, {25 * gib / 2, true, 656 * mib},
+		{3 * gib, false, 2 * gib}, {8 * gib, false, 2 * gib}, {16 * gib, false, 2 * gib}, {24 * gib, false, 2576980377},
+	} {
+		if got := ReserveFor(c.total, c.cgroup); got != c.want {
+			t.Errorf("ReserveFor(%d, %v) = %d, want %d", c.total, c.cgroup, got, c.want)
+		}
+		m := Memory{Total: c.total, Cgroup: c.cgroup}
+		if p := (Profile{RAMTotal: c.total, RAMCgroup: c.cgroup}); m.Reserve() != c.want || p.Reserve() != c.want {
+			t.Errorf("%d bytes, cgroup %v: Memory.Reserve %d, Profile.Reserve %d, want %d", c.total, c.cgroup, m.Reserve(), p.Reserve(), c.want)
+		}
+	}
+}

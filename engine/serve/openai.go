@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
@@ -545,6 +546,9 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, opts *assistant.O
 		fail(w, err)
 		return nil, false
 	}
+	if s.answering != nil {
+		s.answering()
+	}
 	opts.Draft, opts.Batch = s.Draft, s.batch
 	return c, true
 }
@@ -680,6 +684,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, o *options, c 
 // client gets every token made and then the error event saying why, not a stream cut short.
 func (s *Server) generating(r *http.Request, opts *assistant.Options) (context.Context, func()) {
 	gen, stop := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	// The grace timer, stopped with the answer: else each stream the server stops leaves a
+	// timer behind it, firing a no-op stopGrace later. released (under mu) keeps the watcher,
+	// which runs on its own goroutine and may still be running when the answer is released,
+	// from setting a timer after.
+	var mu sync.Mutex
+	var grace *time.Timer
+	released := false
 	unwatch := context.AfterFunc(r.Context(), func() {
 		if s.stopSeen != nil {
 			defer s.stopSeen()
@@ -689,7 +700,14 @@ func (s *Server) generating(r *http.Request, opts *assistant.Options) (context.C
 			stop(r.Context().Err())
 			return
 		}
-		time.AfterFunc(s.stopGrace, func() { stop(why) }) // no token came: stop all the same
+		mu.Lock()
+		defer mu.Unlock()
+		if !released {
+			grace = time.AfterFunc(s.stopGrace, func() { stop(why) }) // no token came: stop all the same
+			if s.graceSet != nil {
+				s.graceSet(grace)
+			}
+		}
 	})
 	if text := opts.OnText; text != nil {
 		opts.OnText = func(piece string) {
@@ -701,6 +719,12 @@ func (s *Server) generating(r *http.Request, opts *assistant.Options) (context.C
 	}
 	return gen, func() {
 		unwatch()
+		mu.Lock()
+		released = true
+		if grace != nil {
+			grace.Stop()
+		}
+		mu.Unlock()
 		stop(nil)
 	}
 }

@@ -69,12 +69,18 @@ type Server struct {
 	waiting int
 	// waited, when a test sets it, is called as each request begins to wait.
 	waited func()
+	// answering, when a test sets it, is called as each request has its chat, before it
+	// answers: a test holding it there holds the chat.
+	answering func()
 	// stopGrace is how long a streamed answer the server stops may take to finish the token
 	// it is making (generating): a token of a large model on a slow CPU takes a second or so;
 	// a long prompt being read when the server stops is not waited for.
 	stopGrace time.Duration
 	// stopSeen, when a test sets it, is called once generating has seen a request end.
 	stopSeen func()
+	// graceSet, when a test sets it, is given each grace timer generating sets (so that the
+	// test can see it stopped when the answer is released).
+	graceSet func(*time.Timer)
 	batch    *engine.Batcher // with several chats: their tokens' shared passes
 	name     string
 	mux      *http.ServeMux

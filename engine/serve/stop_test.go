@@ -15,10 +15,13 @@ import (
 
 // TestGenerating: the context a streamed answer generates under outlives its request's when
 // the server stops (ErrShuttingDown) until the token being made has been sent (OnText), then
-// ends with that cause; when the client goes away it ends at once.
+// ends with that cause; when the client goes away it ends at once. The grace timer the stop
+// sets is stopped when the answer is released.
 func TestGenerating(t *testing.T) {
 	seen := make(chan struct{}, 1)
-	s := &Server{stopGrace: 1000 * time.Hour, stopSeen: func() { seen <- struct{}{} }} // the grace must not be what ends it here
+	var graces []*time.Timer
+	s := &Server{stopGrace: 1000 * time.Hour, stopSeen: func() { seen <- struct{}{} }, // the grace must not be what ends it here
+		graceSet: func(g *time.Timer) { graces = append(graces, g) }}
 	for _, shutdown := range []bool{true, false} {
 		base, cancel := context.WithCancelCause(context.Background())
 		r := httptest.NewRequestWithContext(base, "POST", "/v1/chat/completions", nil)
@@ -49,6 +52,14 @@ func TestGenerating(t *testing.T) {
 			t.Errorf("after the token: cause %v, sent %q; want ErrShuttingDown after \"ab\"", context.Cause(gen), sent)
 		}
 		release()
+		// Set before stopSeen ran (seen), 1000 hours long: Stop reports true only if release
+		// left it pending.
+		if len(graces) != 1 {
+			t.Fatalf("%d grace timers set by one stop, want 1", len(graces))
+		}
+		if graces[0].Stop() {
+			t.Error("the grace timer of a released answer was still pending")
+		}
 	}
 }
 
