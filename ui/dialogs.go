@@ -6,6 +6,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -21,6 +22,7 @@ type keyDialog struct {
 	onConfirm func() error
 	problem   *widget.Label // onConfirm's last error
 	buttons   []*keyButton  // dismiss, then confirm when there is one
+	content   fyne.CanvasObject
 	open      bool
 }
 
@@ -39,7 +41,7 @@ type dialogSpec struct {
 }
 
 func (k *keyRouter) newDialog(win fyne.Window, spec dialogSpec) *keyDialog {
-	d := &keyDialog{keys: k, win: win, onConfirm: spec.onConfirm, problem: widget.NewLabel("")}
+	d := &keyDialog{keys: k, win: win, onConfirm: spec.onConfirm, problem: widget.NewLabel(""), content: spec.content}
 	d.problem.Wrapping = fyne.TextWrapWord
 	d.problem.Importance = widget.DangerImportance
 	d.problem.Hide()
@@ -113,4 +115,24 @@ func (k *keyRouter) message(win fyne.Window, title, text string, icon fyne.Resou
 	d := k.newDialog(win, dialogSpec{title: title, icon: icon, content: l, dismiss: "OK"})
 	d.show(nil)
 	return d
+}
+
+// AlreadyRunning builds the window a second instance shows instead of the app when another
+// one holds the data folder (library.ErrLocked): err's words and a Quit button, so that a user
+// who started the app from a menu, where nobody reads stderr, learns why no app appeared.
+// Show it with ShowAndRun; Quit, Enter and Esc end the app.
+func AlreadyRunning(app fyne.App, err error) fyne.Window {
+	w := app.NewWindow("Trochilus is already running")
+	msg := widget.NewLabel(err.Error())
+	msg.Wrapping = fyne.TextWrapWord
+	quit := widget.NewButtonWithIcon("Quit", theme.CancelIcon(), app.Quit)
+	quit.Importance = widget.HighImportance
+	w.SetContent(container.NewBorder(nil, container.NewHBox(layout.NewSpacer(), quit), nil, nil, msg))
+	w.Canvas().SetOnTypedKey(func(e *fyne.KeyEvent) {
+		if e.Name == fyne.KeyReturn || e.Name == fyne.KeyEnter || e.Name == fyne.KeyEscape {
+			app.Quit()
+		}
+	})
+	w.Resize(fyne.NewSize(dialogWidth+80, 160))
+	return w
 }

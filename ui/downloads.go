@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/trochilus-llm/trochilus/engine/download"
@@ -31,7 +32,9 @@ type downloadItem struct {
 	path  string // where the file goes in the models folder
 
 	status *widget.Label
+	note   *widget.Label // what a user should know beyond the phase: a restart from zero
 	bar    *widget.ProgressBar
+	line   download.Line  // the bar's value and words
 	start  *widget.Button // Download / Resume / Retry
 	pause  *widget.Button
 	cancel *widget.Button
@@ -40,6 +43,7 @@ type downloadItem struct {
 	discard  bool               // the running download was cancelled for good
 	verified bool               // this session downloaded the file and checked its digest
 	prog     download.Progress
+	confirm  *keyDialog // the Cancel confirmation, while open
 }
 
 func newDownloadsView(u *UI) *downloadsView {
@@ -89,6 +93,10 @@ func newDownloadItem(u *UI, e library.Entry) *downloadItem {
 	it := &downloadItem{u: u, entry: e, path: filepath.Join(u.dirs.Models, e.LocalName())}
 	it.status = widget.NewLabel("")
 	it.status.Wrapping = fyne.TextWrapWord
+	it.note = widget.NewLabel("")
+	it.note.Wrapping = fyne.TextWrapWord
+	it.note.Importance = widget.WarningImportance
+	it.note.Hide()
 	it.bar = widget.NewProgressBar()
 	it.bar.TextFormatter = it.barText
 	it.start = widget.NewButton("Download", it.begin)
@@ -106,33 +114,40 @@ func (it *downloadItem) view() fyne.CanvasObject {
 	where := widget.NewLabel(fmt.Sprintf("%s/%s · %s", it.entry.Repo, it.entry.File, size))
 	where.Truncation = fyne.TextTruncateEllipsis
 	buttons := container.NewHBox(it.start, it.pause, it.cancel)
-	return container.NewVBox(widget.NewSeparator(), title, where, container.NewBorder(nil, nil, nil, buttons, it.bar), it.status)
+	return container.NewVBox(widget.NewSeparator(), title, where, container.NewBorder(nil, nil, nil, buttons, it.bar), it.status, it.note)
 }
 
-// barText is the progress bar's label: share, speed and time left.
-func (it *downloadItem) barText() string {
-	p := it.prog
-	if p.Total <= 0 {
-		return units.Bytes(p.Received)
+// barText is the progress bar's words, from the same figures as its value.
+func (it *downloadItem) barText() string { return it.line.Text }
+
+// showLine sets the bar's value and words together.
+func (it *downloadItem) showLine(l download.Line) {
+	it.line = l
+	it.bar.SetValue(l.Fraction)
+	it.bar.Refresh() // the words change even when the value does not
+}
+
+// setNote shows text under the status, or hides the note when text is "".
+func (it *downloadItem) setNote(text string) {
+	it.note.SetText(text)
+	if text == "" {
+		it.note.Hide()
+	} else {
+		it.note.Show()
 	}
-	text := fmt.Sprintf("%.0f%% of %s", 100*p.Fraction(), units.Bytes(p.Total))
-	if p.Phase == download.Transferring {
-		text += " · " + rateText(p.Rate) + " · " + leftText(p.Remaining())
-	}
-	return text
 }
 
 // showIdle shows what the models folder holds for this entry: the file, a partial file, or
 // nothing.
 func (it *downloadItem) showIdle() {
 	it.pause.Disable()
+	it.showLine(download.IdleLine(it.path, it.entry.Size))
 	if _, err := os.Stat(it.path); err == nil {
 		if it.verified {
 			it.status.SetText("Downloaded and verified (SHA-256): " + it.path)
 		} else {
 			it.status.SetText("In the models folder: " + it.path)
 		}
-		it.bar.SetValue(1)
 		it.start.SetText("Download")
 		it.start.Disable()
 		it.cancel.Disable()
@@ -144,15 +159,11 @@ func (it *downloadItem) showIdle() {
 		it.status.SetText(fmt.Sprintf("Paused: %s kept. Resume continues where it stopped.", units.Bytes(kept)))
 		it.start.SetText("Resume")
 		it.cancel.Enable()
-		if it.entry.Size > 0 {
-			it.bar.SetValue(min(float64(kept)/float64(it.entry.Size), 1))
-		}
 		return
 	}
 	it.status.SetText("Not downloaded.")
 	it.start.SetText("Download")
 	it.cancel.Disable()
-	it.bar.SetValue(0)
 }
 
 // begin starts or resumes the download off the UI goroutine.
@@ -162,6 +173,7 @@ func (it *downloadItem) begin() {
 	}
 	ctx, stop := context.WithCancel(it.u.ctx)
 	it.stop, it.discard = stop, false
+	it.setNote("")
 	it.start.Disable()
 	it.pause.Enable()
 	it.cancel.Enable()
@@ -176,7 +188,9 @@ func (it *downloadItem) begin() {
 // fetch learns the digest, then downloads; it runs off the UI goroutine.
 func (it *downloadItem) fetch(ctx context.Context) error {
 	e := it.entry
-	req := download.Request{URL: e.DownloadURL(it.u.opts.Hub), Path: it.path, SHA256: e.SHA256, Size: e.Size}
+	// The catalog's size is a rounded figure: a hint for the disk check and the bar, never
+	// enforced. The file list's size is exact, and so is enforced; the digest is, always.
+	req := download.Request{URL: e.DownloadURL(it.u.opts.Hub), Path: it.path, SHA256: e.SHA256, SizeHint: e.Size}
 	if e.SHA256 == "" {
 		fi, err := hub.LookupFile(ctx, it.u.opts.Client, it.u.opts.Hub, e.Repo, e.File)
 		if err != nil {
@@ -210,7 +224,12 @@ func (it *downloadItem) progress(p download.Progress) {
 	default:
 		it.status.SetText(p.Phase.String() + "…")
 	}
-	it.bar.SetValue(p.Fraction())
+	if p.Discarded > 0 {
+		it.setNote(fmt.Sprintf("The server sent the whole file instead of the rest (it does not resume downloads, "+
+			"or the file changed): the download started again from zero, and the %s received before were discarded.",
+			units.Bytes(p.Discarded)))
+	}
+	it.showLine(download.RunningLine(p))
 }
 
 // finished shows how the download ended.
@@ -261,16 +280,38 @@ func (it *downloadItem) pauseDownload() {
 	}
 }
 
-// cancelDownload stops the download and deletes what it received.
+// cancelDownload asks before deleting what the download received: Pause keeps it, and a
+// multi-gigabyte partial file is an hour of someone's connection.
 func (it *downloadItem) cancelDownload() {
+	kept := download.Partial(it.path)
+	if it.stop == nil && kept == 0 {
+		it.showIdle()
+		return
+	}
+	text := fmt.Sprintf("Stop downloading %s and delete the %s received so far? Pause keeps it, to resume later.",
+		it.entry.Name, units.Bytes(kept))
+	if it.stop == nil {
+		text = fmt.Sprintf("Delete the %s of %s downloaded so far? It cannot be resumed afterwards.", units.Bytes(kept), it.entry.Name)
+	}
+	msg := widget.NewLabel(text)
+	msg.Wrapping = fyne.TextWrapWord
+	it.confirm = it.u.keys.newDialog(it.u.win, dialogSpec{title: "Cancel the download", icon: theme.DeleteIcon(), content: msg,
+		confirm: "Delete", importance: widget.DangerImportance, dismiss: "Keep", onConfirm: it.discardDownload})
+	it.confirm.show(nil)
+}
+
+// discardDownload stops the download and deletes what it received (never a finished file).
+func (it *downloadItem) discardDownload() error {
 	if it.stop != nil {
 		it.discard = true
 		it.status.SetText("Cancelling…")
 		it.stop()
-		return
+		return nil
 	}
 	if err := download.Discard(it.path); err != nil {
-		it.u.showError(err)
+		return err
 	}
 	it.showIdle()
+	it.status.SetText("Cancelled; the partial file was deleted.")
+	return nil
 }

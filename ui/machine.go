@@ -86,7 +86,7 @@ func (s *machineScreen) refresh() {
 		"Kernels":     kernelsText(r.Kernels),
 		"Threads":     fmt.Sprintf("%d worker threads per model", r.Threads),
 		"RAM":         fmt.Sprintf("%s total, %s available", units.Bytes(p.RAMTotal), units.Bytes(p.RAMAvailable)),
-		"Reserve":     fmt.Sprintf("%s kept free for the system: the larger of 2 GiB and 10%% of RAM", units.Bytes(machine.Reserve(p.RAMTotal))),
+		"Reserve":     fmt.Sprintf("%s %s", units.Bytes(p.Reserve()), machine.ReserveRule(p.RAMCgroup)),
 		"Models disk": fmt.Sprintf("%s (%s)", disk, s.u.dirs.Models),
 		"GPU":         r.GPU,
 	}

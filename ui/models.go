@@ -9,8 +9,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/trochilus-llm/trochilus/engine"
@@ -25,23 +23,40 @@ type modelsScreen struct {
 	content fyne.CanvasObject
 
 	list     *widget.List
-	rows     []modelRow
-	selected string // path of the selected row, "" for none
+	all      []modelRow // every known file, in the chosen order
+	rows     []modelRow // those the filter lets through: the list's rows
+	order    library.Order
+	filter   *widget.Entry
+	sortBy   *widget.Select
+	empty    *fyne.Container // the first-run panel, shown instead of an empty list
+	emptyMsg *widget.Label
+	emptyBtn *fyne.Container // the first run's Download and Open buttons
+	selected string          // path of the selected row, "" for none
 	detail   *widget.Label
-	loadBtn  *widget.Button
 	status   *widget.Label
 	loading  string // path being loaded, "" when none
+
+	loadBtn, unloadBtn, folderBtn, removeBtn, deleteBtn *widget.Button
+
+	confirm  *keyDialog    // the delete confirmation, while open
+	openDlg  *keyDialog    // the open dialog, while open
+	openPath *widget.Entry // its path field
 
 	downloads *downloadsView
 }
 
-// modelRow is one file of the list.
+// modelRow is one file of the list: what the library found, and its plan on this machine.
 type modelRow struct {
+	file    library.Listed
 	path    string
 	desc    library.Model
 	err     error // the file is not a model the app can describe
 	plan    engine.Plan
 	hasPlan bool
+}
+
+func newModelRow(l library.Listed) modelRow {
+	return modelRow{file: l, path: l.Path, desc: l.Model, err: l.Err}
 }
 
 // newRowLabels returns the labels of a list's row, the models' and the chats': a bold title
@@ -82,42 +97,78 @@ func newModelsScreen(u *UI) *modelsScreen {
 	s.detail.Wrapping = fyne.TextWrapWord
 	s.loadBtn = widget.NewButton("Load", s.load)
 	s.loadBtn.Importance = widget.HighImportance
-	s.loadBtn.Disable()
+	s.unloadBtn = widget.NewButton("Unload", s.unload)
+	s.folderBtn = widget.NewButton("Show in folder", s.showInFolder)
+	s.removeBtn = widget.NewButton("Remove from list", s.removeFromList)
+	s.deleteBtn = widget.NewButton("Delete…", s.askDelete)
+	s.deleteBtn.Importance = widget.DangerImportance
+	for _, b := range []*widget.Button{s.loadBtn, s.unloadBtn, s.folderBtn, s.removeBtn, s.deleteBtn} {
+		b.Disable()
+	}
 	s.status = widget.NewLabel("")
 	s.status.Wrapping = fyne.TextWrapWord
+
+	s.filter = widget.NewEntry()
+	s.filter.SetPlaceHolder("Filter: name, quant, architecture")
+	s.filter.OnChanged = func(string) { s.applyFilter() }
+	var orders []string
+	for _, o := range library.Orders() {
+		orders = append(orders, o.String())
+	}
+	s.sortBy = widget.NewSelect(orders, func(name string) {
+		for _, o := range library.Orders() {
+			if o.String() == name && o != s.order {
+				s.order = o
+				s.sortRows()
+			}
+		}
+	})
+	s.sortBy.SetSelected(s.order.String())
+
+	s.downloads = newDownloadsView(u)
+	s.empty = s.newFirstRunPanel()
 
 	openBtn := widget.NewButton("Open file…", s.openDialog)
 	refreshBtn := widget.NewButton("Refresh", s.refresh)
 	folder := widget.NewLabel("Models folder: " + u.dirs.Models)
 	folder.Truncation = fyne.TextTruncateEllipsis
-	top := container.NewBorder(nil, nil, nil, container.NewHBox(openBtn, refreshBtn), folder)
-	bottom := container.NewVBox(widget.NewSeparator(), s.detail, container.NewHBox(s.loadBtn), s.status)
-	local := container.NewBorder(top, bottom, nil, nil, s.list)
-
-	s.downloads = newDownloadsView(u)
-	split := container.NewVSplit(local, container.NewVScroll(s.downloads.content))
-	split.Offset = 0.55
+	tools := container.NewBorder(nil, nil, nil, container.NewHBox(s.sortBy, openBtn, refreshBtn), s.filter)
+	// The list has the left half's whole height (a dozen files at the default size); the
+	// selected file's detail and the downloads share the right half.
+	left := container.NewBorder(tools, folder, nil, nil, container.NewStack(s.list, s.empty))
+	actions := container.NewHBox(s.loadBtn, s.unloadBtn, s.folderBtn, s.removeBtn, s.deleteBtn)
+	detail := container.NewBorder(nil, container.NewVBox(actions, s.status), nil, nil, container.NewVScroll(s.detail))
+	right := container.NewVSplit(detail, container.NewVScroll(s.downloads.content))
+	right.Offset = 0.45
+	split := container.NewHSplit(left, right)
+	split.Offset = 0.45
 	s.content = split
+	s.showEmpty()
 	return s
 }
 
 func (r *modelRow) title(loaded string) string {
-	name := r.desc.Name
-	if r.err != nil {
-		name = filepath.Base(r.path)
-	}
+	name := r.file.FileName()
 	if r.path == loaded {
 		name += "  (loaded)"
 	}
 	return name
 }
 
-// summary is the row's second line: architecture, size, weight types, verdict.
+// summary is the row's second line: weight mix, size, architecture, the model's name when the
+// file's does not say it, verdict. Two quantizations of one model differ in the first two.
 func (r *modelRow) summary() string {
 	if r.err != nil {
 		return "not usable: " + r.err.Error()
 	}
-	parts := []string{r.desc.Arch, units.Bytes(r.desc.Size), r.desc.TypesText()}
+	var parts []string
+	if q := r.file.Quant(); q != "" {
+		parts = append(parts, q)
+	}
+	parts = append(parts, units.Bytes(r.file.Size), r.desc.Arch)
+	if !r.file.SameName() {
+		parts = append(parts, r.desc.Name)
+	}
 	if r.hasPlan {
 		parts = append(parts, r.plan.Placement.String())
 	} else {
@@ -129,14 +180,13 @@ func (r *modelRow) summary() string {
 // refresh lists the model files again, describing each off the UI goroutine.
 func (s *modelsScreen) refresh() {
 	s.u.run(func(ctx context.Context) {
-		paths, err := s.u.dirs.ModelFiles()
-		rows := make([]modelRow, 0, len(paths))
-		for _, p := range paths {
-			if ctx.Err() != nil {
-				return
-			}
-			d, derr := library.Describe(p)
-			rows = append(rows, modelRow{path: p, desc: d, err: derr})
+		listed, err := s.u.dirs.List(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		rows := make([]modelRow, 0, len(listed))
+		for _, l := range listed {
+			rows = append(rows, newModelRow(l))
 		}
 		s.u.later(func() {
 			if err != nil {
@@ -149,8 +199,35 @@ func (s *modelsScreen) refresh() {
 
 // setRows replaces the list, keeping the selection when its file is still there.
 func (s *modelsScreen) setRows(rows []modelRow) {
-	s.rows = rows
-	s.refreshVerdicts()
+	s.all = rows
+	s.computePlans()
+	s.sortRows()
+	s.downloads.refresh()
+}
+
+// sortRows puts every row in the chosen order and shows those the filter lets through.
+func (s *modelsScreen) sortRows() {
+	files := make([]library.Listed, len(s.all))
+	byPath := make(map[string]modelRow, len(s.all))
+	for i, r := range s.all {
+		files[i], byPath[r.path] = r.file, r
+	}
+	library.Sort(files, s.order)
+	for i, f := range files {
+		s.all[i] = byPath[f.Path]
+	}
+	s.applyFilter()
+}
+
+// applyFilter shows the rows the filter box lets through, keeping the selection when its row
+// is still shown.
+func (s *modelsScreen) applyFilter() {
+	s.rows = s.rows[:0:0]
+	for _, r := range s.all {
+		if r.file.Matches(s.filter.Text) {
+			s.rows = append(s.rows, r)
+		}
+	}
 	s.list.UnselectAll()
 	if i := s.index(s.selected); i >= 0 {
 		s.list.Select(i)
@@ -158,8 +235,9 @@ func (s *modelsScreen) setRows(rows []modelRow) {
 		s.selected = ""
 	}
 	s.list.Refresh()
+	s.showEmpty()
 	s.showDetail()
-	s.downloads.refresh()
+	s.u.mach.refresh()
 }
 
 func (s *modelsScreen) index(path string) int {
@@ -169,19 +247,22 @@ func (s *modelsScreen) index(path string) int {
 	return slices.IndexFunc(s.rows, func(r modelRow) bool { return r.path == path })
 }
 
-// refreshVerdicts works out each model's plan on the machine measured.
-func (s *modelsScreen) refreshVerdicts() {
+// computePlans works out each model's plan on the machine measured.
+func (s *modelsScreen) computePlans() {
 	m := s.u.machine
-	for i := range s.rows {
-		r := &s.rows[i]
+	for i := range s.all {
+		r := &s.all[i]
 		if r.err == nil && m != nil {
 			// At the context a load opens by default: the plan the load will follow.
 			r.plan, r.hasPlan = r.desc.PlanFor(m.Profile, 0), true
 		}
 	}
-	s.list.Refresh()
-	s.showDetail()
-	s.u.mach.refresh()
+}
+
+// refreshVerdicts works out each model's plan on the machine measured.
+func (s *modelsScreen) refreshVerdicts() {
+	s.computePlans()
+	s.applyFilter()
 }
 
 // refreshLoaded marks the loaded model.
@@ -198,26 +279,35 @@ func (s *modelsScreen) selectedRow() *modelRow {
 	return nil
 }
 
-// showDetail describes the selected model and enables Load when it can be loaded.
+// showDetail describes the selected model and enables the actions it allows.
 func (s *modelsScreen) showDetail() {
 	r := s.selectedRow()
 	why := s.cannotLoad(r)
-	if why == "" {
-		s.loadBtn.Enable()
-	} else {
-		s.loadBtn.Disable()
-	}
+	enable(s.loadBtn, why == "")
+	enable(s.unloadBtn, s.u.loaded != nil && s.loading == "" && !s.u.chat.busy())
+	enable(s.folderBtn, r != nil)
+	enable(s.removeBtn, r != nil && r.file.Opened)
+	enable(s.deleteBtn, r != nil && s.u.dirs.InModels(r.path))
 	if r == nil {
 		s.detail.SetText("Pick a model to see how it fits this machine.")
 		return
 	}
+	where := r.path
+	if r.file.Link {
+		if target, err := filepath.EvalSymlinks(r.path); err == nil {
+			where += " (a link to " + target + ")"
+		}
+	}
+	if r.file.Opened {
+		where += "\nOpened from outside the models folder: Remove from list forgets it, the file stays."
+	}
 	if r.err != nil {
-		s.detail.SetText(r.path + "\n" + r.err.Error())
+		s.detail.SetText(where + "\n" + r.err.Error())
 		return
 	}
 	d := &r.desc
-	text := fmt.Sprintf("%s\n%s, %s, %d layers, %d experts (%d used per token), context %d.\nWeights: %s.",
-		r.path, d.Arch, units.Bytes(d.Size), d.Layers, d.Experts, d.ExpertsUsed, d.Context, d.TypesText())
+	text := fmt.Sprintf("%s\n%s: %s %s, %s, %d layers, %d experts (%d used per token), context %d.\nWeights: %s.",
+		where, d.Name, r.file.Quant(), d.Arch, units.Bytes(r.file.Size), d.Layers, d.Experts, d.ExpertsUsed, d.Context, d.TypesText())
 	if r.hasPlan {
 		text += "\n" + r.plan.Text()
 	}
@@ -256,7 +346,7 @@ func (s *modelsScreen) load() {
 	if s.cannotLoad(r) != "" {
 		return
 	}
-	path, name := r.path, r.desc.Name
+	path, name := r.path, r.file.FileName()
 	s.loading = path
 	s.status.SetText("Loading " + name + "…")
 	s.showDetail()
@@ -279,33 +369,4 @@ func (s *modelsScreen) load() {
 			s.u.tabs.SelectIndex(1)
 		})
 	})
-}
-
-// openDialog lets the user pick a GGUF file from anywhere.
-func (s *modelsScreen) openDialog() {
-	d := dialog.NewFileOpen(func(rc fyne.URIReadCloser, err error) {
-		if err != nil {
-			s.u.showError(err)
-			return
-		}
-		if rc == nil {
-			return // cancelled
-		}
-		path := rc.URI().Path()
-		rc.Close()
-		s.open(path)
-	}, s.u.win)
-	d.SetFilter(storage.NewExtensionFileFilter([]string{library.Extension}))
-	d.Show()
-}
-
-// open adds a file to the known models and selects it.
-func (s *modelsScreen) open(path string) {
-	if err := s.u.dirs.AddOpened(path); err != nil {
-		s.u.showError(err)
-		return
-	}
-	abs, _ := filepath.Abs(path)
-	s.selected = abs
-	s.refresh()
 }

@@ -38,7 +38,7 @@ func TestScreenshots(t *testing.T) {
 	if it := u.models.downloads.item("OLMoE-1B-7B-0125-Instruct-Q4_K_M.gguf"); it != nil {
 		it.prog = download.Progress{Phase: download.Transferring, Received: 1_650_000_000, Total: 4_212_000_000, Rate: 48e6}
 		it.stop = func() {}
-		it.bar.SetValue(it.prog.Fraction())
+		it.showLine(download.RunningLine(it.prog))
 		it.status.SetText("downloading…")
 		it.start.Disable()
 		it.pause.Enable()

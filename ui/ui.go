@@ -31,6 +31,9 @@ type Options struct {
 	// FreeSpace, when set, replaces the operating system's free-disk figure for downloads
 	// (tests play a full disk with it).
 	FreeSpace func(dir string) (uint64, error)
+	// OpenFolder shows a model file in the system's file manager ("Show in folder"); nil
+	// means starting xdg-open, Explorer or Finder. Tests record the call instead.
+	OpenFolder func(path string) error
 	// Post hands a function to the UI goroutine; nil means fyne.Do. Fyne's test driver runs
 	// fyne.Do on the calling goroutine, so headless tests pass a Post that does nothing and
 	// apply results on their own goroutine with Wait (or flush), as the real driver would.
@@ -83,6 +86,9 @@ func New(app fyne.App, be Backend, dirs library.Dirs, opts Options) *UI {
 	}
 	if opts.Post == nil {
 		opts.Post = fyne.Do
+	}
+	if opts.OpenFolder == nil {
+		opts.OpenFolder = openFolder
 	}
 	u := &UI{app: app, be: be, dirs: dirs, opts: opts, keys: &keyRouter{}}
 	u.ctx, u.cancel = context.WithCancel(context.Background())

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -53,6 +54,18 @@ func run(stderr io.Writer) int {
 	}
 	a := app.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.IconPNG()))
+	// One window per data folder: two would write the same chats and partial downloads.
+	lock, err := dirs.Lock()
+	if errors.Is(err, library.ErrLocked) {
+		fmt.Fprintf(stderr, "trochilus-app: %v\n", err)
+		ui.AlreadyRunning(a, err).ShowAndRun()
+		return 1
+	}
+	if err != nil {
+		// A file system without locks: run all the same, as the app did before it had one.
+		fmt.Fprintf(stderr, "trochilus-app: %v; running without the single-instance check\n", err)
+	}
+	defer lock.Release()
 	u := ui.New(a, &ui.EngineBackend{ModelsDir: dirs.Models}, dirs, ui.Options{})
 	if shots != "" {
 		return runScreenshots(a, u, shots, tmp, stderr)

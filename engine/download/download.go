@@ -43,9 +43,15 @@ type Request struct {
 	// cannot be verified is not offered as a model.
 	SHA256 string
 
-	// Size is the expected length in bytes, or 0 when unknown (the server's word is taken).
+	// Size is the exact length in bytes, or 0 when unknown (the server's word is taken).
 	// When known it sizes the free-disk check and a server disagreeing with it is an error.
 	Size int64
+
+	// SizeHint is an approximate length (a catalog's rounded figure), used only until the
+	// server says the real one: for the free-disk check and the progress shown (Progress's
+	// Approximate). It is never enforced: a file that differs from it is fine as long as its
+	// SHA-256 is the expected one. Ignored when Size is set.
+	SizeHint int64
 }
 
 // Options tune Fetch; the zero value is ready to use.
@@ -166,8 +172,8 @@ func Fetch(ctx context.Context, req Request, opts Options) error {
 	if req.URL == "" || req.Path == "" {
 		return fmt.Errorf("download: URL %q to path %q: both are needed", req.URL, req.Path)
 	}
-	if req.Size < 0 {
-		return fmt.Errorf("download %s: size %d is negative", req.Path, req.Size)
+	if req.Size < 0 || req.SizeHint < 0 {
+		return fmt.Errorf("download %s: size %d (approximately %d) is negative", req.Path, req.Size, req.SizeHint)
 	}
 	if _, err := os.Lstat(req.Path); err == nil {
 		return fmt.Errorf("download %s: %w", req.Path, ErrExists)
@@ -225,7 +231,8 @@ type fetcher struct {
 	created bool      // this Fetch created the partial file
 	h       hash.Hash // digest of the partial file's bytes
 	state   state     // what the partial file is a part of
-	total   int64     // expected size, 0 while unknown
+	total   int64     // exact size, 0 while unknown
+	hint    int64     // approximate size while total is unknown, 0 when none
 
 	prog  Progress
 	rate  rateMeter
@@ -239,8 +246,11 @@ func (d *fetcher) run(ctx context.Context) error {
 	}
 	// The disk check comes before the partial file is touched, so a full disk leaves nothing.
 	d.total = d.req.Size
-	if d.total > 0 {
-		d.prog.Received = min(Partial(d.req.Path), d.total)
+	if d.total == 0 {
+		d.hint = d.req.SizeHint
+	}
+	if d.total > 0 || d.hint > 0 {
+		d.prog.Received = min(Partial(d.req.Path), max(d.total, d.hint))
 		if err := d.checkSpace(dir); err != nil {
 			return err
 		}
@@ -341,7 +351,10 @@ func (d *fetcher) openPartial(ctx context.Context) error {
 		}
 		d.state = state{}
 	}
-	d.state.URL, d.state.SHA256, d.state.Size = d.req.URL, strings.ToLower(d.req.SHA256), d.req.Size
+	if d.req.Size > 0 || d.state.URL != d.req.URL {
+		d.state.Size = d.req.Size
+	}
+	d.state.URL, d.state.SHA256 = d.req.URL, strings.ToLower(d.req.SHA256)
 
 	_, statErr := os.Lstat(part)
 	d.created = errors.Is(statErr, fs.ErrNotExist)
@@ -358,8 +371,15 @@ func (d *fetcher) openPartial(ctx context.Context) error {
 	if d.total > 0 && n > d.total {
 		n = 0
 	}
+	if d.total == 0 && d.state.Size > 0 && d.state.URL == d.req.URL {
+		// The server's size, learnt by the download that left the partial file: better than
+		// any hint until the server says it again (and checked against it then).
+		d.hint = d.state.Size
+	}
 	d.h = sha256.New()
-	d.prog = Progress{Phase: Checking, Received: 0, Total: d.total}
+	// Received is what is kept while it is read back, so the bar stays where the pause left it.
+	d.prog = Progress{Phase: Checking, Received: n}
+	d.showTotal()
 	if n > 0 {
 		d.report(true)
 		// Reading back costs a second or so per gigabyte; keeping a digest checkpoint instead
@@ -436,10 +456,11 @@ func (d *fetcher) restartAt(n int64) error {
 
 // checkSpace refuses to start when the disk cannot hold the rest of a file of known size.
 func (d *fetcher) checkSpace(dir string) error {
-	if d.total <= 0 {
+	size := max(d.total, d.hint)
+	if size <= 0 {
 		return nil
 	}
-	need := uint64(d.total - d.prog.Received)
+	need := uint64(max(size-d.prog.Received, 0))
 	free, err := d.opts.FreeSpace(dir)
 	if err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
@@ -509,6 +530,7 @@ func (d *fetcher) attempt(ctx context.Context) (done bool, err error) {
 			if err := d.restartAt(0); err != nil {
 				return false, err
 			}
+			d.prog.Discarded += from
 		}
 		if resp.ContentLength >= 0 {
 			if err := d.learnTotal(resp.ContentLength); err != nil {
@@ -521,6 +543,7 @@ func (d *fetcher) attempt(ctx context.Context) (done bool, err error) {
 		if err := d.restartAt(0); err != nil {
 			return false, err
 		}
+		d.prog.Discarded += from
 		return false, fmt.Errorf("server has no bytes from %d on (%s): starting over", from, resp.Status)
 	default:
 		return false, &StatusError{Code: resp.StatusCode, Status: resp.Status}
@@ -545,7 +568,8 @@ func (d *fetcher) attempt(ctx context.Context) (done bool, err error) {
 		return false, fmt.Errorf("connection closed at %d of %d bytes: %w", d.prog.Received, d.total, io.ErrUnexpectedEOF)
 	}
 	if d.total == 0 {
-		d.total, d.prog.Total = d.prog.Received, d.prog.Received
+		d.total = d.prog.Received
+		d.showTotal()
 	}
 	return true, nil
 }
@@ -570,9 +594,19 @@ func (d *fetcher) learnTotal(total int64) error {
 		return localError{fmt.Errorf("server says the file has %d bytes, expected %d", total, d.total)}
 	}
 	if d.total == 0 {
-		d.total, d.prog.Total, d.state.Size = total, total, total
+		d.total, d.state.Size = total, total
+		d.showTotal()
 	}
 	return nil
+}
+
+// showTotal puts the size known into the progress: the exact one, else the hint, marked
+// approximate.
+func (d *fetcher) showTotal() {
+	d.prog.Total, d.prog.Approximate = d.total, false
+	if d.total == 0 && d.hint > 0 {
+		d.prog.Total, d.prog.Approximate = d.hint, true
+	}
 }
 
 // copyBody appends body to the partial file and the digest, keeping the stall timer wound.

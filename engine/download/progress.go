@@ -44,6 +44,14 @@ type Progress struct {
 	Rate     float64 // bytes per second over the last few seconds, 0 when unknown
 	Attempt  int     // 1 for the first request of this Fetch, then one more per retry
 	Err      error   // why the last attempt failed (in the Waiting phase)
+
+	// Approximate: Total is the request's SizeHint, the server has not said the real size yet.
+	Approximate bool
+
+	// Discarded counts the bytes of the partial file this Fetch threw away because the server
+	// sent the whole file when asked for the rest (it ignores Range requests, or the file
+	// changed on it): the download restarted from zero, which a user should be told.
+	Discarded int64
 }
 
 // Fraction returns the share received, in [0, 1], or 0 when the total is unknown.

@@ -77,8 +77,9 @@ func dataRoot() (string, error) {
 const Extension = ".gguf"
 
 // ModelFiles returns the GGUF files the app knows, sorted and without duplicates: those in
-// the models folder (a partial download, named *.gguf.part, is not one) and the opened files
-// that still exist.
+// the models folder (a partial download, named *.gguf.part, is not one; a symbolic link to a
+// GGUF file elsewhere is, listed under the link's name, so that a folder of models can be
+// linked in rather than copied) and the opened files that still exist.
 func (d Dirs) ModelFiles() ([]string, error) {
 	entries, err := os.ReadDir(d.Models)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -86,8 +87,18 @@ func (d Dirs) ModelFiles() ([]string, error) {
 	}
 	var paths []string
 	for _, e := range entries {
-		if strings.EqualFold(filepath.Ext(e.Name()), Extension) && e.Type().IsRegular() {
-			paths = append(paths, filepath.Join(d.Models, e.Name()))
+		if !strings.EqualFold(filepath.Ext(e.Name()), Extension) {
+			continue
+		}
+		p := filepath.Join(d.Models, e.Name())
+		switch {
+		case e.Type().IsRegular():
+			paths = append(paths, p)
+		case e.Type()&fs.ModeSymlink != 0:
+			// A link to a folder, or one whose target is gone, is not a model.
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				paths = append(paths, p)
+			}
 		}
 	}
 	opened, err := d.Opened()

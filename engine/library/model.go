@@ -17,6 +17,11 @@ import (
 type Model struct {
 	Path string
 	Size int64 // bytes of the file
+
+	// Quant names the file's weight mix as people know it ("Q4_K_M", "Q8_0"): llama.cpp's name
+	// of general.file_type, or, in a file without one, the type of most of its bytes. Two
+	// quantizations of one model share general.name; this is what tells them apart.
+	Quant string
 	engine.Description
 }
 
@@ -33,11 +38,25 @@ func Describe(path string) (Model, error) {
 	if err != nil {
 		return Model{}, fmt.Errorf("library: %s: %w", path, err)
 	}
-	m := Model{Path: path, Size: f.Size(), Description: d}
+	m := Model{Path: path, Size: f.Size(), Description: d, Quant: quantName(f, d.Types)}
 	if m.Name == "" {
 		m.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	return m, nil
+}
+
+// quantName returns the weight mix's name: general.file_type's without llama.cpp's MOSTLY_ or
+// ALL_ prefix (as Ollama's quantization_level shows it), else the largest type's name, else "".
+func quantName(f *gguf.File, types []engine.TypeTotal) string {
+	if v, err := f.Uint64("general.file_type"); err == nil {
+		if name := gguf.FileTypeName(v); name != "" {
+			return strings.TrimPrefix(strings.TrimPrefix(name, "MOSTLY_"), "ALL_")
+		}
+	}
+	if len(types) > 0 {
+		return types[0].Type.String()
+	}
+	return ""
 }
 
 // TypesText lists the weight types by share of the bytes, e.g. "Q4_K 71%, Q6_K 27%, F32 2%".
@@ -64,6 +83,6 @@ func (m *Model) TypesText() string {
 // the reserve is refused: the placement is engine.Refused, with the numbers in the plan's Text.
 func (m *Model) PlanFor(p machine.Profile, ctx int) engine.Plan {
 	pl, _ := engine.PlanMemory(engine.PlanRequest{Config: m.Config, Footprint: m.Footprint,
-		RAMTotal: p.RAMTotal, RAMAvailable: p.RAMAvailable, Context: ctx})
+		RAMTotal: p.RAMTotal, RAMAvailable: p.RAMAvailable, RAMCgroup: p.RAMCgroup, Context: ctx})
 	return pl // a refusal is in the plan
 }
