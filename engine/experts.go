@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 
 	"github.com/trochilus-llm/trochilus/engine/machine"
 	"github.com/trochilus-llm/trochilus/experts"
@@ -47,4 +50,42 @@ func planLoad(ctx context.Context, req PlanRequest, ram func(context.Context) (m
 		req.RAMTotal, req.RAMAvailable, req.RAMCgroup = mem.Total, mem.Available, mem.Cgroup
 	}
 	return PlanMemory(req)
+}
+
+// TraceRoutes makes every later forward pass of the model's sessions write the experts each
+// token's router named, layer by layer, to w in the experts package's route trace format
+// (experts.TraceWriter; the input of the eviction replay, tools/replay), whether the experts
+// are in memory or streamed. A pass of several tokens that wants only the last one's logits
+// (Eval's) is recorded as a prompt pass, the others (decode, verify, Model.Step's shared
+// passes) as decode passes; a pass that fails before its last layer's routing is not
+// recorded. stop detaches the trace and flushes it, returning the first error writing met;
+// call it once the passes to record are done. One trace at a time.
+func (m *Model) TraceRoutes(w io.Writer) (stop func() error, err error) {
+	net, ok := m.net.(*moe)
+	if !ok {
+		return nil, fmt.Errorf("engine: %s: a route trace needs a Mixture-of-Experts model", m.path)
+	}
+	layout, err := expertLayout(m.file, &m.cfg, architectures()[m.cfg.Arch].experts)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s: route trace: %w", m.path, err)
+	}
+	h := experts.TraceHeader{Model: filepath.Base(m.path), Layers: m.cfg.Layers, Experts: m.cfg.Experts, Used: m.cfg.ExpertsUsed}
+	for _, parts := range layout.Layers {
+		var n uint64
+		for _, p := range parts {
+			n += uint64(p.Size)
+		}
+		h.UnitBytes = append(h.UnitBytes, n)
+	}
+	t, err := experts.NewTraceWriter(w, h)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s: route trace: %w", m.path, err)
+	}
+	if !net.trace.CompareAndSwap(nil, t) {
+		return nil, errors.New("engine: a route trace is already being recorded")
+	}
+	return func() error {
+		net.trace.CompareAndSwap(t, nil)
+		return t.Close()
+	}, nil
 }

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"sync/atomic"
 
+	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/kernels"
 )
@@ -21,6 +23,9 @@ type moe struct {
 	outNorm []float32
 	out     kernels.Matrix // vocab rows of hidden
 	head    headState      // the head's argmax by a bound (headbound.go)
+	// trace, when set (Model.TraceRoutes), records every pass's routings: a pass reads it
+	// once, so that a run without a trace pays one nil check.
+	trace atomic.Pointer[experts.TraceWriter]
 }
 
 // moeLayer is one transformer block's weights: attention, then the routed experts.

@@ -66,6 +66,11 @@ type moeRunner struct {
 
 	head runnerHead // a greedy pass's choice by the head's bound (headbound.go)
 
+	// tracing is the route trace the pass in flight records into (nil: none), and traceIDs
+	// its routings, layer by layer (layers × tokens × used): made on the first traced pass.
+	tracing  *experts.TraceWriter
+	traceIDs []int
+
 	// splitProducts, set only by benchmarks, runs the products of a pass one pool pass each,
 	// as the engine did before MatMulMany: the baseline BenchmarkDecode measures against.
 	splitProducts bool
@@ -157,6 +162,9 @@ func (r *moeRunner) forward(ctx context.Context, tokens []int32, pos int, logits
 	}
 	r.n, r.pos, r.tokens = n, pos, tokens
 	defer func() { r.tokens, r.layer = nil, nil }()
+	if r.tracing = r.w.trace.Load(); r.tracing != nil && len(r.traceIDs) < len(r.w.layers)*r.passMax*c.ExpertsUsed {
+		r.traceIDs = make([]int, len(r.w.layers)*r.passMax*c.ExpertsUsed)
+	}
 	if err := r.run(stepEmbed); err != nil {
 		return err
 	}
@@ -174,6 +182,12 @@ func (r *moeRunner) forward(ctx context.Context, tokens []int32, pos int, logits
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if r.tracing != nil {
+		// A pass of several tokens wanting only the last one's logits is a prompt's (Eval);
+		// decode passes have one token, verify passes and shared steps want every row's.
+		// A trace's write error is the trace's, returned when it stops, not the pass's.
+		_ = r.tracing.Pass(n > 1 && !all, n, r.traceIDs[:len(r.w.layers)*n*c.ExpertsUsed])
 	}
 	// The head: every row, or only the last.
 	if err := r.run(stepOutNorm); err != nil {
@@ -268,6 +282,9 @@ func (r *moeRunner) feedForward() error {
 	}
 	if err := r.run(stepRoute); err != nil {
 		return err
+	}
+	if r.tracing != nil {
+		copy(r.traceIDs[r.layerIndex*n*k:], r.sel[:n*k])
 	}
 	r.groupByExpert()
 	gate, up, down, err := r.expertMatrices()

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -47,12 +49,13 @@ func reportRates(stderr io.Writer, g *engine.Generation, vocab int) {
 }
 
 // runGenerate generates greedily from token ids and prints the new ids.
-func runGenerate(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error {
+func runGenerate(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) (err error) {
 	mf := addModelFlags(cl.FlagSet)
 	tokens := cl.String("tokens", "", "the prompt: comma-separated token ids (required)")
 	n := cl.Int("n", 32, "most tokens to generate")
 	ignoreEOS := cl.Bool("ignore-eos", false, "do not stop at the model's end-of-sequence token")
 	repeat := cl.Int("repeat", 1, "run the whole generation this many times in one process (a benchmark: the rates of each run go to stderr, the ids of the last to stdout)")
+	routeTrace := cl.String("route-trace", "", "write every pass's expert routings to this file (a route trace: the input of go run ./tools/replay)")
 	if err := cl.parse(); err != nil {
 		return err
 	}
@@ -68,6 +71,13 @@ func runGenerate(ctx context.Context, cl *commandLine, stdout, stderr io.Writer)
 		return err
 	}
 	defer done()
+	if *routeTrace != "" {
+		stop, err := traceRoutes(m, *routeTrace)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
 	opts := engine.GenerateOptions{MaxTokens: *n, Draft: *mf.draft}
 	if eos, ok := m.EOS(); ok && !*ignoreEOS {
 		opts.Stop = []int32{eos}
@@ -113,4 +123,23 @@ func reportExperts(stderr io.Writer, m *engine.Model) {
 	}
 	fmt.Fprintf(stderr, "experts: %d calls, %d hits, %d misses (%.1f%% of units named), %s read from disk\n",
 		st.Calls, st.Hits, st.Misses, 100*float64(st.Misses)/float64(max(st.Hits+st.Misses, 1)), units.Bytes(st.BytesRead))
+}
+
+// traceRoutes records m's routings into a new file at path (engine.Model.TraceRoutes); stop
+// ends the trace and closes the file.
+func traceRoutes(m *engine.Model, path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("route trace: %w", err)
+	}
+	end, err := m.TraceRoutes(f)
+	if err != nil {
+		return nil, errors.Join(err, f.Close(), os.Remove(path))
+	}
+	return func() error {
+		if err := errors.Join(end(), f.Close()); err != nil {
+			return fmt.Errorf("route trace %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }

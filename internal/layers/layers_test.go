@@ -72,6 +72,7 @@ var allowed = map[string][]string{
 	"tools/oracle":           {},
 	"tools/race/bandwidth":   {},
 	"tools/race/tokenbytes":  {"gguf"},
+	"tools/replay":           {"experts"},
 	"tools/train":            {"gguf", "internal/modelgen", "tokenizer", "tokenizer/chat", "tokenizer/hfconv"},
 }
 
