@@ -189,11 +189,7 @@ func (s *hotSim) access(_ int, c *Call, hit []bool) {
 	base := c.Layer * s.experts
 	for i, e := range c.IDs {
 		s.named[base+e] = call
-		add := uint32(1)
-		if n := c.Tokens; n > 1 {
-			add = uint32(min(max((c.Counts[i]*hotPrompt*2+n)/(2*n), 1), hotPrompt))
-		}
-		s.hot[base+e] += add
+		s.hot[base+e] += hotAdd(c.Counts[i], c.Tokens)
 	}
 	for i, e := range c.IDs {
 		u := base + e

@@ -192,10 +192,22 @@ func (s *Store) Stats() Stats {
 	return s.stats
 }
 
-// hotPrompt is the most one call adds to a unit's hotness: a pass of n tokens adds each
-// expert's routed count scaled to 64 tokens, so a long prompt's counts do not outlive many
-// halvings.
+// hotPrompt is the most tokens' worth one call adds to a unit's hotness: a pass of more
+// tokens adds each expert's routed count scaled down to 64 tokens, so a long prompt's counts do
+// not outlive many halvings.
 const hotPrompt = 64
+
+// hotAdd is what a call of nTok tokens, count of them routed to a unit, adds to its hotness:
+// the count itself, scaled down to hotPrompt tokens (rounded half up, at least 1) for longer
+// passes, as ds4 weighs them. Shorter passes are not scaled up: a verify pass of 2 tokens
+// counted 32 where a one-token pass counts 1, which cost 1–13% more misses in the eviction
+// replay of the trained models' traces (docs/MEASUREMENTS.md, session 11).
+func hotAdd(count, nTok int) uint32 {
+	if nTok <= hotPrompt {
+		return uint32(count)
+	}
+	return uint32(max((count*hotPrompt*2+nTok)/(2*nTok), 1))
+}
 
 // Acquire makes the units (layer, ids[i]) present, pins them, and writes their matrices into
 // dst[i·parts + p]: they stay valid, and the units in their slots, until Release(layer, ids),
@@ -251,12 +263,7 @@ func (s *Store) Acquire(layer int, ids, counts []int, nTok int, dst []kernels.Ma
 		s.named[u] = call
 	}
 	for i, e := range ids {
-		add := uint32(1)
-		if nTok > 1 {
-			// count·64/nTok rounded half up, within [1, 64].
-			add = uint32(min(max((counts[i]*hotPrompt*2+nTok)/(2*nTok), 1), hotPrompt))
-		}
-		s.hot[layer*l.Experts+e] += add
+		s.hot[layer*l.Experts+e] += hotAdd(counts[i], nTok)
 	}
 	if !s.room(layer, ids) {
 		s.stats.Waits++

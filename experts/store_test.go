@@ -174,6 +174,18 @@ func TestStoreEviction(t *testing.T) {
 		t.Fatalf("count 10 of 128 tokens added %d (%v), want 5", s.hot[2]-h, err)
 	}
 	s.Release(0, []int{2})
+	// A pass of 64 tokens or fewer (a verify pass, a short prompt) adds the count itself, as
+	// that many one-token passes would, never scaled up.
+	h = s.hot[2]
+	if err := s.Acquire(0, []int{2}, []int{1}, 2, dst); err != nil || s.hot[2] != h+1 {
+		t.Fatalf("count 1 of 2 tokens added %d (%v), want 1", s.hot[2]-h, err)
+	}
+	s.Release(0, []int{2})
+	for _, c := range []struct{ count, n, want int }{{3, 17, 3}, {64, 64, 64}, {1, 65, 1}, {65, 65, 64}, {1, 4096, 1}, {4096, 4096, 64}} {
+		if got := hotAdd(c.count, c.n); int(got) != c.want {
+			t.Errorf("hotAdd(%d, %d) = %d, want %d", c.count, c.n, got, c.want)
+		}
+	}
 }
 
 func TestStoreRefusesAndRecovers(t *testing.T) {
