@@ -17,10 +17,11 @@ import (
 	"github.com/trochilus-llm/trochilus/kernels"
 )
 
-// The oracle's acceptance: the same greedy tokens and logits within this of transformers'.
+// The oracle's acceptance: the same greedy tokens and logits within this of transformers'
+// (issue 16's bound; the worst seen on any model and file type is 1.7e-05, session 11).
 const (
 	oracleGenerate = 32
-	oracleTol      = 1e-3
+	oracleTol      = 1e-4
 )
 
 // refJob and refResult are olmoe_ref.py's batch input and the part of its JSON output read here

@@ -16,6 +16,6 @@ func Llama(t testing.TB) *LlamaQuantizer {
 }
 
 // Quantize is never reached: Llama does not return a LlamaQuantizer here.
-func (q *LlamaQuantizer) Quantize(in, out string, ftype LlamaFtype) (string, error) {
+func (q *LlamaQuantizer) Quantize(in, out string, ftype LlamaFtype, imatrix Imatrix) (string, error) {
 	panic("oracle: no libllama on this platform")
 }
