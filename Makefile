@@ -99,10 +99,12 @@ oracle-report:
 check-long:
 	TROCHILUS_LONG=1 TROCHILUS_REQUIRE_ORACLES=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m -run 'Long' $(ENGINE_PKGS)
 
-# The trained tiny model's whole recipe (tools/train/recipe.sh, about 75 minutes on 2 cores):
+# The trained tiny models' whole recipes (tools/train/recipe.sh: OLMoE about 75 minutes on 2
+# cores, Qwen3-MoE about 25):
 # not part of the gate, which checks its data step and the committed file's digest.
 check-trained:
 	tools/train/recipe.sh build/train
+	TRAIN_ARCH=qwen3moe tools/train/recipe.sh build/train-qwen3
 
 # The window app's screens and main, headless: -tags ci selects Fyne's software driver. cgo.
 test-ui:

@@ -11,9 +11,9 @@ const maxDraft = 16
 
 // DefaultDraft is the longest draft the CLI, the server and the app make unless told
 // otherwise: drafts are on by default, since the cost model only drafts where a verify pass is
-// measured to beat one-token passes. Measured (docs/MEASUREMENTS.md, session 10): 1.20× on the
-// trained tiny model and 1.46× on the full-size OLMoE shape when the answer copies its
-// context, 0.98× and 1.11× when it does not.
+// measured to beat one-token passes. Measured (docs/MEASUREMENTS.md, session 11): 1.76× on the
+// trained tiny model and 2.08× on the full-size OLMoE shape when the answer copies its
+// context, 0.98× and 1.10× when it does not.
 const DefaultDraft = maxDraft
 
 // draftGrams are the lengths of the context's end that a draft looks up, longest first: a
