@@ -51,12 +51,13 @@ import (
 // ≤ 2^24). Bounds at or above 2^100 are not used (the head is then computed whole), so no sum
 // can overflow below them.
 const (
-	headDims   = 32      // the dimensions whose weights the table keeps
-	headSeeds  = 8       // rows computed first: the largest bounds
-	headChunk  = 128     // rows gathered into one exact product
-	headMaxCol = 1 << 24 // the widest row the margins are proven for
-	headAlpha  = 0x1p-100
-	headLimit  = 0x1p100 // a bound at or above this (or NaN) sends the search to the full head
+	headDims     = 32      // the dimensions whose weights the table keeps
+	headSeeds    = 8       // rows computed first: the largest bounds
+	headChunk    = 128     // rows gathered into the first exact product after the seeds
+	headChunkMax = 2048    // the most rows one exact product gathers: each chunk doubles up to this
+	headMaxCol   = 1 << 24 // the widest row the margins are proven for
+	headAlpha    = 0x1p-100
+	headLimit    = 0x1p100 // a bound at or above this (or NaN) sends the search to the full head
 )
 
 // HeadBoundSupported reports whether NewHeadBound builds bounds for matrices of type t.
@@ -268,7 +269,7 @@ func NewHeadSearch(t *Tier, p *Pool, hb *HeadBound) *HeadSearch {
 		xp: make([]float64, len(hb.dims)), dp: make([]float64, len(hb.dims)), ap: make([]float64, len(hb.dims)),
 		u:     make([]float64, hb.rows),
 		seeds: make([]headSeed, n*headSeeds), peak: make([]float64, n),
-		ids: make([]int32, 0, headChunk), vals: make([]float32, headChunk)}
+		ids: make([]int32, 0, headChunkMax), vals: make([]float32, headChunkMax)}
 	s.fn = s.bounds
 	return s
 }
@@ -326,16 +327,21 @@ func (s *HeadSearch) Argmax(m *Matrix, in *Batch, logits []float32) (HeadChoice,
 			}
 		}
 	}
+	// The chunks double: a small first one lets the best improve early, larger ones later
+	// spare the pool's passes (each costs its threads' wake-up and join: with chunks of 128
+	// rows, 114 passes a token on the trained tiny model's head cost more than its rows).
 	ids = s.ids[:0]
+	chunk := headChunk
 	for r, u := range s.u {
 		if !s.keep(u, r) {
 			continue
 		}
-		if ids = append(ids, int32(r)); len(ids) == headChunk {
+		if ids = append(ids, int32(r)); len(ids) == chunk {
 			if err := s.exact(m, in, ids); err != nil {
 				return HeadChoice{}, err
 			}
 			exact, ids = exact+len(ids), ids[:0]
+			chunk = min(2*chunk, headChunkMax)
 		}
 	}
 	if err := s.exact(m, in, ids); err != nil {
@@ -370,8 +376,8 @@ func (s *HeadSearch) exact(m *Matrix, in *Batch, ids []int32) error {
 		return nil
 	}
 	rb := m.RowBytes()
-	if len(s.rows) < headChunk*rb {
-		s.rows = make([]byte, headChunk*rb) // once: the row size is the bound's
+	if len(s.rows) < len(ids)*rb {
+		s.rows = make([]byte, headChunkMax*rb) // once: the row size is the bound's
 	}
 	for i, r := range ids {
 		copy(s.rows[i*rb:(i+1)*rb], m.Data[int(r)*rb:(int(r)+1)*rb])
@@ -490,7 +496,9 @@ func (s *HeadSearch) bounds(lo, hi int) {
 
 // partial returns Σ w_k·x_k, Σ |w_k|·δ_k and Σ |w_k|·x'_k over P in float64 (the products of
 // float32 weights and inputs are exact; the sums' roundings are the bound's own, covered by its
-// margin).
+// margin). It is the bound's cost: at hidden 256 its scalar float64 work over 32 dimensions a
+// row costs more than the head rows it spares (four interleaved sums did not help: it is bound
+// by the operations, not their latency; MEASUREMENTS session 11).
 func partial(w []float32, x, d, a []float64) (dot, shift, mag float64) {
 	x, d, a = x[:len(w)], d[:len(w)], a[:len(w)]
 	for j, v := range w {
