@@ -21,6 +21,8 @@ type machineScreen struct {
 	values  map[string]*widget.Label
 	plan    *widget.Label
 	again   *widget.Button
+	server  *serverPanel
+	theme   *keySelect // the appearance: System, Light or Dark
 }
 
 func newMachineScreen(u *UI) *machineScreen {
@@ -35,7 +37,12 @@ func newMachineScreen(u *UI) *machineScreen {
 	s.plan.Wrapping = fyne.TextWrapWord
 	s.again = widget.NewButton("Measure again", u.measure)
 	planHead := widget.NewLabelWithStyle("Plan for the selected model", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	s.content = container.NewVScroll(container.NewVBox(s.form, container.NewHBox(s.again), widget.NewSeparator(), planHead, s.plan))
+	s.server = newServerPanel(u)
+	s.theme = newKeySelect(u.keys, []string{themeSystem, themeLight, themeDark}, u.setTheme)
+	s.theme.Selected = u.themeChoice() // shown, not applied again: New applied it
+	look := widget.NewForm(widget.NewFormItem("Appearance", container.NewHBox(s.theme)))
+	s.content = container.NewVScroll(container.NewVBox(s.form, container.NewHBox(s.again), widget.NewSeparator(), planHead, s.plan,
+		widget.NewSeparator(), s.server.obj, widget.NewSeparator(), look))
 	return s
 }
 
@@ -52,6 +59,7 @@ func (s *machineScreen) measuring() {
 // refresh shows the last measurement and the plan for the selected (or loaded) model.
 func (s *machineScreen) refresh() {
 	s.again.Enable()
+	s.server.show()
 	r := s.u.machine
 	if r == nil {
 		if err := s.u.machineErr; err != nil {

@@ -92,6 +92,7 @@ func New(app fyne.App, be Backend, dirs library.Dirs, opts Options) *UI {
 	}
 	u := &UI{app: app, be: be, dirs: dirs, opts: opts, keys: &keyRouter{}}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
+	u.applyTheme(u.themeChoice())
 	u.win = app.NewWindow("Trochilus")
 	u.models = newModelsScreen(u)
 	u.chat = newChatScreen(u, conversation.Store{Dir: dirs.Chats})
@@ -235,6 +236,7 @@ func (u *UI) Close() {
 	u.jobs.Wait()
 	u.flush()
 	u.chat.save()
+	u.mach.server.shutdown("Stopped: the window closed.")
 	if u.loaded != nil {
 		u.loaded.Close()
 		u.loaded = nil
@@ -250,6 +252,7 @@ func (u *UI) showError(err error) {
 
 // setLoaded makes m the model the chat uses, closing the previous one.
 func (u *UI) setLoaded(m ChatModel) {
+	u.mach.server.modelChanged(u.loaded) // its session is the model's
 	if u.loaded != nil {
 		u.loaded.Close()
 	}

@@ -23,7 +23,7 @@ const module = "github.com/trochilus-llm/trochilus/"
 var allowed = map[string][]string{
 	"app/trochilus":     {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "engine/serve", "gguf", "internal/modelgen", "internal/units", "tokenizer", "tokenizer/chat"},
 	"app/trochilus-app": {"assets", "engine/library", "ui"},
-	"ui":                {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "internal/units", "kernels", "tokenizer/chat", "ui/conversation"},
+	"ui":                {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "engine/serve", "internal/units", "kernels", "tokenizer/chat", "ui/conversation"},
 	"ui/conversation":   {"tokenizer/chat"},
 	"engine/serve":      {"engine", "engine/assistant", "engine/structured", "gguf", "tokenizer/chat"},
 	"engine/assistant":  {"engine", "engine/structured", "tokenizer", "tokenizer/chat"},
