@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/trochilus-llm/trochilus/gguf"
 	"github.com/trochilus-llm/trochilus/internal/directio"
@@ -73,11 +74,23 @@ func (l *Layout) MinSlots(used int) int { return l.Experts + used }
 // Stats count a store's work.
 type Stats struct {
 	Calls, Hits, Misses uint64
-	BytesRead           uint64
+	// BytesRead is what the reads asked the file for: each part's bytes, and with unbuffered
+	// reads the rest of the pages holding its first and last byte (what the disk transfers).
+	BytesRead uint64
+	// ReadTime is the wall time spent in those reads, one clock pair per miss (the reads run
+	// under the store's lock, outside any kernel): the disk's share of a run.
+	ReadTime time.Duration
 
 	// Waits counts the calls that found too few slots free of other evaluations' units and
 	// waited for a Release: a measure of what concurrent evaluations cost each other.
 	Waits uint64
+}
+
+// Sub returns the work done between an earlier snapshot o and s: a run's own figures when
+// the store has served others before it.
+func (s Stats) Sub(o Stats) Stats {
+	return Stats{Calls: s.Calls - o.Calls, Hits: s.Hits - o.Hits, Misses: s.Misses - o.Misses,
+		BytesRead: s.BytesRead - o.BytesRead, ReadTime: s.ReadTime - o.ReadTime, Waits: s.Waits - o.Waits}
 }
 
 // Store keeps some experts in RAM, in fixed slots, and reads the others from the file when a
@@ -385,6 +398,8 @@ func (s *Store) victim(call uint64) int32 {
 
 // fill reads expert e of layer into slot.
 func (s *Store) fill(slot int32, layer, e int) error {
+	start := time.Now()
+	defer func() { s.stats.ReadTime += time.Since(start) }()
 	base := int64(slot) * s.slotBytes
 	for p, part := range s.layout.Layers[layer] {
 		off := part.Offset + int64(e)*part.Size

@@ -376,3 +376,64 @@ func TestStoreWaitsForRelease(t *testing.T) {
 	}()
 	s.Release(0, []int{3})
 }
+
+// With a slot for every unit, each unit is read once, on the call that first names it: the
+// store's BytesRead is those units' bytes, to the byte (with unbuffered reads, the whole
+// pages holding each part), its ReadTime is spent only on those calls, and Sub gives a
+// stretch of calls its own figures.
+func TestStoreStatsCountTheReads(t *testing.T) {
+	path, l, data := testFile(t, 3, 8)
+	for _, direct := range []bool{true, false} {
+		s := openStore(t, path, l, 24)
+		if !direct && s.file.direct != nil {
+			s.file.direct.Close()
+			s.file.direct = nil
+		}
+		// The bytes a read of expert e of layer asks the file for.
+		unitBytes := func(layer, e int) uint64 {
+			var n uint64
+			for _, p := range l.Layers[layer] {
+				off := p.Offset + int64(e)*p.Size
+				if s.Direct() {
+					lo, hi := off/page*page, min((off+p.Size+page-1)/page*page, int64(len(data)))
+					n += uint64(hi - lo)
+				} else {
+					n += uint64(p.Size)
+				}
+			}
+			return n
+		}
+		seen := map[int]bool{}
+		var want Stats
+		rng := rand.New(rand.NewPCG(5, 6))
+		var mid Stats
+		for call := range 60 {
+			if call == 30 {
+				mid = s.Stats()
+			}
+			layer, ids := rng.IntN(3), rng.Perm(8)[:1+rng.IntN(4)]
+			want.Calls++
+			for _, e := range ids {
+				if u := layer*8 + e; seen[u] {
+					want.Hits++
+				} else {
+					seen[u] = true
+					want.Misses++
+					want.BytesRead += unitBytes(layer, e)
+				}
+			}
+			check(t, s, data, layer, ids)
+		}
+		st := s.Stats()
+		if st.Calls != want.Calls || st.Hits != want.Hits || st.Misses != want.Misses || st.BytesRead != want.BytesRead {
+			t.Errorf("direct %v: %+v, want %+v", s.Direct(), st, want)
+		}
+		if st.ReadTime <= 0 || mid.ReadTime <= 0 || mid.ReadTime > st.ReadTime {
+			t.Errorf("direct %v: read time %v, %v after 30 calls", s.Direct(), st.ReadTime, mid.ReadTime)
+		}
+		if d := st.Sub(mid); d.Calls != 30 || d.Hits != st.Hits-mid.Hits || d.Misses != st.Misses-mid.Misses ||
+			d.BytesRead != st.BytesRead-mid.BytesRead || d.ReadTime != st.ReadTime-mid.ReadTime {
+			t.Errorf("Sub: %+v - %+v = %+v", st, mid, d)
+		}
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/trochilus-llm/trochilus/engine"
+	"github.com/trochilus-llm/trochilus/experts"
 	"github.com/trochilus-llm/trochilus/internal/units"
 )
 
@@ -88,7 +90,13 @@ func runGenerate(ctx context.Context, cl *commandLine, stdout, stderr io.Writer)
 		}
 		last := run == *repeat
 		first := true
+		// The store's counts before the run and once the prompt's pass chose the first token
+		// (before any decode pass): the run's own figures, the prompt's apart.
+		before, prompted, promptDone := m.ExpertStats(), experts.Stats{}, false
 		opts.OnToken = func(tok int32) error {
+			if !promptDone {
+				prompted, promptDone = m.ExpertStats(), true
+			}
 			if !last {
 				return nil
 			}
@@ -110,19 +118,33 @@ func runGenerate(ctx context.Context, cl *commandLine, stdout, stderr io.Writer)
 			fmt.Fprintf(stderr, "run %d of %d\n", run, *repeat)
 		}
 		reportRates(stderr, &g, m.Config().Vocab)
-		reportExperts(stderr, m)
+		reportStore(stderr, "experts, prompt", prompted.Sub(before), 0, g.PromptTime)
+		reportStore(stderr, "experts, generation", m.ExpertStats().Sub(prompted), g.DecodeTokens, g.DecodeTime)
 	}
 	return nil
 }
 
-// reportExperts prints what the expert store has done so far, when the experts stream.
-func reportExperts(stderr io.Writer, m *engine.Model) {
-	st := m.ExpertStats()
+// reportStore prints the expert store's work st during one part of a run that took wall and
+// generated tokens (0: none to divide by; generate's generation part passes the tokens its
+// decode passes chose, as its rate does), when the experts stream: a resident run's store does
+// nothing and prints nothing. The read time is the reads' wall time (Stats.ReadTime), so its
+// share of wall is the share the cores waited for the disk.
+func reportStore(stderr io.Writer, label string, st experts.Stats, tokens int, wall time.Duration) {
 	if st.Calls == 0 {
 		return
 	}
-	fmt.Fprintf(stderr, "experts: %d calls, %d hits, %d misses (%.1f%% of units named), %s read from disk\n",
-		st.Calls, st.Hits, st.Misses, 100*float64(st.Misses)/float64(max(st.Hits+st.Misses, 1)), units.Bytes(st.BytesRead))
+	named := st.Hits + st.Misses
+	perToken := ""
+	if tokens > 0 {
+		perToken = ", " + units.Bytes(st.BytesRead/uint64(tokens)) + " per generated token"
+	}
+	share := 0.0
+	if wall > 0 {
+		share = 100 * st.ReadTime.Seconds() / wall.Seconds()
+	}
+	fmt.Fprintf(stderr, "%s: %d calls named %d units: %d hits, %d misses (%.1f%% hit rate); %s read from disk%s; reading %.1f ms, %.1f%% of %.3fs\n",
+		label, st.Calls, named, st.Hits, st.Misses, 100*float64(st.Hits)/float64(max(named, 1)),
+		units.Bytes(st.BytesRead), perToken, float64(st.ReadTime)/float64(time.Millisecond), share, wall.Seconds())
 }
 
 // traceRoutes records m's routings into a new file at path (engine.Model.TraceRoutes); stop

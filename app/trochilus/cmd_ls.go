@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/download"
 	"github.com/trochilus-llm/trochilus/engine/library"
 	"github.com/trochilus-llm/trochilus/engine/machine"
@@ -68,7 +70,7 @@ func runLs(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) error
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSIZE\tARCH\tTYPES\tFIT")
+	fmt.Fprintln(tw, "NAME\tSIZE\tARCH\tTYPES\tCONTEXT\tFIT")
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
@@ -101,17 +103,30 @@ func lsModelRow(models, p string, prof *machine.Profile) []string {
 	if err != nil {
 		// The row names the file already.
 		msg := strings.Replace(strings.TrimPrefix(err.Error(), "library: "), p+": ", "", 1)
-		return []string{name, size, "-", "-", "error: " + msg}
+		return []string{name, size, "-", "-", "-", "error: " + msg}
 	}
-	fit := "unknown"
+	fit, ctx := "unknown", "-"
 	if prof != nil {
-		fit = m.PlanFor(*prof, 0).Placement.String() // at the context a load opens by default
+		pl := m.PlanFor(*prof, 0) // at the context a load opens by default
+		fit = lsFit(pl)
+		if pl.Placement != engine.Refused {
+			ctx = strconv.Itoa(pl.Context)
+		}
 	}
 	types := make([]string, len(m.Types))
 	for i, s := range m.Types { // by share of the bytes, largest first
 		types[i] = s.Type.String()
 	}
-	return []string{name, size, m.Arch, strings.Join(types, ", "), fit}
+	return []string{name, size, m.Arch, strings.Join(types, ", "), ctx, fit}
+}
+
+// lsFit is the plan's verdict, with the share of the experts a streamed load keeps in RAM:
+// the number that tells a fast load from a slow one.
+func lsFit(p engine.Plan) string {
+	if p.Placement != engine.ExpertsStreamed {
+		return p.Placement.String()
+	}
+	return fmt.Sprintf("%s, %d of %d experts in RAM", p.Placement, min(p.UnitsInRAM, p.Units), p.Units)
 }
 
 // lsPartialRow is an unfinished download's line, named by the file it will be, with the share
@@ -123,7 +138,7 @@ func lsPartialRow(final string) []string {
 		size += " of " + units.Bytes(uint64(total))
 		state = fmt.Sprintf("unfinished download, %.0f%%", 100*float64(got)/float64(total))
 	}
-	return []string{filepath.Base(final), size, "-", "-", state + " ('trochilus pull' it again to resume)"}
+	return []string{filepath.Base(final), size, "-", "-", "-", state + " ('trochilus pull' it again to resume)"}
 }
 
 // folderModels is what a models folder holds, by file name.

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/trochilus-llm/trochilus/engine"
 	"github.com/trochilus-llm/trochilus/engine/download"
 	"github.com/trochilus-llm/trochilus/engine/library"
 )
@@ -65,11 +67,16 @@ func TestLsAndRm(t *testing.T) {
 			t.Errorf("model row lacks %q: %s", want, model)
 		}
 	}
-	if !strings.HasSuffix(model, "fits") && !strings.HasSuffix(model, "fits with experts from disk") && !strings.HasSuffix(model, "won't fit") {
+	if !strings.HasSuffix(model, "  fits") && !regexp.MustCompile(`  fits with experts from disk, \d+ of \d+ experts in RAM$`).MatchString(model) && !strings.HasSuffix(model, "won't fit") {
 		t.Errorf("model row has no verdict: %s", model)
 	}
+	// The context a load opens: the tiny model's 4096 positions are under the default.
+	ctx := "4096"
+	if strings.HasSuffix(model, "won't fit") {
+		ctx = "-"
+	}
 	// Aligned: every column starts where its heading does.
-	for _, col := range []struct{ head, cell string }{{"SIZE", "2.31 MiB"}, {"ARCH", "olmoe"}, {"TYPES", "Q4_K, Q6_K"}} {
+	for _, col := range []struct{ head, cell string }{{"SIZE", "2.31 MiB"}, {"ARCH", "olmoe"}, {"TYPES", "Q4_K, Q6_K"}, {"CONTEXT", ctx + "  "}} {
 		if h, c := strings.Index(lines[1], col.head), strings.Index(model, col.cell); h != c {
 			t.Errorf("column %s starts at %d, its cell at %d", col.head, h, c)
 		}
@@ -138,5 +145,38 @@ func TestLsEmpty(t *testing.T) {
 	}
 	if code, _, _ := runCLI("ls", "extra"); code != 2 {
 		t.Errorf("ls with an argument: exit %d, want 2", code)
+	}
+}
+
+// ls's verdict names the share of the experts a streamed load keeps in RAM: the planner's
+// slots, at most one a unit (the store opens no more).
+func TestLsFit(t *testing.T) {
+	m, err := library.Describe(tinyModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		budget int64
+		want   string
+	}{
+		{engine.ExpertBudgetMin, "fits with experts from disk, 10 of 16 experts in RAM"},
+		{1 << 20, "fits with experts from disk, 16 of 16 experts in RAM"},
+	} {
+		p, err := engine.PlanMemory(engine.PlanRequest{Config: m.Config, Footprint: m.Footprint, ExpertBudget: c.budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lsFit(p); got != c.want {
+			t.Errorf("budget %d: %q, want %q", c.budget, got, c.want)
+		}
+	}
+	// 1 GiB of RAM keeps its 2 GiB reserve: nothing is usable.
+	p, _ := engine.PlanMemory(engine.PlanRequest{Config: m.Config, Footprint: m.Footprint, RAMTotal: 1 << 30, RAMAvailable: 1 << 30})
+	if got := lsFit(p); got != "won't fit" {
+		t.Errorf("1 GiB: %q", got)
+	}
+	p, _ = engine.PlanMemory(engine.PlanRequest{Config: m.Config, Footprint: m.Footprint, RAMTotal: 64 << 30, RAMAvailable: 32 << 30})
+	if got := lsFit(p); got != "fits" {
+		t.Errorf("32 GiB: %q", got)
 	}
 }

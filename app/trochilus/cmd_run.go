@@ -36,6 +36,7 @@ func runRun(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) erro
 	}
 	defer done()
 	var werr error
+	before := c.Model().ExpertStats() // the run's own reads, not the load's or an earlier run's
 	r, err := c.Complete(ctx, text, assistant.Options{MaxTokens: *n, Draft: *mf.draft, SpecialText: *special, IgnoreEOS: *ignoreEOS,
 		OnText: func(piece string) {
 			if _, e := io.WriteString(stdout, piece); e != nil && werr == nil {
@@ -54,6 +55,8 @@ func runRun(ctx context.Context, cl *commandLine, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stderr, "prompt: %d tokens in %.3fs, %.2f tok/s\n", r.Prompt, r.PromptTime.Seconds(), r.PPRate)
 	fmt.Fprintf(stderr, "generation: %d tokens in %.3fs, %.2f tok/s\n", r.Tokens, r.DecodeTime.Seconds(), r.Rate)
-	reportExperts(stderr, c.Model())
+	// Complete keeps no count at the prompt's end: the store's figures are the whole run's,
+	// per token generated.
+	reportStore(stderr, "experts", c.Model().ExpertStats().Sub(before), r.Tokens, r.PromptTime+r.DecodeTime)
 	return nil
 }

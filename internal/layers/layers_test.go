@@ -21,7 +21,7 @@ const module = "github.com/trochilus-llm/trochilus/"
 // Imports only point down: app → ui → engine/serve, engine/library → engine/assistant,
 // engine/hub → engine → experts, kernels, gguf (docs/ARCHITECTURE.md draws and explains it).
 var allowed = map[string][]string{
-	"app/trochilus":     {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "engine/serve", "gguf", "internal/modelgen", "internal/units", "tokenizer", "tokenizer/chat"},
+	"app/trochilus":     {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "engine/serve", "experts", "gguf", "internal/modelgen", "internal/units", "tokenizer", "tokenizer/chat"},
 	"app/trochilus-app": {"assets", "engine/library", "ui"},
 	"ui":                {"engine", "engine/assistant", "engine/download", "engine/hub", "engine/library", "engine/machine", "engine/serve", "internal/units", "kernels", "tokenizer/chat", "ui/conversation"},
 	"ui/conversation":   {"tokenizer/chat"},
