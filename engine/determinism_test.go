@@ -14,8 +14,12 @@ import (
 // matrixPrompt is the prompt of the determinism matrix: long enough that passes of 7 and 64
 // tokens cut it in several places.
 func matrixPrompt(vocab int) []int32 {
-	r := rand.New(rand.NewPCG(21, 22))
-	p := make([]int32, 80)
+	return randomTokens(rand.New(rand.NewPCG(21, 22)), 80, vocab)
+}
+
+// randomTokens returns n tokens of a vocabulary of vocab drawn from r.
+func randomTokens(r *rand.Rand, n, vocab int) []int32 {
+	p := make([]int32, n)
 	for i := range p {
 		p[i] = int32(r.IntN(vocab))
 	}

@@ -69,22 +69,31 @@ func BenchmarkDraft(b *testing.B) {
 
 // trainedPrompts reads the trained model's prompts by name (testdata/trained/prompts.json).
 func trainedPrompts(tb testing.TB) map[string][]int32 {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "trained", "prompts.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var ps []struct {
-		Name string
-		IDs  []int32
-	}
-	if err := json.Unmarshal(b, &ps); err != nil {
-		tb.Fatal(err)
-	}
 	out := map[string][]int32{}
-	for _, p := range ps {
+	for _, p := range readPromptFile(tb, "prompts.json") {
 		out[p.Name] = p.IDs
 	}
 	return out
+}
+
+// namedPrompt is one prompt of a trained model's prompt file.
+type namedPrompt struct {
+	Name string
+	IDs  []int32
+}
+
+// readPromptFile reads the prompts of testdata/trained/name, in the file's order.
+func readPromptFile(tb testing.TB, name string) []namedPrompt {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "trained", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var ps []namedPrompt
+	if err := json.Unmarshal(b, &ps); err != nil {
+		tb.Fatal(err)
+	}
+	return ps
 }
 
 // median returns the middle of xs (the mean of the two middle values for an even count).

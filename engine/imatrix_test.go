@@ -2,17 +2,12 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/trochilus-llm/trochilus/gguf"
-	"github.com/trochilus-llm/trochilus/gguf/quant"
 	"github.com/trochilus-llm/trochilus/internal/oracle"
 )
 
@@ -34,30 +29,14 @@ import (
 func imatrixText(t testing.TB, trained bool, vocab int) []int32 {
 	t.Helper()
 	if trained {
-		b, err := os.ReadFile(filepath.Join("..", "testdata", "trained", "prompts.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ps []struct {
-			Name string
-			IDs  []int32
-		}
-		if err := json.Unmarshal(b, &ps); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range ps {
+		for _, p := range readPromptFile(t, "prompts.json") {
 			if p.Name == "chat-rewrite-file" {
 				return p.IDs
 			}
 		}
 		t.Fatal("testdata/trained/prompts.json has no chat-rewrite-file prompt")
 	}
-	r := rand.New(rand.NewPCG(16, 450))
-	ids := make([]int32, 450)
-	for i := range ids {
-		ids[i] = int32(r.IntN(vocab))
-	}
-	return ids
+	return randomTokens(rand.New(rand.NewPCG(16, 450)), 450, vocab)
 }
 
 // imatrixStat accumulates one tensor's squared inputs: per expert (one for a 2-D matrix) the
@@ -227,25 +206,14 @@ func TestEngineImatrix(t *testing.T) {
 	}
 
 	// Layer 0's attention input, from the file: hidden = RMSNorm(token_embd row)·attn_norm.
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openGGUF(t, path)
 	defer f.Close()
 	read := func(name string) []float32 {
 		ti, ok := f.Tensor(name)
 		if !ok {
 			t.Fatalf("%s: no %s", path, name)
 		}
-		raw := make([]byte, ti.Size)
-		if err := f.ReadTensor(ti, raw); err != nil {
-			t.Fatal(err)
-		}
-		x := make([]float32, ti.Elems())
-		if err := quant.Dequantize(ti.Type, raw, x); err != nil {
-			t.Fatal(err)
-		}
-		return x
+		return dequantTensor(t, f, ti)
 	}
 	embd, norm := read("token_embd.weight"), read("blk.0.attn_norm.weight")
 	want := make([]float64, c.Hidden)

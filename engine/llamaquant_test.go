@@ -131,16 +131,37 @@ func llamaSources(t testing.TB) []llamaSource {
 // fileConfig reads a model file's shape.
 func fileConfig(t testing.TB, path string) Config {
 	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openGGUF(t, path)
 	defer f.Close()
 	c, err := ReadConfig(f)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return c
+}
+
+// openGGUF opens the model file at path; the caller closes it.
+func openGGUF(t testing.TB, path string) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// dequantTensor reads ti's bytes from f and dequantizes them (gguf/quant's decoders).
+func dequantTensor(t testing.TB, f *gguf.File, ti *gguf.TensorInfo) []float32 {
+	t.Helper()
+	raw := make([]byte, ti.Size)
+	if err := f.ReadTensor(ti, raw); err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, ti.Elems())
+	if err := quant.Dequantize(ti.Type, raw, x); err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
 
 // writeTrainedF16 writes the trained model (testdata/trained, expanded at src) to path with F16
@@ -320,10 +341,7 @@ func TestOracleLlamaQuantized(t *testing.T) {
 				t.Errorf("%v: llamaDefaultType says %v, libllama's llama_ftype_get_default_type %v", ft, llamaDefaultType[ft], gguf.Type(def))
 			}
 			path := llamaQuantized(t, q, src, ft)
-			f, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := openGGUF(t, path)
 			lines, differ := typeLayout(f, llamaDefaultType[ft])
 			var order []string
 			for _, ti := range f.Tensors[:min(5, len(f.Tensors))] {
@@ -449,34 +467,17 @@ func TestOracleLlamaQuantized(t *testing.T) {
 // values once dequantized (gguf/quant's decoders, bit for bit libggml's).
 func sameValues(t testing.TB, a, b string) bool {
 	t.Helper()
-	fa, err := gguf.Open(a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fa := openGGUF(t, a)
 	defer fa.Close()
-	fb, err := gguf.Open(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fb := openGGUF(t, b)
 	defer fb.Close()
-	values := func(f *gguf.File, ti *gguf.TensorInfo) []float32 {
-		raw := make([]byte, ti.Size)
-		if err := f.ReadTensor(ti, raw); err != nil {
-			t.Fatal(err)
-		}
-		x := make([]float32, ti.Elems())
-		if err := quant.Dequantize(ti.Type, raw, x); err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
 	if len(fa.Tensors) != len(fb.Tensors) {
 		return false
 	}
 	for i := range fa.Tensors {
 		ta := &fa.Tensors[i]
 		tb, ok := fb.Tensor(ta.Name)
-		if !ok || !slices.Equal(ta.Dims, tb.Dims) || !slices.Equal(values(fa, ta), values(fb, tb)) {
+		if !ok || !slices.Equal(ta.Dims, tb.Dims) || !slices.Equal(dequantTensor(t, fa, ta), dequantTensor(t, fb, tb)) {
 			return false
 		}
 	}

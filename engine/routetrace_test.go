@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -123,18 +122,7 @@ func TestRecordTrainedRouteTraces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join("..", "testdata", "trained", model.prompts))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var prompts []struct {
-			Name string
-			IDs  []int32
-		}
-		if err := json.Unmarshal(b, &prompts); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range prompts {
+		for _, p := range readPromptFile(t, model.prompts) {
 			tr, _ := traceGeneration(t, m, p.IDs, 128)
 			tr.Model = model.name + " " + p.Name
 			f := filepath.Join(dir, model.name+"-"+p.Name+".trace")

@@ -168,10 +168,7 @@ func TestDownloadPauseResumeCancel(t *testing.T) {
 	it := u.models.downloads.item("tiny.gguf")
 	path := filepath.Join(dirs.Models, "tiny.gguf")
 
-	test.Tap(it.start)
-	<-h.holding
-	// The bytes are on their way; pause once the partial file holds them all.
-	waitFor(t, func() bool { return download.Partial(path) == 3<<20 })
+	startHeld(t, h, it, path, 3<<20)
 	test.Tap(it.pause)
 	u.Wait()
 	if !strings.HasPrefix(it.status.Text, "Paused: 3.00 MiB kept") || it.start.Text != "Resume" || it.start.Disabled() {
@@ -196,9 +193,7 @@ func TestDownloadPauseResumeCancel(t *testing.T) {
 	// Cancel deletes what was received.
 	os.Remove(path)
 	u.models.downloads.refresh()
-	test.Tap(it.start)
-	<-h.holding
-	waitFor(t, func() bool { return download.Partial(path) == 1<<20 })
+	startHeld(t, h, it, path, 1<<20)
 	// Cancel asks first; the download goes on meanwhile and nothing is deleted yet.
 	test.Tap(it.cancel)
 	if it.confirm == nil || !it.confirm.open || it.stop == nil || download.Partial(path) != 1<<20 {
@@ -209,6 +204,15 @@ func TestDownloadPauseResumeCancel(t *testing.T) {
 	if names := folder(t, dirs.Models); len(names) != 0 || !strings.Contains(it.status.Text, "Cancelled") {
 		t.Fatalf("after cancel: folder %q, status %q", names, it.status.Text)
 	}
+}
+
+// startHeld taps Start and returns once the request the hub holds (holdAt) has sent its bytes
+// and the partial file at path holds all n of them.
+func startHeld(t *testing.T, h *hubServer, it *downloadItem, path string, n int64) {
+	t.Helper()
+	test.Tap(it.start)
+	<-h.holding
+	waitFor(t, func() bool { return download.Partial(path) == n })
 }
 
 // waitFor polls cond until it holds, without a deadline: the test binary's -timeout catches a
@@ -229,6 +233,10 @@ func TestDownloadWrongChecksum(t *testing.T) {
 	u.Wait()
 	if !strings.Contains(it.status.Text, "SHA-256 mismatch") || it.start.Text != "Retry" {
 		t.Fatalf("status %q, button %q", it.status.Text, it.start.Text)
+	}
+	// Nothing like 100% is shown once the checksum failed.
+	if strings.Contains(it.barText(), "100%") || it.bar.Value != 0 {
+		t.Fatalf("after a failed checksum: bar %q (%v), status %q", it.barText(), it.bar.Value, it.status.Text)
 	}
 	if names := folder(t, dirs.Models); len(names) != 0 {
 		t.Fatalf("a file that failed verification was left: %q", names)

@@ -18,23 +18,29 @@ import (
 	"github.com/trochilus-llm/trochilus/internal/modelgen/modelgentest"
 )
 
+// objectTexts returns the words of o's labels, and of its buttons when buttons is set, in the
+// order they stand in its containers.
+func objectTexts(o fyne.CanvasObject, buttons bool) []string {
+	switch w := o.(type) {
+	case *widget.Label:
+		return []string{w.Text}
+	case *widget.Button:
+		if buttons {
+			return []string{w.Text}
+		}
+	case *fyne.Container:
+		var out []string
+		for _, c := range w.Objects {
+			out = append(out, objectTexts(c, buttons)...)
+		}
+		return out
+	}
+	return nil
+}
+
 // dialogText returns the words of a dialog's labels.
 func dialogText(d *keyDialog) string {
-	var out []string
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch w := o.(type) {
-		case *widget.Label:
-			out = append(out, w.Text)
-		case *fyne.Container:
-			for _, c := range w.Objects {
-				walk(c)
-			}
-		}
-	}
-	walk(d.content)
-	walk(d.problem)
-	return strings.Join(out, "\n")
+	return strings.Join(append(objectTexts(d.content, false), objectTexts(d.problem, false)...), "\n")
 }
 
 // modelFile writes the tiny model of weights w to dir/name, all under one general.name as
@@ -311,22 +317,7 @@ func TestModelsAlreadyRunning(t *testing.T) {
 		t.Fatalf("second lock: %v", err)
 	}
 	w := AlreadyRunning(a, err)
-	var texts []string
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch v := o.(type) {
-		case *widget.Label:
-			texts = append(texts, v.Text)
-		case *widget.Button:
-			texts = append(texts, v.Text)
-		case *fyne.Container:
-			for _, c := range v.Objects {
-				walk(c)
-			}
-		}
-	}
-	walk(w.Content())
-	all := strings.Join(texts, "|")
+	all := strings.Join(objectTexts(w.Content(), true), "|")
 	if !strings.Contains(all, "already uses the data folder "+dirs.Data) || !strings.Contains(all, "Quit") || w.Title() != "Trochilus is already running" {
 		t.Fatalf("window %q: %q", w.Title(), all)
 	}

@@ -259,6 +259,17 @@ func fetchWhole(t *testing.T, req Request, opts Options, want []byte) {
 	checkOnly(t, filepath.Dir(req.Path), filepath.Base(req.Path))
 }
 
+// partialAt returns a path in a fresh folder whose partial file holds part, as a download cut
+// off after len(part) bytes leaves it.
+func partialAt(t *testing.T, part []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(PartialPath(path), part, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // checkOnly asserts dir holds exactly the named files.
 func checkOnly(t *testing.T, dir string, names ...string) {
 	t.Helper()
@@ -597,10 +608,7 @@ func TestFetchServerWithoutRanges(t *testing.T) {
 	data, sum := testData(size)
 	srv, ts := newServer(t, data)
 	srv.noRange = true
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(PartialPath(path), data[:2<<20], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := partialAt(t, data[:2<<20])
 	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum, Size: size}, quick(), data)
 	if srv.ranges[0] != "bytes=2097152-" {
 		t.Fatalf("first request range %q", srv.ranges[0])

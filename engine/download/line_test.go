@@ -58,10 +58,7 @@ func TestFetchReportsRangeIgnored(t *testing.T) {
 	data, sum := testData(size)
 	srv, ts := newServer(t, data)
 	srv.noRange = true
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(PartialPath(path), data[:2<<20], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := partialAt(t, data[:2<<20])
 	var last Progress
 	opts := quick()
 	opts.OnProgress = func(p Progress) { last = p }
@@ -71,10 +68,7 @@ func TestFetchReportsRangeIgnored(t *testing.T) {
 	}
 	// A server that honours Range discards nothing.
 	srv.noRange = false
-	path = filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(PartialPath(path), data[:2<<20], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path = partialAt(t, data[:2<<20])
 	fetchWhole(t, Request{URL: ts.URL, Path: path, SHA256: sum}, opts, data)
 	if last.Discarded != 0 {
 		t.Fatalf("discarded %d on a resume the server honoured", last.Discarded)
