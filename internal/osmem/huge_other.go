@@ -8,3 +8,6 @@ package osmem
 const HugePagesSupported = false
 
 func adviseHuge([]byte) bool { return false }
+
+// AdviseSmallPages does nothing here: pages are small unless asked for.
+func AdviseSmallPages([]byte) {}
