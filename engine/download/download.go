@@ -454,9 +454,13 @@ func (d *fetcher) restartAt(n int64) error {
 	return nil
 }
 
-// checkSpace refuses to start when the disk cannot hold the rest of a file of known size.
+// checkSpace refuses to start when the disk cannot hold the rest of a file of known size: the
+// server's size once it has said it, the catalog's approximate one only until then.
 func (d *fetcher) checkSpace(dir string) error {
-	size := max(d.total, d.hint)
+	size := d.total
+	if size <= 0 {
+		size = d.hint
+	}
 	if size <= 0 {
 		return nil
 	}

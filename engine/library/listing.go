@@ -165,11 +165,13 @@ func (d Dirs) Delete(path string) error {
 
 // FolderCommand returns the program and arguments that show path in the system's file
 // manager on goos: Explorer and Finder open its folder with the file selected, elsewhere
-// xdg-open opens the folder.
+// xdg-open opens the folder. Explorer gets "/select," and the path as two arguments: Go quotes
+// an argument with a space whole, and Explorer does not read a quoted "/select,C:\a b\m.gguf"
+// (it opens Documents instead), while it does read /select, "C:\a b\m.gguf".
 func FolderCommand(goos, path string) (name string, args []string) {
 	switch goos {
 	case "windows":
-		return "explorer", []string{"/select," + path}
+		return "explorer", []string{"/select,", path}
 	case "darwin":
 		return "open", []string{"-R", path}
 	}

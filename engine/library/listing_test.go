@@ -219,7 +219,8 @@ func TestFolderCommand(t *testing.T) {
 		{"linux", "/home/u/m/a.gguf", "xdg-open [/home/u/m]"},
 		{"freebsd", "/m/a.gguf", "xdg-open [/m]"},
 		{"darwin", "/Users/u/a.gguf", "open [-R /Users/u/a.gguf]"},
-		{"windows", `C:\m\a.gguf`, `explorer [/select,C:\m\a.gguf]`},
+		{"windows", `C:\m\a.gguf`, `explorer [/select, C:\m\a.gguf]`},
+		{"windows", `C:\Users\John Smith\a.gguf`, `explorer [/select, C:\Users\John Smith\a.gguf]`},
 	} {
 		name, args := FolderCommand(c.goos, c.path)
 		if got := fmt.Sprint(name, " ", args); got != c.want {
